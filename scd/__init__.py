@@ -1,0 +1,1 @@
+"""Service class description library for DynaBot (issue: DynaBot). Nothing here yet."""

@@ -1,0 +1,199 @@
+"""Fixtures: small web sites served on 127.0.0.1, and real `scrapy` runs against them.
+
+Crawls run as `scrapy` subprocesses (the command a user types) with
+SCRAPY_SETTINGS_MODULE=webrace.settings, their own WEBRACE_DATA_DIR, and a DNS resolver
+that maps ``*.test`` names to 127.0.0.1 and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+TESTS = Path(__file__).parent
+
+# Settings every test crawl uses: no politeness delay or retries against our own server,
+# names resolved by the loopback resolver, no listening consoles.
+TEST_SETTINGS = {
+    "DOWNLOAD_DELAY": "0",
+    "RETRY_TIMES": "0",
+    "TWISTED_DNS_RESOLVER": "loopback_resolver.LoopbackResolver",
+    "TELNETCONSOLE_ENABLED": "False",
+    "REMOTE_CONTROL_ENABLED": "False",
+    "LOG_LEVEL": "DEBUG",
+}
+
+
+@dataclass
+class Hit:
+    at: float  # time.monotonic() when the server saw the request
+    host: str  # Host header without the port
+    path: str  # path and query
+    headers: dict[str, str]
+
+
+Response = tuple[int, dict[str, str], bytes]
+
+
+@dataclass
+class Site:
+    """Routes are ``(host or None, path) -> (status, headers, body)`` or a callable returning
+    that; ``host=None`` answers on every host name. Unknown paths get a 404."""
+
+    port: int = 0
+    routes: dict[tuple[str | None, str], Response | Callable[[], Response]] = field(default_factory=dict)
+    hits: list[Hit] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def url(self, path: str = "/", host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}{path}"
+
+    def add(self, path: str, body: bytes | str, status: int = 200, content_type: str | None = "text/html",
+            headers: dict[str, str] | None = None, host: str | None = None) -> None:
+        data = body.encode() if isinstance(body, str) else body
+        hdrs = dict(headers or {})
+        if content_type:
+            hdrs.setdefault("Content-Type", content_type)
+        self.routes[(host, path)] = (status, hdrs, data)
+
+    def html(self, path: str, links: list[str] = (), text: str = "", host: str | None = None) -> None:
+        anchors = "".join(f'<a href="{href}">{href}</a>\n' for href in links)
+        self.add(path, f"<html><head><title>{path}</title></head><body><p>{text}</p>\n{anchors}</body></html>",
+                 host=host)
+
+    def robots(self, text: str, host: str | None = None) -> None:
+        self.add("/robots.txt", text, content_type="text/plain", host=host)
+
+    def paths(self, host: str | None = None) -> list[str]:
+        """Paths requested (robots.txt excluded), in order, on ``host`` or any host."""
+        with self.lock:
+            return [h.path for h in self.hits if h.path != "/robots.txt" and (host is None or h.host == host)]
+
+    def count(self, path: str) -> int:
+        return self.paths().count(path)
+
+    def lookup(self, host: str, path: str) -> Response:
+        route = self.routes.get((host, path)) or self.routes.get((None, path))
+        if route is None:
+            return 404, {"Content-Type": "text/html"}, b"<html><body>not found</body></html>"
+        return route() if callable(route) else route
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    site: Site
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        host = (self.headers.get("Host") or "").rsplit(":", 1)[0]
+        with self.site.lock:
+            self.site.hits.append(Hit(time.monotonic(), host, self.path, dict(self.headers.items())))
+        status, headers, body = self.site.lookup(host, urlsplit(self.path).path + (
+            f"?{urlsplit(self.path).query}" if urlsplit(self.path).query else ""))
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):  # the crawler stopped reading
+            pass
+
+    def log_message(self, format: str, *args: object) -> None:  # keep pytest output clean
+        pass
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    site = Site()
+    handler = type("Handler", (_Handler,), {"site": site})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    site.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield site
+    server.shutdown()
+    server.server_close()
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+    items: list[dict]
+    summary: dict
+
+    @property
+    def by_url(self) -> dict[str, dict]:
+        return {item["url"]: item for item in self.items}
+
+    def stat(self, key: str, default: int = 0) -> int | float:
+        return self.summary.get("stats", {}).get(key, default)
+
+
+class Project:
+    """A working directory with its own WEBRACE_DATA_DIR, for running `scrapy` commands."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.data = root / "data"
+        self.env = {
+            **os.environ,
+            "SCRAPY_SETTINGS_MODULE": "webrace.settings",
+            "WEBRACE_DATA_DIR": str(self.data),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])),
+        }
+
+    def write(self, name: str, text: str) -> Path:
+        path = self.root / name
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def scrapy(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "scrapy", *args], cwd=self.root, env=self.env,
+            capture_output=True, text=True, timeout=timeout,
+        )
+
+    def add_urds(self, *urds: str) -> None:
+        path = self.write("urds.xml", "<urds>\n" + "\n".join(urds) + "\n</urds>\n")
+        result = self.scrapy("urd", "add", str(path))
+        assert result.returncode == 0, result.stderr
+
+    def crawl(self, *args: str, **settings: object) -> Run:
+        out = self.root / "pages.jsonl"
+        out.unlink(missing_ok=True)
+        summary_file = self.data / "last-crawl.json"
+        summary_file.unlink(missing_ok=True)
+        merged = {**TEST_SETTINGS, **{k: str(v) for k, v in settings.items()}}
+        set_args = [arg for name, value in merged.items() for arg in ("-s", f"{name}={value}")]
+        result = self.scrapy("crawl", "urd", "-O", str(out), *set_args, *args)
+        items = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+        summary = json.loads(summary_file.read_text()) if summary_file.exists() else {}
+        return Run(result.returncode, result.stdout, result.stderr, items, summary)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    return Project(tmp_path)
+
+
+def urd(urd_id: str, owner: str, url: str, depth: int = 0, scope: str | None = None,
+        timing: int = 3_600_000, extra: str = "") -> str:
+    """One <urd> element."""
+    scope_el = f"<scope>{scope}</scope>" if scope else ""
+    return (f'<urd id="{urd_id}" owner="{owner}"><uri timing="{timing}">{url}</uri>'
+            f'<depth level="{depth}"/>{scope_el}{extra}</urd>')

@@ -1,0 +1,28 @@
+"""State stores behind one interface (``base``), an embedded SQLite implementation and,
+with ``REDIS_URL`` set, a Redis one; :func:`open_urd_store` picks from the settings."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from webrace.backends.base import UrdStore
+
+
+def data_dir(settings: Any) -> Path:
+    """``WEBRACE_DATA_DIR`` (setting, else environment variable, else ``.webrace``), created."""
+    value = settings.get("WEBRACE_DATA_DIR") or os.environ.get("WEBRACE_DATA_DIR") or ".webrace"
+    path = Path(value).expanduser().resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def open_urd_store(settings: Any) -> UrdStore:
+    """The URD-DB. It stays where the scheduler runs, so it is SQLite in both modes."""
+    from webrace.backends.sqlite import SqliteUrdStore
+
+    return SqliteUrdStore(data_dir(settings) / "urd.sqlite")
+
+
+__all__ = ["UrdStore", "data_dir", "open_urd_store"]

@@ -1,0 +1,1 @@
+"""WebRACE's Scrapy commands (``COMMANDS_MODULE = "webrace.commands"``)."""

@@ -1,0 +1,154 @@
+"""``scrapy urd add FILE... | list | remove ID...``: manage the URD-DB."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC
+from typing import Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from webrace.backends import open_urd_store
+from webrace.urd import Urd, UrdError, load_files, now_millis
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "add FILE... | list [--format table|jsonl|xml] | remove ID..."
+
+    def short_desc(self) -> str:
+        return "Manage URDs: add (validated) files, list them, remove them"
+
+    def long_desc(self) -> str:
+        return (
+            "add FILE...: validate every file against webrace/schemas/urd.xsd and store all their "
+            "URDs, replacing URDs with the same id; if any file is invalid nothing is stored. "
+            "list: one line per URD (id, owner, url, depth, timing, last check, next due). "
+            "remove ID...: remove URDs by id."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument(
+            "--format", choices=("table", "jsonl", "xml"), default="table", help="output of `list` (default: table)"
+        )
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if not args:
+            raise UsageError("missing subcommand: add, list or remove")
+        action, rest = args[0], args[1:]
+        if action == "add":
+            self.add(rest)
+        elif action == "list":
+            if rest:
+                raise UsageError("`list` takes no arguments")
+            self.list(opts.format)
+        elif action in ("remove", "rm"):
+            self.remove(rest)
+        else:
+            raise UsageError(f"unknown subcommand {action!r}: expected add, list or remove")
+
+    def add(self, files: list[str]) -> None:
+        if not files:
+            raise UsageError("`add` needs at least one URD file")
+        try:
+            urds = load_files(files)
+        except UrdError as exc:
+            for problem in exc.problems:
+                print(f"error: {problem}", file=sys.stderr)
+            print("Nothing was stored.", file=sys.stderr)
+            self.exitcode = 1
+            return
+        with open_urd_store(self.settings) as store:
+            replaced = [u.id for u in urds if store.get(u.id) is not None]
+            store.put_many(urds)
+        print(f"Added {len(urds)} URD(s) from {len(files)} file(s)" + (f"; replaced: {', '.join(replaced)}" if replaced else ""))
+
+    def list(self, fmt: str) -> None:
+        with open_urd_store(self.settings) as store:
+            urds = store.all()
+        now = now_millis()
+        if fmt == "jsonl":
+            for urd in urds:
+                print(json.dumps(_as_dict(urd, now)))
+        elif fmt == "xml":
+            from webrace.urd import to_document
+
+            print(to_document(urds), end="")
+        else:
+            print(format_table(urds, now))
+
+    def remove(self, ids: list[str]) -> None:
+        if not ids:
+            raise UsageError("`remove` needs at least one URD id")
+        with open_urd_store(self.settings) as store:
+            removed = store.remove(ids)
+        if removed:
+            print(f"Removed {len(removed)} URD(s): {', '.join(removed)}")
+        missing = [i for i in ids if i not in removed]
+        if missing:
+            print(f"error: no URD with id {', '.join(missing)}", file=sys.stderr)
+            self.exitcode = 1
+
+
+def _as_dict(urd: Urd, now: int) -> dict[str, Any]:
+    return {
+        "id": urd.id,
+        "owner": urd.owner,
+        "url": urd.url,
+        "depth": urd.depth,
+        "scope": urd.scope,
+        "timing": urd.timing,
+        "lastcheck": urd.lastcheck,
+        "next_due": urd.next_due,
+        "due": urd.is_due(now),
+        "urgent": urd.urgent,
+        "keywords": {k.key: float(k.weight) for k in urd.keywords},
+    }
+
+
+def format_table(urds: list[Urd], now: int) -> str:
+    header = ("ID", "OWNER", "URL", "DEPTH", "TIMING", "LAST CHECK", "NEXT DUE")
+    rows = [
+        (
+            u.id,
+            u.owner,
+            u.url,
+            str(u.depth),
+            format_interval(u.timing),
+            format_time(u.lastcheck) if u.lastcheck is not None else "never",
+            "now" if u.is_due(now) else format_time(u.next_due),
+        )
+        for u in urds
+    ]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in [header, *rows]]
+    if not rows:
+        lines.append("(no URDs: add some with `scrapy urd add FILE`)")
+    return "\n".join(lines)
+
+
+def format_interval(ms: int) -> str:
+    """600000 -> 10m, 5400000 -> 1h30m, 1500 -> 1.5s."""
+    if ms % 1000:
+        return f"{ms / 1000:g}s" if ms >= 1000 else f"{ms}ms"
+    seconds = ms // 1000
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size:
+            parts.append(f"{seconds // size}{unit}")
+            seconds %= size
+    return "".join(parts)
+
+
+def format_time(ms: int) -> str:
+    from datetime import datetime
+
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,20 @@
+"""Items the crawl emits (so Scrapy's feed exports write them)."""
+
+import scrapy
+
+
+class Page(scrapy.Item):
+    """One fetched page, with the owners it was fetched for."""
+
+    url = scrapy.Field()  # final URL (after redirects), canonical form
+    parent_url = scrapy.Field()  # page whose link led here; None for a URD's own page
+    depth = scrapy.Field()  # links followed from the nearest URD start page (0 = start page)
+    owners = scrapy.Field()  # sorted user ids of every URD this page was fetched for
+    urd_ids = scrapy.Field()  # sorted ids of those URDs
+    urgent = scrapy.Field()  # True when any of those URDs is urgent
+    status = scrapy.Field()  # HTTP status
+    content_type = scrapy.Field()  # media type without parameters, "" when absent
+    size = scrapy.Field()  # body bytes
+    links = scrapy.Field()  # normalised outgoing links kept by the extractor pipe
+    ip = scrapy.Field()  # address of the origin server
+    fetched_at = scrapy.Field()  # ISO 8601 UTC time of the fetch

@@ -1,0 +1,62 @@
+"""Scrapy settings of the WebRACE project.
+
+Every ``WEBRACE_*`` setting is declared here once, with its default and what it means.
+Override any of them with ``-s NAME=VALUE`` or in your own settings module.
+"""
+
+import os
+from pathlib import Path
+
+from webrace import __version__
+
+_CONF = Path(__file__).parent / "conf"
+
+BOT_NAME = "webrace"
+SPIDER_MODULES = ["webrace.spiders"]
+NEWSPIDER_MODULE = "webrace.spiders"
+COMMANDS_MODULE = "webrace.commands"
+
+# --- WebRACE ---------------------------------------------------------------------------
+# Directory holding all embedded state (URD-DB, crawl summaries); environment variable too.
+WEBRACE_DATA_DIR = os.environ.get("WEBRACE_DATA_DIR", ".webrace")
+# File of extensions never fetched (the seed's conf/ignore.types); a list of entries also works.
+WEBRACE_IGNORE_TYPES = str(_CONF / "ignore.types")
+# File of accepted media types, `type/subtype` or `type/*` (the seed's conf/mime.types).
+WEBRACE_MIME_TYPES = str(_CONF / "mime.types")
+# File of blocked domains, hosts or URL prefixes, one per line (the seed's BlockDomain); None = none.
+WEBRACE_BLOCKLIST = None
+# URLs longer than this (after normalisation) are skipped and counted as error/too_long.
+WEBRACE_MAX_URL_LENGTH = 2048
+# At most this many links are taken from one page; the rest are counted as ignored/limit.
+WEBRACE_MAX_LINKS_PER_PAGE = 5000
+# A host whose robots.txt asks for a Crawl-delay longer than this (seconds) is not crawled.
+WEBRACE_MAX_CRAWL_DELAY = 60.0
+
+# --- Scrapy, set for a polite, honest user-driven crawler ------------------------------
+USER_AGENT = f"WebRACE/{__version__} (user-driven crawler; Scrapy)"
+ROBOTSTXT_OBEY = True
+ROBOTSTXT_USER_AGENT = "WebRACE"
+CONCURRENT_REQUESTS = 32
+CONCURRENT_REQUESTS_PER_DOMAIN = 2
+DOWNLOAD_DELAY = 0.5
+DOWNLOAD_TIMEOUT = 30
+DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
+DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
+REDIRECT_MAX_TIMES = 10
+RETRY_TIMES = 2
+# The spider sees every status (a 404 is news to someone watching a page) and counts it.
+HTTPERROR_ALLOW_ALL = True
+# Breadth-first: requests are prioritised by depth, FIFO within a priority.
+SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
+SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
+
+DOWNLOADER_MIDDLEWARES = {
+    # replaced by ExclusionMiddleware, which wraps it and adds Crawl-delay and block lists
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "webrace.middlewares.exclusion.ExclusionMiddleware": 100,
+}
+EXTENSIONS = {
+    "webrace.summary.CrawlSummary": 500,
+}
+FEED_EXPORT_ENCODING = "utf-8"
+LOG_LEVEL = "INFO"

@@ -1,0 +1,274 @@
+"""``scrapy crawl urd``: crawl every due URD, on behalf of its owner.
+
+The seed's mini-crawler (seed 000 section 4): requests are ``[Link, ParentLink, Depth,
+{owners}]``; here they carry that context in ``meta["webrace"]`` and the crawl's
+:class:`~webrace.frontier.Frontier` coalesces them, so a page reached for several URDs is
+downloaded once and its item names every owner. Each page's links go through the URL
+extractor pipe (:mod:`webrace.extractor`), then each URD's own scope and depth decide
+which links it follows.
+
+Spider arguments: ``-a urd=ID[,ID...]`` crawls these URDs now, due or not.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import scrapy
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+    ResponseDataLossError,
+)
+from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.utils.response import get_base_url
+from twisted.internet import error as twisted_errors
+from twisted.python.failure import Failure
+
+from webrace.backends import open_urd_store
+from webrace.extractor import UrlExtractor
+from webrace.frontier import DONE, FAILED, Frontier, Node, Offer
+from webrace.items import Page
+from webrace.middlewares.exclusion import IGNORED
+from webrace.urd import Urd, now_millis
+from webrace.urls import Blocklist, IgnoreTypes, in_scope, media_type, read_list
+
+logger = logging.getLogger(__name__)
+
+
+class UrdSpider(scrapy.Spider):
+    name = "urd"
+
+    def __init__(self, urd: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.only_ids = [i.strip() for i in (urd or "").split(",") if i.strip()]
+        self.urds: dict[str, Urd] = {}
+        self.frontier = Frontier()
+        self.started_ms = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> UrdSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        settings = crawler.settings
+        spider.extractor = UrlExtractor(
+            IgnoreTypes(read_list(settings.get("WEBRACE_IGNORE_TYPES"))),
+            Blocklist(read_list(settings.get("WEBRACE_BLOCKLIST"))),
+            max_url_length=settings.getint("WEBRACE_MAX_URL_LENGTH"),
+            max_links=settings.getint("WEBRACE_MAX_LINKS_PER_PAGE"),
+        )
+        crawler.signals.connect(spider.on_closed, signal=signals.spider_closed)
+        return spider
+
+    # -- start: due URDs, coalesced by URL -----------------------------------------------
+
+    async def start(self) -> AsyncIterator[scrapy.Request]:
+        self.started_ms = now_millis()
+        for urd in self._load_urds():
+            self.urds[urd.id] = urd
+        if not self.urds:
+            return
+        owners = sorted({u.owner for u in self.urds.values()})
+        self.crawler.stats.set_value("webrace/urds", len(self.urds))
+        self.crawler.stats.set_value("webrace/owners", ",".join(owners))
+        logger.info("Crawling %d URDs for %d owners: %s", len(self.urds), len(owners), ", ".join(owners))
+        for urd in self.urds.values():
+            self._inc("discovered")
+            verdict, _ = self.frontier.offer(urd.url, None, 0, {urd.id: urd.depth})
+            if verdict is Offer.NEW:
+                yield self._request(self.frontier.get(urd.url))
+            else:
+                self._inc("coalesced")
+
+    def _load_urds(self) -> list[Urd]:
+        with open_urd_store(self.crawler.settings) as store:
+            if self.only_ids:
+                urds = [store.get(i) for i in self.only_ids]
+                missing = [i for i, u in zip(self.only_ids, urds, strict=False) if u is None]
+                if missing:
+                    logger.error("No URD with id %s (see `scrapy urd list`)", ", ".join(missing))
+                return [u for u in urds if u is not None]
+            due = store.due(self.started_ms)
+            if not due:
+                pending = store.all()
+                if not pending:
+                    logger.info("No URD registered: add some with `scrapy urd add FILE`")
+                else:
+                    soonest = min(pending, key=lambda u: u.next_due)
+                    logger.info(
+                        "No URD is due; %d registered, next due: %s at %s",
+                        len(pending), soonest.id, _iso(soonest.next_due),
+                    )
+            return due
+
+    def _request(self, node: Node) -> scrapy.Request:
+        urds = [self.urds[i] for i in sorted(node.budgets)]
+        context = {
+            "link": node.url,
+            "parent": node.parent_url,
+            "depth": node.depth,
+            "budgets": dict(node.budgets),
+            "owners": sorted({u.owner for u in urds}),
+            "urd_ids": [u.id for u in urds],
+            "urgent": any(u.urgent for u in urds),
+        }
+        return scrapy.Request(
+            node.url,
+            callback=self.parse_page,
+            errback=self.fetch_failed,
+            priority=-node.depth,
+            meta={"webrace": context},
+        )
+
+    # -- a fetched page ------------------------------------------------------------------
+
+    def parse_page(self, response: Response) -> Iterator[Page | scrapy.Request]:
+        node = self._node(response.request)
+        node.state = DONE
+        if response.url != node.url and not self.frontier.alias(response.url, node):
+            self._inc("duplicate")  # a redirect to a page this round already has
+            return
+        status = response.status
+        ctype = media_type(response.headers.get(b"Content-Type"))
+        if status >= 400:
+            self._inc(f"failed/http_{status}")
+        elif _is_binary(response):
+            self._inc("not_html")
+        elif isinstance(response, HtmlResponse):
+            node.links = self._extract(response)
+        else:
+            self._inc("not_html")
+        urds = [self.urds[i] for i in sorted(node.budgets)]
+        self._inc("pages")
+        yield Page(
+            url=response.url,
+            parent_url=node.parent_url,
+            depth=node.depth,
+            owners=sorted({u.owner for u in urds}),
+            urd_ids=[u.id for u in urds],
+            urgent=any(u.urgent for u in urds),
+            status=status,
+            content_type=ctype,
+            size=len(response.body),
+            links=list(node.links),
+            ip=str(response.ip_address) if response.ip_address else None,
+            fetched_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        )
+        yield from self._follow(node, node.budgets)
+
+    def _extract(self, response: HtmlResponse) -> list[str]:
+        try:
+            extraction = self.extractor.extract(response.selector, get_base_url(response))
+        except (ValueError, TypeError) as exc:  # lxml could not make a tree of it
+            logger.warning("Could not parse %s: %s", response.url, exc)
+            self._inc("error/parse")
+            return []
+        self._inc("expanded")
+        self._inc("discovered", extraction.found)
+        for reason, n in extraction.ignored.items():
+            self._inc(f"ignored/{reason}", n)
+        for reason, n in extraction.errors.items():
+            self._inc(f"error/{reason}", n)
+        return extraction.links
+
+    def _follow(self, node: Node, budgets: dict[str, int]) -> Iterator[scrapy.Request]:
+        """Offer ``node``'s links to the frontier for each URD in ``budgets`` that still has
+        depth left and whose scope holds the link; carry merged URDs through pages that are
+        already done without fetching them again."""
+        stack = [(node, budgets)]
+        while stack:
+            parent, parent_budgets = stack.pop()
+            for link in parent.links:
+                child_budgets: dict[str, int] = {}
+                out_of_scope = False
+                for urd_id, remaining in parent_budgets.items():
+                    urd = self.urds[urd_id]
+                    if remaining <= 0:
+                        pass
+                    elif not in_scope(link, urd.url, urd.scope):
+                        out_of_scope = True
+                    else:
+                        child_budgets[urd_id] = remaining - 1
+                if not child_budgets:
+                    self._inc("ignored/scope" if out_of_scope else "ignored/depth")
+                    continue
+                verdict, gained = self.frontier.offer(link, parent.url, parent.depth + 1, child_budgets)
+                if verdict is Offer.NEW:
+                    yield self._request(self.frontier.get(link))
+                elif verdict is Offer.MERGED:
+                    self._inc("coalesced")
+                    child = self.frontier.get(link)
+                    if child.state == DONE:
+                        stack.append((child, gained))
+                else:
+                    self._inc("duplicate")
+
+    # -- a failed fetch ------------------------------------------------------------------
+
+    def fetch_failed(self, failure: Failure) -> None:
+        request = failure.request
+        node = self._node(request)
+        node.state = FAILED
+        if request.meta.get(IGNORED):  # counted where it was decided
+            return
+        reason = failure_reason(failure.value)
+        self._inc(f"failed/{reason}")
+        logger.warning("Fetch failed (%s) %s: %s", reason, request.url, failure.getErrorMessage()[:200])
+
+    def _node(self, request: scrapy.Request) -> Node:
+        context = request.meta["webrace"]
+        node = self.frontier.get(context["link"])
+        if node is None:  # e.g. resumed from JOBDIR: rebuild the node from the request
+            node = Node(context["link"], context["parent"], context["depth"], dict(context["budgets"]))
+            self.frontier.nodes[node.url] = node
+        return node
+
+    # -- end of the round ----------------------------------------------------------------
+
+    def on_closed(self, spider: scrapy.Spider, reason: str) -> None:
+        if spider is not self or not self.urds:
+            return
+        if reason != "finished":
+            logger.info("Crawl ended early (%s): last check of the URDs left unchanged", reason)
+            return
+        with open_urd_store(self.crawler.settings) as store:
+            store.mark_checked(self.urds, self.started_ms)
+
+    def _inc(self, key: str, n: int = 1) -> None:
+        if n:
+            self.crawler.stats.inc_value(f"webrace/{key}", n)
+
+
+def _is_binary(response: Response) -> bool:
+    """A body that is not text whatever its headers say (NUL bytes near the start)."""
+    return not isinstance(response, TextResponse) or b"\x00" in response.body[:2048]
+
+
+def failure_reason(exc: BaseException) -> str:
+    """Short counter name for why a fetch failed."""
+    if isinstance(exc, (CannotResolveHostError, twisted_errors.DNSLookupError)):
+        return "dns"
+    if isinstance(exc, (DownloadConnectionRefusedError, twisted_errors.ConnectionRefusedError)):
+        return "refused"
+    if isinstance(exc, (DownloadTimeoutError, twisted_errors.TimeoutError, twisted_errors.TCPTimedOutError)):
+        return "timeout"
+    if isinstance(exc, DownloadCancelledError):
+        return "too_large" if "size" in str(exc).lower() else "cancelled"
+    if isinstance(exc, ResponseDataLossError):
+        return "data_loss"
+    if isinstance(exc, IgnoreRequest) and "redirect" in str(exc).lower():
+        return "redirects"
+    if isinstance(exc, (twisted_errors.ConnectError, twisted_errors.ConnectionLost)):
+        return "connection"
+    return type(exc).__name__.lower()
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -1,0 +1,88 @@
+"""The crawl summary, in the vocabulary of Scout's session log.
+
+At the end of every crawl one line like Scout's ``URL Stats: discovered = 0 requested = 1
+expanded = 1 ignored = 0 failed = 0 error = 0`` is logged, followed by the breakdown by
+reason, and the same figures are left in Scrapy's stats (``webrace/summary/*``) and in
+``WEBRACE_DATA_DIR/last-crawl.json`` for scripts.
+
+- discovered: start URLs plus the distinct links found on expanded pages
+- requested: requests that reached the downloader (robots.txt fetches not included)
+- expanded: pages whose links were extracted
+- ignored: links and requests not followed, by reason (robots, blocklist, type, mime,
+  scope, depth, limit)
+- failed: requests that got no usable page (HTTP error status, DNS, refused, timeout,
+  too large, redirect loop...), by reason
+- error: URLs that could not be crawled at all (unsupported scheme, malformed, too long)
+  and pages that could not be parsed
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from scrapy import Request, Spider, signals
+from scrapy.crawler import Crawler
+
+from webrace.backends import data_dir
+
+logger = logging.getLogger(__name__)
+
+CATEGORIES = ("ignored", "failed", "error")
+
+
+def summarize(stats: dict[str, Any]) -> dict[str, Any]:
+    """Scout-style totals and breakdowns from a Scrapy stats dict."""
+    out: dict[str, Any] = {
+        name: stats.get(f"webrace/{name}", 0) for name in ("discovered", "requested", "expanded", "pages")
+    }
+    for category in CATEGORIES:
+        prefix = f"webrace/{category}/"
+        reasons = {k[len(prefix):]: v for k, v in stats.items() if k.startswith(prefix)}
+        out[category] = sum(reasons.values())
+        out[f"{category}_by_reason"] = dict(sorted(reasons.items()))
+    return out
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    def breakdown(category: str) -> str:
+        reasons = summary[f"{category}_by_reason"]
+        return f" ({', '.join(f'{k} {v}' for k, v in reasons.items())})" if reasons else ""
+
+    return (
+        f"URL Stats: discovered = {summary['discovered']} requested = {summary['requested']} "
+        f"expanded = {summary['expanded']} ignored = {summary['ignored']}{breakdown('ignored')} "
+        f"failed = {summary['failed']}{breakdown('failed')} error = {summary['error']}{breakdown('error')}"
+    )
+
+
+class CrawlSummary:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        crawler.signals.connect(self.request_reached_downloader, signal=signals.request_reached_downloader)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> CrawlSummary:
+        return cls(crawler)
+
+    def request_reached_downloader(self, request: Request) -> None:
+        if "webrace" in request.meta:
+            self.stats.inc_value("webrace/requested")
+
+    def spider_closed(self, spider: Spider, reason: str) -> None:
+        summary = summarize(self.stats.get_stats())
+        for key in ("discovered", "requested", "expanded", "pages", *CATEGORIES):
+            self.stats.set_value(f"webrace/summary/{key}", summary[key])
+        logger.info("WebRACE crawl summary (%s): %s", reason, format_summary(summary))
+        owners = self.stats.get_value("webrace/owners")
+        if owners:
+            logger.info("Pages: %d, for owners: %s", summary["pages"], owners)
+        counters = {k: v for k, v in self.stats.get_stats().items() if isinstance(v, (int, float, str))}
+        record = {"spider": spider.name, "reason": reason, **summary, "stats": counters}
+        path = data_dir(self.crawler.settings) / "last-crawl.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.replace(path)
