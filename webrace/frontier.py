@@ -9,6 +9,7 @@ without fetching the page again. Plain Python, no Scrapy.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -29,11 +30,18 @@ class Node:
     budgets: dict[str, int]  # URD id -> depth still allowed below this page
     state: str = PENDING
     links: list[str] = field(default_factory=list)
+    counted: set[str] = field(default_factory=set)  # URDs this pending node keeps active
 
 
 class Frontier:
+    """Also tracks which URDs are still *active*: have a pending page from which they may
+    follow links further. Only an active URD can still add its owner to a page already
+    fetched, so a page's owners are final once no active URD that could reach it is
+    missing from it: the spider holds a page's item until then."""
+
     def __init__(self) -> None:
         self.nodes: dict[str, Node] = {}
+        self.active: Counter[str] = Counter()
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -48,14 +56,37 @@ class Frontier:
         new to the node (to be carried on through its links if it is already done)."""
         node = self.nodes.get(url)
         if node is None:
-            self.nodes[url] = Node(url, parent_url, depth, dict(budgets))
+            node = self.nodes[url] = Node(url, parent_url, depth, dict(budgets))
+            self._count(node)
             return Offer.NEW, dict(budgets)
         gained = {u: r for u, r in budgets.items() if r > node.budgets.get(u, -1)}
         if not gained:
             return Offer.DUPLICATE, {}
         node.budgets.update(gained)
         node.depth = min(node.depth, depth)
+        self._count(node)
         return Offer.MERGED, gained
+
+    def finish(self, node: Node, state: str = DONE) -> set[str]:
+        """Mark ``node`` fetched (or failed); return the URDs that are no longer active.
+        Offer the node's links first, so its children keep their URDs active."""
+        node.state = state
+        ended = set()
+        for urd_id in node.counted:
+            self.active[urd_id] -= 1
+            if self.active[urd_id] <= 0:
+                del self.active[urd_id]
+                ended.add(urd_id)
+        node.counted.clear()
+        return ended
+
+    def _count(self, node: Node) -> None:
+        if node.state != PENDING:
+            return
+        for urd_id, remaining in node.budgets.items():
+            if remaining >= 1 and urd_id not in node.counted:
+                node.counted.add(urd_id)
+                self.active[urd_id] += 1
 
     def alias(self, url: str, node: Node) -> bool:
         """Record that ``node`` was answered from ``url`` (a redirect target). Returns False

@@ -69,7 +69,8 @@ class Command(ScrapyCommand):
         with open_urd_store(self.settings) as store:
             replaced = [u.id for u in urds if store.get(u.id) is not None]
             store.put_many(urds)
-        print(f"Added {len(urds)} URD(s) from {len(files)} file(s)" + (f"; replaced: {', '.join(replaced)}" if replaced else ""))
+        note = f"; replaced: {', '.join(replaced)}" if replaced else ""
+        print(f"Added {len(urds)} URD(s) from {len(files)} file(s){note}")
 
     def list(self, fmt: str) -> None:
         with open_urd_store(self.settings) as store:

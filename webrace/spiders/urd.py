@@ -22,6 +22,7 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import (
     CannotResolveHostError,
+    DontCloseSpider,
     DownloadCancelledError,
     DownloadConnectionRefusedError,
     DownloadTimeoutError,
@@ -52,6 +53,8 @@ class UrdSpider(scrapy.Spider):
         self.only_ids = [i.strip() for i in (urd or "").split(",") if i.strip()]
         self.urds: dict[str, Urd] = {}
         self.frontier = Frontier()
+        self.held: dict[str, tuple[Node, Page]] = {}  # items waiting for their final owners
+        self.owners_changed = False
         self.started_ms = 0
 
     @classmethod
@@ -65,6 +68,7 @@ class UrdSpider(scrapy.Spider):
             max_links=settings.getint("WEBRACE_MAX_LINKS_PER_PAGE"),
         )
         crawler.signals.connect(spider.on_closed, signal=signals.spider_closed)
+        crawler.signals.connect(spider.on_idle, signal=signals.spider_idle)
         return spider
 
     # -- start: due URDs, coalesced by URL -----------------------------------------------
@@ -125,18 +129,20 @@ class UrdSpider(scrapy.Spider):
             errback=self.fetch_failed,
             priority=-node.depth,
             meta={"webrace": context},
+            # The frontier already requests each URL once per round; Scrapy's dupefilter
+            # would drop redirect targets silently (no errback), leaving a node pending.
+            dont_filter=True,
         )
 
     # -- a fetched page ------------------------------------------------------------------
 
     def parse_page(self, response: Response) -> Iterator[Page | scrapy.Request]:
         node = self._node(response.request)
-        node.state = DONE
         if response.url != node.url and not self.frontier.alias(response.url, node):
             self._inc("duplicate")  # a redirect to a page this round already has
+            yield from self._release(self.frontier.finish(node, DONE))
             return
         status = response.status
-        ctype = media_type(response.headers.get(b"Content-Type"))
         if status >= 400:
             self._inc(f"failed/http_{status}")
         elif _is_binary(response):
@@ -145,23 +151,23 @@ class UrdSpider(scrapy.Spider):
             node.links = self._extract(response)
         else:
             self._inc("not_html")
-        urds = [self.urds[i] for i in sorted(node.budgets)]
         self._inc("pages")
-        yield Page(
+        # Owners are filled in when the item is released (see _release).
+        self.held[node.url] = (node, Page(
             url=response.url,
             parent_url=node.parent_url,
             depth=node.depth,
-            owners=sorted({u.owner for u in urds}),
-            urd_ids=[u.id for u in urds],
-            urgent=any(u.urgent for u in urds),
             status=status,
-            content_type=ctype,
+            content_type=media_type(response.headers.get(b"Content-Type")),
             size=len(response.body),
             links=list(node.links),
             ip=str(response.ip_address) if response.ip_address else None,
             fetched_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        )
-        yield from self._follow(node, node.budgets)
+        ))
+        requests = list(self._follow(node, node.budgets))
+        ended = self.frontier.finish(node, DONE)
+        yield from requests
+        yield from self._release(ended, node)
 
     def _extract(self, response: HtmlResponse) -> list[str]:
         try:
@@ -180,24 +186,25 @@ class UrdSpider(scrapy.Spider):
 
     def _follow(self, node: Node, budgets: dict[str, int]) -> Iterator[scrapy.Request]:
         """Offer ``node``'s links to the frontier for each URD in ``budgets`` that still has
-        depth left and whose scope holds the link; carry merged URDs through pages that are
-        already done without fetching them again."""
-        stack = [(node, budgets)]
+        depth left and whose scope holds the link; carry URDs merged into pages already
+        done through their stored links, without fetching them again."""
+        stack = [(node, budgets, True)]
         while stack:
-            parent, parent_budgets = stack.pop()
+            parent, parent_budgets, first_visit = stack.pop()
             for link in parent.links:
                 child_budgets: dict[str, int] = {}
                 out_of_scope = False
                 for urd_id, remaining in parent_budgets.items():
                     urd = self.urds[urd_id]
                     if remaining <= 0:
-                        pass
-                    elif not in_scope(link, urd.url, urd.scope):
+                        continue
+                    if not in_scope(link, urd.url, urd.scope):
                         out_of_scope = True
                     else:
                         child_budgets[urd_id] = remaining - 1
                 if not child_budgets:
-                    self._inc("ignored/scope" if out_of_scope else "ignored/depth")
+                    if first_visit:
+                        self._inc("ignored/scope" if out_of_scope else "ignored/depth")
                     continue
                 verdict, gained = self.frontier.offer(link, parent.url, parent.depth + 1, child_budgets)
                 if verdict is Offer.NEW:
@@ -206,21 +213,68 @@ class UrdSpider(scrapy.Spider):
                     self._inc("coalesced")
                     child = self.frontier.get(link)
                     if child.state == DONE:
-                        stack.append((child, gained))
+                        self.owners_changed = True
+                        if any(r > 0 for r in gained.values()):
+                            stack.append((child, gained, False))
                 else:
                     self._inc("duplicate")
 
+    # -- holding items until their owners are final --------------------------------------
+
+    def _release(self, ended: set[str], node: Node | None = None) -> Iterator[Page]:
+        """Emit the held items whose owners can no longer grow: no URD still active that
+        could reach the page (its scope holds it) is missing from the page's URDs."""
+        if ended or self.owners_changed:
+            candidates = list(self.held)
+        else:
+            candidates = [node.url] if node is not None and node.url in self.held else []
+        self.owners_changed = False
+        for url in candidates:
+            held_node, item = self.held[url]
+            if not self._may_gain_owners(held_node):
+                del self.held[url]
+                yield self._complete(held_node, item)
+
+    def _may_gain_owners(self, node: Node) -> bool:
+        for urd_id in self.frontier.active:
+            if urd_id not in node.budgets:
+                urd = self.urds[urd_id]
+                if in_scope(node.url, urd.url, urd.scope):
+                    return True
+        return False
+
+    def _complete(self, node: Node, item: Page) -> Page:
+        urds = [self.urds[i] for i in sorted(node.budgets)]
+        item["owners"] = sorted({u.owner for u in urds})
+        item["urd_ids"] = [u.id for u in urds]
+        item["urgent"] = any(u.urgent for u in urds)
+        return item
+
+    def on_idle(self, spider: scrapy.Spider) -> None:
+        """Safety net: if items are still held when nothing is left to crawl (a request
+        dropped without callback), release them through a local data: request."""
+        if spider is self and self.held:
+            logger.warning("Releasing %d held items at idle", len(self.held))
+            self.frontier.active.clear()
+            self.crawler.engine.crawl(
+                scrapy.Request("data:,", callback=self._flush, dont_filter=True, meta={"dont_obey_robotstxt": True})
+            )
+            raise DontCloseSpider
+
+    def _flush(self, response: Response) -> Iterator[Page]:
+        yield from self._release({"*"})
+
     # -- a failed fetch ------------------------------------------------------------------
 
-    def fetch_failed(self, failure: Failure) -> None:
+    def fetch_failed(self, failure: Failure) -> Iterator[Page]:
         request = failure.request
         node = self._node(request)
-        node.state = FAILED
-        if request.meta.get(IGNORED):  # counted where it was decided
-            return
-        reason = failure_reason(failure.value)
-        self._inc(f"failed/{reason}")
-        logger.warning("Fetch failed (%s) %s: %s", reason, request.url, failure.getErrorMessage()[:200])
+        ended = self.frontier.finish(node, FAILED)
+        if not request.meta.get(IGNORED):  # else counted where it was decided
+            reason = failure_reason(failure.value)
+            self._inc(f"failed/{reason}")
+            logger.warning("Fetch failed (%s) %s: %s", reason, request.url, failure.getErrorMessage()[:200])
+        yield from self._release(ended)
 
     def _node(self, request: scrapy.Request) -> Node:
         context = request.meta["webrace"]

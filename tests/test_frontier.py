@@ -1,0 +1,38 @@
+from webrace.frontier import DONE, Frontier, Offer
+
+
+def test_first_offer_is_new_and_keeps_budgets():
+    f = Frontier()
+    assert f.offer("http://a/", None, 0, {"u1": 2}) == (Offer.NEW, {"u1": 2})
+    assert f.get("http://a/").budgets == {"u1": 2}
+
+
+def test_offer_adding_a_urd_merges_it():
+    f = Frontier()
+    f.offer("http://a/", None, 1, {"u1": 2})
+    assert f.offer("http://a/", None, 0, {"u2": 0}) == (Offer.MERGED, {"u2": 0})
+    assert f.get("http://a/").budgets == {"u1": 2, "u2": 0}
+    assert f.get("http://a/").depth == 0
+
+
+def test_offer_with_more_depth_left_merges_only_the_gain():
+    f = Frontier()
+    f.offer("http://a/", None, 2, {"u1": 1, "u2": 3})
+    assert f.offer("http://a/", None, 1, {"u1": 2, "u2": 1}) == (Offer.MERGED, {"u1": 2})
+    assert f.get("http://a/").budgets == {"u1": 2, "u2": 3}
+
+
+def test_offer_adding_nothing_is_a_duplicate():
+    f = Frontier()
+    f.offer("http://a/", None, 0, {"u1": 2})
+    assert f.offer("http://a/", "http://b/", 3, {"u1": 1}) == (Offer.DUPLICATE, {})
+
+
+def test_alias_of_a_page_already_done_is_refused():
+    f = Frontier()
+    f.offer("http://a/", None, 0, {"u1": 0})
+    f.offer("http://b/", None, 0, {"u1": 0})
+    f.get("http://a/").state = DONE
+    assert f.alias("http://a/", f.get("http://b/")) is False
+    assert f.alias("http://c/", f.get("http://b/")) is True
+    assert f.get("http://c/") is f.get("http://b/")
