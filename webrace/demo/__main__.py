@@ -200,7 +200,9 @@ def print_server_check(stats: dict[str, Any], server: demo_server.DemoServer) ->
     paths = Counter(server.hits)
     robots = paths.pop("/robots.txt", 0)
     twice = sorted(path for path, n in paths.items() if n > 1)
-    sent = stats.get("downloader/request_count", 0)
+    # Page requests that passed the exclusion checks, plus robots.txt fetches: all HTTP the
+    # crawl did (downloader/request_count would also count any local data: request).
+    sent = stats.get("webrace/requested", 0) + stats.get("robotstxt/request_count", 0)
     print(
         f"Demo server: {sum(paths.values())} page request(s) and {robots} for robots.txt; "
         + (f"downloaded more than once: {', '.join(twice)}." if twice else "no page was downloaded twice.")
