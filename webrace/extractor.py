@@ -16,8 +16,8 @@ robots.txt is judged at download time by the exclusion middleware.
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from dataclasses import dataclass, field
+from urllib.parse import urljoin
 
 from parsel import Selector
 
@@ -31,9 +31,9 @@ LINK_XPATH = "//a/@href | //area/@href | //frame/@src | //iframe/@src"
 @dataclass
 class Extraction:
     links: list[str] = field(default_factory=list)  # kept, canonical, in document order
-    found: int = 0  # distinct candidate links on the page
-    ignored: Counter = field(default_factory=Counter)  # type, blocklist, limit
-    errors: Counter = field(default_factory=Counter)  # scheme, malformed, too_long
+    # Links dropped by the pipe: (URL as resolved as far as possible, counter name such as
+    # "ignored/type" or "error/scheme"). The spider counts each URL once per crawl.
+    rejected: list[tuple[str, str]] = field(default_factory=list)
 
 
 class UrlExtractor:
@@ -58,26 +58,37 @@ class UrlExtractor:
             if not raw or raw.startswith("#") or raw in seen_raw:
                 continue
             seen_raw.add(raw)
-            result.found += 1
-            if len(kept) >= self.max_links:
-                result.ignored["limit"] += 1
-                continue
-            if self.ignore_types.ignored(raw):
-                result.ignored["type"] += 1
-                continue
-            try:
-                url = normalize(raw, base_url, self.max_url_length)
-            except BadURL as exc:
-                result.errors[exc.reason] += 1
-                logger.debug("Link skipped on %s: %s", base_url, exc)
-                continue
-            if self.ignore_types.ignored(url):  # e.g. a redirector path resolved to .pdf
-                result.ignored["type"] += 1
-                continue
-            if self.blocklist and self.blocklist.blocks(url):
-                result.ignored["blocklist"] += 1
-                continue
-            if url not in kept:
-                kept.add(url)
-                result.links.append(url)
+            verdict, url = self._judge(raw, base_url)
+            if verdict is None:
+                if url not in kept:
+                    if len(kept) >= self.max_links:
+                        result.rejected.append((url, "ignored/limit"))
+                        continue
+                    kept.add(url)
+                    result.links.append(url)
+            else:
+                result.rejected.append((url, verdict))
         return result
+
+    def _judge(self, raw: str, base_url: str) -> tuple[str | None, str]:
+        """(None, canonical URL) for a link to keep, else (counter name, URL as far as
+        it could be resolved)."""
+        if self.ignore_types.ignored(raw):
+            return "ignored/type", _resolved(raw, base_url)
+        try:
+            url = normalize(raw, base_url, self.max_url_length)
+        except BadURL as exc:
+            logger.debug("Link skipped on %s: %s", base_url, exc)
+            return f"error/{exc.reason}", _resolved(raw, base_url)
+        if self.ignore_types.ignored(url):  # e.g. a relative path resolved onto a .pdf
+            return "ignored/type", url
+        if self.blocklist and self.blocklist.blocks(url):
+            return "ignored/blocklist", url
+        return None, url
+
+
+def _resolved(raw: str, base_url: str) -> str:
+    try:
+        return urljoin(base_url, raw)[:4096]
+    except ValueError:
+        return raw[:4096]

@@ -63,7 +63,8 @@ class Frontier:
         if not gained:
             return Offer.DUPLICATE, {}
         node.budgets.update(gained)
-        node.depth = min(node.depth, depth)
+        if depth < node.depth:  # a shorter path: depth and parent must agree
+            node.depth, node.parent_url = depth, parent_url
         self._count(node)
         return Offer.MERGED, gained
 

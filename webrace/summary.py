@@ -5,11 +5,11 @@ expanded = 1 ignored = 0 failed = 0 error = 0`` is logged, followed by the break
 reason, and the same figures are left in Scrapy's stats (``webrace/summary/*``) and in
 ``WEBRACE_DATA_DIR/last-crawl.json`` for scripts.
 
-- discovered: start URLs plus the distinct links found on expanded pages
+- discovered: distinct URLs the crawl came to know (start URLs, every link found)
 - requested: requests that reached the downloader (robots.txt fetches not included)
 - expanded: pages whose links were extracted
-- ignored: links and requests not followed, by reason (robots, blocklist, type, mime,
-  scope, depth, limit)
+- ignored: distinct URLs not followed, by reason (robots, blocklist, type, mime, scope,
+  depth, limit)
 - failed: requests that got no usable page (HTTP error status, DNS, refused, timeout,
   too large, redirect loop...), by reason
 - error: URLs that could not be crawled at all (unsupported scheme, malformed, too long)
@@ -39,7 +39,7 @@ def summarize(stats: dict[str, Any]) -> dict[str, Any]:
     }
     for category in CATEGORIES:
         prefix = f"webrace/{category}/"
-        reasons = {k[len(prefix):]: v for k, v in stats.items() if k.startswith(prefix)}
+        reasons = {k[len(prefix):]: v for k, v in stats.items() if k.startswith(prefix) and v}
         out[category] = sum(reasons.values())
         out[f"{category}_by_reason"] = dict(sorted(reasons.items()))
     return out

@@ -55,6 +55,8 @@ class UrdSpider(scrapy.Spider):
         self.frontier = Frontier()
         self.held: dict[str, tuple[Node, Page]] = {}  # items waiting for their final owners
         self.owners_changed = False
+        self.seen: set[str] = set()  # every URL this crawl came to know (for `discovered`)
+        self.not_followed: dict[str, str] = {}  # link -> why no URD follows it (scope, depth)
         self.started_ms = 0
 
     @classmethod
@@ -84,7 +86,7 @@ class UrdSpider(scrapy.Spider):
         self.crawler.stats.set_value("webrace/owners", ",".join(owners))
         logger.info("Crawling %d URDs for %d owners: %s", len(self.urds), len(owners), ", ".join(owners))
         for urd in self.urds.values():
-            self._inc("discovered")
+            self._discover(urd.url)
             verdict, _ = self.frontier.offer(urd.url, None, 0, {urd.id: urd.depth})
             if verdict is Offer.NEW:
                 yield self._request(self.frontier.get(urd.url))
@@ -177,20 +179,28 @@ class UrdSpider(scrapy.Spider):
             self._inc("error/parse")
             return []
         self._inc("expanded")
-        self._inc("discovered", extraction.found)
-        for reason, n in extraction.ignored.items():
-            self._inc(f"ignored/{reason}", n)
-        for reason, n in extraction.errors.items():
-            self._inc(f"error/{reason}", n)
+        for url in extraction.links:
+            self._discover(url)
+        for url, counter in extraction.rejected:
+            if self._discover(url):
+                self._inc(counter)
         return extraction.links
+
+    def _discover(self, url: str) -> bool:
+        """Count ``url`` as discovered the first time this crawl sees it."""
+        if url in self.seen:
+            return False
+        self.seen.add(url)
+        self._inc("discovered")
+        return True
 
     def _follow(self, node: Node, budgets: dict[str, int]) -> Iterator[scrapy.Request]:
         """Offer ``node``'s links to the frontier for each URD in ``budgets`` that still has
         depth left and whose scope holds the link; carry URDs merged into pages already
         done through their stored links, without fetching them again."""
-        stack = [(node, budgets, True)]
+        stack = [(node, budgets)]
         while stack:
-            parent, parent_budgets, first_visit = stack.pop()
+            parent, parent_budgets = stack.pop()
             for link in parent.links:
                 child_budgets: dict[str, int] = {}
                 out_of_scope = False
@@ -203,11 +213,13 @@ class UrdSpider(scrapy.Spider):
                     else:
                         child_budgets[urd_id] = remaining - 1
                 if not child_budgets:
-                    if first_visit:
-                        self._inc("ignored/scope" if out_of_scope else "ignored/depth")
+                    self._not_followed(link, "scope" if out_of_scope else "depth")
                     continue
                 verdict, gained = self.frontier.offer(link, parent.url, parent.depth + 1, child_budgets)
                 if verdict is Offer.NEW:
+                    reason = self.not_followed.pop(link, None)
+                    if reason:  # another path reached it after all
+                        self._inc(f"ignored/{reason}", -1)
                     yield self._request(self.frontier.get(link))
                 elif verdict is Offer.MERGED:
                     self._inc("coalesced")
@@ -215,9 +227,17 @@ class UrdSpider(scrapy.Spider):
                     if child.state == DONE:
                         self.owners_changed = True
                         if any(r > 0 for r in gained.values()):
-                            stack.append((child, gained, False))
+                            stack.append((child, gained))
                 else:
                     self._inc("duplicate")
+
+    def _not_followed(self, link: str, reason: str) -> None:
+        """Count a link no URD follows, once per crawl, and only while no other path has
+        brought it into the frontier (then it was not ignored after all)."""
+        if link in self.frontier.nodes or link in self.not_followed:
+            return
+        self.not_followed[link] = reason
+        self._inc(f"ignored/{reason}")
 
     # -- holding items until their owners are final --------------------------------------
 
