@@ -18,3 +18,7 @@ class Page(scrapy.Item):
     links = scrapy.Field()  # normalised outgoing links kept by the extractor pipe
     ip = scrapy.Field()  # address of the origin server
     fetched_at = scrapy.Field()  # ISO 8601 UTC time of the fetch
+    not_modified = scrapy.Field()  # True: the server answered 304, stored links were followed
+    version = scrapy.Field()  # number of the stored version this page now is (None: no body stored)
+    new_version = scrapy.Field()  # True: this fetch stored a new version
+    digest = scrapy.Field()  # SHA-256 of that version's body (its name in the object store)

@@ -31,6 +31,12 @@ WEBRACE_MAX_URL_LENGTH = 2048
 WEBRACE_MAX_LINKS_PER_PAGE = 5000
 # A host whose robots.txt asks for a Crawl-delay longer than this (seconds) is not crawled.
 WEBRACE_MAX_CRAWL_DELAY = 60.0
+# Conditional re-crawl: ask with If-None-Match / If-Modified-Since for pages already stored.
+WEBRACE_RECRAWL = True
+# Keep running: start each URD again when it falls due (the seed's mini-crawler).
+WEBRACE_CONTINUOUS = False
+# `scrapy store gc` keeps this many newest versions of each URL.
+WEBRACE_KEEP_VERSIONS = 3
 
 # --- Scrapy, set for a polite, honest user-driven crawler ------------------------------
 USER_AGENT = f"WebRACE/{__version__} (user-driven crawler; Scrapy)"
@@ -54,6 +60,8 @@ DOWNLOADER_MIDDLEWARES = {
     # replaced by ExclusionMiddleware, which wraps it and adds Crawl-delay and block lists
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "webrace.middlewares.exclusion.ExclusionMiddleware": 100,
+    # after RedirectMiddleware (600): a redirected request gets its own validators
+    "webrace.middlewares.recrawl.RecrawlMiddleware": 650,
 }
 EXTENSIONS = {
     "webrace.summary.CrawlSummary": 500,

@@ -42,17 +42,20 @@ class Urd:
     method: str = "pull"
     processtype: str = "filter"
     source: str = field(default="", compare=False)  # file it came from, for messages
+    due_at: int | None = field(default=None, compare=False)  # set by `scrapy urd due`
 
     @property
     def next_due(self) -> int:
         """Epoch ms at which the URD is next due (0 when never checked: due now)."""
+        if self.due_at is not None:
+            return self.due_at
         return 0 if self.lastcheck is None else self.lastcheck + self.timing
 
     def is_due(self, now_ms: int | None = None) -> bool:
         return self.next_due <= (now_ms if now_ms is not None else now_millis())
 
     def checked(self, at_ms: int) -> Urd:
-        return replace(self, lastcheck=at_ms)
+        return replace(self, lastcheck=at_ms, due_at=None)
 
     def to_element(self) -> etree._Element:
         root = etree.Element("urd", id=self.id, owner=self.owner)

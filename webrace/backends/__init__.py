@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from webrace.backends.base import UrdStore
+from webrace.backends.base import MetaInfoStore, UrdStore, Version
 
 
 def data_dir(settings: Any) -> Path:
@@ -25,4 +25,11 @@ def open_urd_store(settings: Any) -> UrdStore:
     return SqliteUrdStore(data_dir(settings) / "urd.sqlite")
 
 
-__all__ = ["UrdStore", "data_dir", "open_urd_store"]
+def open_metainfo_store(settings: Any) -> MetaInfoStore:
+    """The object cache's index and meta-info store."""
+    from webrace.backends.sqlite import SqliteMetaInfoStore
+
+    return SqliteMetaInfoStore(data_dir(settings) / "cache.sqlite")
+
+
+__all__ = ["MetaInfoStore", "UrdStore", "Version", "data_dir", "open_metainfo_store", "open_urd_store"]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
+from dataclasses import dataclass
 
+from webrace.store.metainfo import MetaInfo
 from webrace.urd import Urd
 
 
@@ -32,7 +34,12 @@ class UrdStore(ABC):
 
     @abstractmethod
     def mark_checked(self, ids: Iterable[str], at_ms: int) -> None:
-        """Set ``lastcheck`` of these URDs to ``at_ms``."""
+        """Set ``lastcheck`` of these URDs to ``at_ms`` (and their next due time from it)."""
+
+    @abstractmethod
+    def make_due(self, ids: Iterable[str] | None, at_ms: int) -> list[str]:
+        """Make these URDs (all when ``ids`` is None) due at ``at_ms`` without touching their
+        last check; return the ids that exist."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         pass
@@ -42,3 +49,46 @@ class UrdStore(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@dataclass(frozen=True)
+class Version:
+    """One stored version of a URL: its body is the object named ``digest``."""
+
+    url: str
+    number: int  # 1, 2, ... per URL, never reused
+    digest: str
+    fetched: int  # epoch ms
+    size: int  # body bytes
+    status: int
+
+
+class MetaInfoStore(ABC):
+    """The object cache's index and meta-info store: one meta-info record per URL and the
+    list of its stored versions."""
+
+    @abstractmethod
+    def get(self, url: str) -> MetaInfo | None: ...
+
+    @abstractmethod
+    def put(self, meta: MetaInfo, new_version: Version | None = None) -> None:
+        """Replace the URL's record and add ``new_version``, in one transaction."""
+
+    @abstractmethod
+    def versions(self, url: str) -> list[Version]:
+        """The URL's stored versions, oldest first."""
+
+    @abstractmethod
+    def urls(self) -> list[str]: ...
+
+    @abstractmethod
+    def prune(self, keep: int, protected: set[str] = frozenset()) -> list[Version]:
+        """Drop all but the newest ``keep`` versions of every URL, never one whose digest is
+        in ``protected``; return the dropped versions."""
+
+    @abstractmethod
+    def referenced_digests(self) -> set[str]:
+        """Digests some version still points to."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        pass

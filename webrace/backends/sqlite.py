@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
-from webrace.backends.base import UrdStore
+from webrace.backends.base import MetaInfoStore, UrdStore, Version
+from webrace.store.metainfo import MetaInfo
 from webrace.urd import Urd
 
 _URD_SCHEMA = """
@@ -18,6 +20,24 @@ CREATE TABLE IF NOT EXISTS urd (
     xml       TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS urd_next_due ON urd(next_due);
+"""
+
+
+_CACHE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS metainfo (
+    url  TEXT PRIMARY KEY,
+    xml  TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS version (
+    url      TEXT NOT NULL,
+    number   INTEGER NOT NULL,
+    digest   TEXT NOT NULL,
+    fetched  INTEGER NOT NULL,
+    size     INTEGER NOT NULL,
+    status   INTEGER NOT NULL,
+    PRIMARY KEY (url, number)
+);
+CREATE INDEX IF NOT EXISTS version_digest ON version(digest);
 """
 
 
@@ -51,15 +71,26 @@ class SqliteUrdStore(UrdStore):
         return removed
 
     def get(self, urd_id: str) -> Urd | None:
-        row = self.conn.execute("SELECT xml FROM urd WHERE id = ?", (urd_id,)).fetchone()
-        return Urd.from_xml(row[0]) if row else None
+        row = self.conn.execute("SELECT xml, next_due FROM urd WHERE id = ?", (urd_id,)).fetchone()
+        return _urd(*row) if row else None
 
     def all(self) -> list[Urd]:
-        return [Urd.from_xml(x) for (x,) in self.conn.execute("SELECT xml FROM urd ORDER BY id")]
+        return [_urd(*row) for row in self.conn.execute("SELECT xml, next_due FROM urd ORDER BY id")]
 
     def due(self, now_ms: int) -> list[Urd]:
-        rows = self.conn.execute("SELECT xml FROM urd WHERE next_due <= ? ORDER BY next_due, id", (now_ms,))
-        return [Urd.from_xml(x) for (x,) in rows]
+        rows = self.conn.execute("SELECT xml, next_due FROM urd WHERE next_due <= ? ORDER BY next_due, id", (now_ms,))
+        return [_urd(*row) for row in rows]
+
+    def make_due(self, ids: Iterable[str] | None, at_ms: int) -> list[str]:
+        with self._transaction():
+            if ids is None:
+                self.conn.execute("UPDATE urd SET next_due = ?", (at_ms,))
+                return [i for (i,) in self.conn.execute("SELECT id FROM urd ORDER BY id")]
+            found = []
+            for urd_id in ids:
+                if self.conn.execute("UPDATE urd SET next_due = ? WHERE id = ?", (at_ms, urd_id)).rowcount:
+                    found.append(urd_id)
+            return found
 
     def mark_checked(self, ids: Iterable[str], at_ms: int) -> None:
         with self._transaction():
@@ -77,6 +108,61 @@ class SqliteUrdStore(UrdStore):
 
     def _transaction(self) -> sqlite3.Connection:
         return _Transaction(self.conn)
+
+
+def _urd(xml: str, next_due: int) -> Urd:
+    urd = Urd.from_xml(xml)
+    return urd if urd.next_due == next_due else replace(urd, due_at=next_due)
+
+
+class SqliteMetaInfoStore(MetaInfoStore):
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.conn = connect(self.path)
+        self.conn.executescript(_CACHE_SCHEMA)
+
+    def get(self, url: str) -> MetaInfo | None:
+        row = self.conn.execute("SELECT xml FROM metainfo WHERE url = ?", (url,)).fetchone()
+        return MetaInfo.from_xml(row[0]) if row else None
+
+    def put(self, meta: MetaInfo, new_version: Version | None = None) -> None:
+        with _Transaction(self.conn):
+            self.conn.execute("INSERT OR REPLACE INTO metainfo (url, xml) VALUES (?, ?)", (meta.url, meta.to_xml()))
+            if new_version is not None:
+                v = new_version
+                self.conn.execute(
+                    "INSERT INTO version (url, number, digest, fetched, size, status) VALUES (?, ?, ?, ?, ?, ?)",
+                    (v.url, v.number, v.digest, v.fetched, v.size, v.status),
+                )
+
+    def versions(self, url: str) -> list[Version]:
+        rows = self.conn.execute(
+            "SELECT url, number, digest, fetched, size, status FROM version WHERE url = ? ORDER BY number", (url,)
+        )
+        return [Version(*row) for row in rows]
+
+    def urls(self) -> list[str]:
+        return [url for (url,) in self.conn.execute("SELECT url FROM metainfo ORDER BY url")]
+
+    def prune(self, keep: int, protected: set[str] = frozenset()) -> list[Version]:
+        rows = self.conn.execute(
+            "SELECT url, number, digest, fetched, size, status FROM ("
+            " SELECT *, ROW_NUMBER() OVER (PARTITION BY url ORDER BY number DESC) AS age FROM version"
+            ") WHERE age > ?",
+            (max(keep, 1),),
+        ).fetchall()
+        dropped = [Version(*row) for row in rows if row[2] not in protected]
+        with _Transaction(self.conn):
+            self.conn.executemany(
+                "DELETE FROM version WHERE url = ? AND number = ?", [(v.url, v.number) for v in dropped]
+            )
+        return dropped
+
+    def referenced_digests(self) -> set[str]:
+        return {d for (d,) in self.conn.execute("SELECT DISTINCT digest FROM version")}
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 class _Transaction:

@@ -21,17 +21,18 @@ class Command(ScrapyCommand):
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "add FILE... | list [--format table|jsonl|xml] | remove ID..."
+        return "add FILE... | list [--format table|jsonl|xml] | remove ID... | due (--all | ID...)"
 
     def short_desc(self) -> str:
-        return "Manage URDs: add (validated) files, list them, remove them"
+        return "Manage URDs: add (validated) files, list them, remove them, make them due"
 
     def long_desc(self) -> str:
         return (
             "add FILE...: validate every file against webrace/schemas/urd.xsd and store all their "
             "URDs, replacing URDs with the same id; if any file is invalid nothing is stored. "
             "list: one line per URD (id, owner, url, depth, timing, last check, next due). "
-            "remove ID...: remove URDs by id."
+            "remove ID...: remove URDs by id. "
+            "due --all | due ID...: make URDs due now (their last check is kept)."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -39,6 +40,7 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--format", choices=("table", "jsonl", "xml"), default="table", help="output of `list` (default: table)"
         )
+        parser.add_argument("--all", action="store_true", help="with `due`: every URD")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if not args:
@@ -52,8 +54,10 @@ class Command(ScrapyCommand):
             self.list(opts.format)
         elif action in ("remove", "rm"):
             self.remove(rest)
+        elif action == "due":
+            self.due(rest, opts.all)
         else:
-            raise UsageError(f"unknown subcommand {action!r}: expected add, list or remove")
+            raise UsageError(f"unknown subcommand {action!r}: expected add, list, remove or due")
 
     def add(self, files: list[str]) -> None:
         if not files:
@@ -94,6 +98,18 @@ class Command(ScrapyCommand):
         if removed:
             print(f"Removed {len(removed)} URD(s): {', '.join(removed)}")
         missing = [i for i in ids if i not in removed]
+        if missing:
+            print(f"error: no URD with id {', '.join(missing)}", file=sys.stderr)
+            self.exitcode = 1
+
+
+    def due(self, ids: list[str], everything: bool) -> None:
+        if everything == bool(ids):
+            raise UsageError("`due` takes either --all or URD ids")
+        with open_urd_store(self.settings) as store:
+            made = store.make_due(None if everything else ids, now_millis())
+        print(f"{len(made)} URD(s) due now" + (f": {', '.join(made)}" if made else ""))
+        missing = [i for i in ids if i not in made]
         if missing:
             print(f"error: no URD with id {', '.join(missing)}", file=sys.stderr)
             self.exitcode = 1

@@ -39,6 +39,9 @@ from webrace.extractor import UrlExtractor
 from webrace.frontier import DONE, FAILED, Frontier, Node, Offer
 from webrace.items import Page
 from webrace.middlewares.exclusion import IGNORED
+from webrace.middlewares.recrawl import CONDITIONAL
+from webrace.store.cache import ObjectCache
+from webrace.store.metainfo import MetaInfo
 from webrace.urd import Urd, now_millis
 from webrace.urls import Blocklist, IgnoreTypes, in_scope, media_type, read_list
 
@@ -51,13 +54,23 @@ class UrdSpider(scrapy.Spider):
     def __init__(self, urd: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.only_ids = [i.strip() for i in (urd or "").split(",") if i.strip()]
-        self.urds: dict[str, Urd] = {}
+        self.cache: ObjectCache | None = None
+        self.continuous = False
+        self.rounds = 0
+        self.round_open = False
+        self._wake_call: Any = None
+        self._new_round_state([])
+
+    def _new_round_state(self, urds: list[Urd]) -> None:
+        """A round crawls a set of due URDs once; nothing of a round is remembered in the
+        next but what the object cache keeps, so every page is asked for again."""
+        self.urds: dict[str, Urd] = {u.id: u for u in urds}
         self.frontier = Frontier()
         self.held: dict[str, tuple[Node, Page]] = {}  # items waiting for their final owners
         self.owners_changed = False
-        self.seen: set[str] = set()  # every URL this crawl came to know (for `discovered`)
+        self.seen: set[str] = set()  # every URL this round came to know (for `discovered`)
         self.not_followed: dict[str, str] = {}  # link -> why no URD follows it (scope, depth)
-        self.started_ms = 0
+        self.started_ms = now_millis()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> UrdSpider:
@@ -69,6 +82,8 @@ class UrdSpider(scrapy.Spider):
             max_url_length=settings.getint("WEBRACE_MAX_URL_LENGTH"),
             max_links=settings.getint("WEBRACE_MAX_LINKS_PER_PAGE"),
         )
+        spider.cache = ObjectCache.from_settings(settings)
+        spider.continuous = settings.getbool("WEBRACE_CONTINUOUS")
         crawler.signals.connect(spider.on_closed, signal=signals.spider_closed)
         crawler.signals.connect(spider.on_idle, signal=signals.spider_idle)
         return spider
@@ -76,33 +91,41 @@ class UrdSpider(scrapy.Spider):
     # -- start: due URDs, coalesced by URL -----------------------------------------------
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
-        self.started_ms = now_millis()
-        for urd in self._load_urds():
-            self.urds[urd.id] = urd
-        if not self.urds:
-            return
-        owners = sorted({u.owner for u in self.urds.values()})
-        self.crawler.stats.set_value("webrace/urds", len(self.urds))
+        for request in self._start_round(self._load_urds(now_millis())):
+            yield request
+
+    def _start_round(self, urds: list[Urd]) -> list[scrapy.Request]:
+        self._new_round_state(urds)
+        if not urds:
+            return []
+        self.rounds += 1
+        self.round_open = True
+        owners = sorted({u.owner for u in urds})
+        self.crawler.stats.set_value("webrace/urds", len(urds))
         self.crawler.stats.set_value("webrace/owners", ",".join(owners))
-        logger.info("Crawling %d URDs for %d owners: %s", len(self.urds), len(owners), ", ".join(owners))
-        for urd in self.urds.values():
+        self.crawler.stats.inc_value("webrace/rounds")
+        logger.info("Round %d: crawling %d URDs for %d owners: %s", self.rounds, len(urds), len(owners),
+                    ", ".join(owners))
+        requests = []
+        for urd in urds:
             self._discover(urd.url)
             verdict, _ = self.frontier.offer(urd.url, None, 0, {urd.id: urd.depth})
             if verdict is Offer.NEW:
-                yield self._request(self.frontier.get(urd.url))
+                requests.append(self._request(self.frontier.get(urd.url)))
             else:
                 self._inc("coalesced")
+        return requests
 
-    def _load_urds(self) -> list[Urd]:
+    def _load_urds(self, now: int) -> list[Urd]:
         with open_urd_store(self.crawler.settings) as store:
-            if self.only_ids:
+            if self.only_ids and not self.rounds:
                 urds = [store.get(i) for i in self.only_ids]
                 missing = [i for i, u in zip(self.only_ids, urds, strict=False) if u is None]
                 if missing:
                     logger.error("No URD with id %s (see `scrapy urd list`)", ", ".join(missing))
                 return [u for u in urds if u is not None]
-            due = store.due(self.started_ms)
-            if not due:
+            due = store.due(now)
+            if not due and not self.continuous:
                 pending = store.all()
                 if not pending:
                     logger.info("No URD registered: add some with `scrapy urd add FILE`")
@@ -144,6 +167,19 @@ class UrdSpider(scrapy.Spider):
             self._inc("duplicate")  # a redirect to a page this round already has
             yield from self._release(self.frontier.finish(node, DONE))
             return
+        item = self._not_modified(node, response) if response.status == 304 else self._fetched(node, response)
+        if item is None:
+            yield from self._release(self.frontier.finish(node, FAILED))
+            return
+        self._inc("pages")
+        self.held[node.url] = (node, item)  # owners are filled in on release (see _release)
+        requests = list(self._follow(node, node.budgets))
+        ended = self.frontier.finish(node, DONE)
+        yield from requests
+        yield from self._release(ended, node)
+
+    def _fetched(self, node: Node, response: Response) -> Page:
+        """A full response: extract its links, store it, describe it."""
         status = response.status
         if status >= 400:
             self._inc(f"failed/http_{status}")
@@ -153,23 +189,49 @@ class UrdSpider(scrapy.Spider):
             node.links = self._extract(response)
         else:
             self._inc("not_html")
-        self._inc("pages")
-        # Owners are filled in when the item is released (see _release).
-        self.held[node.url] = (node, Page(
-            url=response.url,
+        recorded = self.cache.record_fetch(
+            response.url, status, response.body,
+            fetched=now_millis(), header=_header_text(response), links=node.links,
+            ip=str(response.ip_address) if response.ip_address else None,
+            etag=_header(response, b"ETag"), lastmodified=_header(response, b"Last-Modified"),
+        )
+        if response.request.meta.get(CONDITIONAL) and 200 <= status < 300:
+            self.crawler.stats.inc_value("recrawl/unchanged_body" if recorded.unchanged else "recrawl/modified")
+        return self._page(node, response.url, status, media_type(response.headers.get(b"Content-Type")),
+                          len(response.body), recorded.meta, recorded.version, recorded.new_version, False)
+
+    def _not_modified(self, node: Node, response: Response) -> Page | None:
+        """A 304: answered from the meta-info store, its stored links followed (seed 003
+        section 5.1); the body is neither downloaded nor parsed."""
+        meta = self.cache.lookup(response.url) if response.request.meta.get(CONDITIONAL) else None
+        if meta is None:
+            self._inc("failed/unexpected_304")
+            return None
+        meta = self.cache.record_not_modified(
+            meta, now_millis(), _header(response, b"ETag"), _header(response, b"Last-Modified")
+        )
+        node.links = list(meta.links)
+        versions = self.cache.versions(response.url)
+        return self._page(node, response.url, 304, media_type(meta.header_value("Content-Type")), meta.size,
+                          meta, versions[-1].number if versions else None, False, True)
+
+    def _page(self, node: Node, url: str, status: int, content_type: str, size: int, meta: MetaInfo,
+              version: int | None, new_version: bool, not_modified: bool) -> Page:
+        return Page(
+            url=url,
             parent_url=node.parent_url,
             depth=node.depth,
             status=status,
-            content_type=media_type(response.headers.get(b"Content-Type")),
-            size=len(response.body),
+            content_type=content_type,
+            size=size,
             links=list(node.links),
-            ip=str(response.ip_address) if response.ip_address else None,
-            fetched_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        ))
-        requests = list(self._follow(node, node.budgets))
-        ended = self.frontier.finish(node, DONE)
-        yield from requests
-        yield from self._release(ended, node)
+            ip=meta.ip,
+            fetched_at=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            not_modified=not_modified,
+            version=version,
+            new_version=new_version,
+            digest=meta.digest,
+        )
 
     def _extract(self, response: HtmlResponse) -> list[str]:
         try:
@@ -271,15 +333,46 @@ class UrdSpider(scrapy.Spider):
         return item
 
     def on_idle(self, spider: scrapy.Spider) -> None:
-        """Safety net: if items are still held when nothing is left to crawl (a request
-        dropped without callback), release them through a local data: request."""
-        if spider is self and self.held:
+        """Nothing left to crawl: release held items, close the round (its URDs get their
+        last check), and in continuous mode start the next round when URDs fall due."""
+        if spider is not self:
+            return
+        if self.held:
+            # Safety net: a request ended without callback or errback left items held.
             logger.warning("Releasing %d held items at idle", len(self.held))
             self.frontier.active.clear()
             self.crawler.engine.crawl(
                 scrapy.Request("data:,", callback=self._flush, dont_filter=True, meta={"dont_obey_robotstxt": True})
             )
             raise DontCloseSpider
+        if self.round_open:
+            self.round_open = False
+            with open_urd_store(self.crawler.settings) as store:
+                store.mark_checked(self.urds, self.started_ms)
+            logger.info("Round %d done", self.rounds)
+        if self.continuous:
+            self._wake()
+            raise DontCloseSpider
+
+    def _wake(self) -> None:
+        """Start a round with the URDs due now, or come back when the next one falls due."""
+        if self._wake_call is not None and self._wake_call.active():
+            return
+        if self.round_open:
+            return
+        now = now_millis()
+        requests = self._start_round(self._load_urds(now))
+        for request in requests:
+            self.crawler.engine.crawl(request)
+        if requests:
+            return
+        with open_urd_store(self.crawler.settings) as store:
+            pending = store.all()
+        next_due = min((u.next_due for u in pending), default=now + 60_000)
+        delay = min(max((next_due - now) / 1000, 0.05), 60.0)  # re-read the URD-DB at least every minute
+        from twisted.internet import reactor  # the one Scrapy installed; importing it early would install another
+
+        self._wake_call = reactor.callLater(delay, self._wake)
 
     def _flush(self, response: Response) -> Iterator[Page]:
         yield from self._release({"*"})
@@ -307,17 +400,36 @@ class UrdSpider(scrapy.Spider):
     # -- end of the round ----------------------------------------------------------------
 
     def on_closed(self, spider: scrapy.Spider, reason: str) -> None:
-        if spider is not self or not self.urds:
+        if spider is not self:
             return
-        if reason != "finished":
-            logger.info("Crawl ended early (%s): last check of the URDs left unchanged", reason)
-            return
-        with open_urd_store(self.crawler.settings) as store:
-            store.mark_checked(self.urds, self.started_ms)
+        if self._wake_call is not None and self._wake_call.active():
+            self._wake_call.cancel()
+        if self.round_open:
+            logger.info("Crawl ended during round %d (%s): last check of its URDs left unchanged",
+                        self.rounds, reason)
+        if self.cache is not None:
+            self.cache.close()
 
     def _inc(self, key: str, n: int = 1) -> None:
         if n:
             self.crawler.stats.inc_value(f"webrace/{key}", n)
+
+
+def _header(response: Response, name: bytes) -> str | None:
+    value = response.headers.get(name)
+    return value.decode("latin-1") if value else None
+
+
+def _header_text(response: Response) -> str:
+    """The response's status line and headers, as the seed's meta-info keeps them."""
+    from http import HTTPStatus
+
+    try:
+        reason = HTTPStatus(response.status).phrase
+    except ValueError:
+        reason = ""
+    headers = response.headers.to_string().decode("latin-1").replace("\r\n", "\n")
+    return f"HTTP/1.1 {response.status} {reason}\n{headers}".rstrip()
 
 
 def _is_binary(response: Response) -> bool:

@@ -1,0 +1,100 @@
+"""Conditional re-crawl (seed 003 section 5.1, the altered steps 2 and 3).
+
+For a URL the object cache knows, the request carries ``If-None-Match`` (the stored ETag)
+and ``If-Modified-Since`` (the stored Last-Modified, as the server sent it). A ``304`` goes
+on to the spider, which answers it from the meta-info store: no body is downloaded or
+parsed, and the stored links are followed. The spider owns the cache
+(``spider.cache``); this middleware only reads it.
+
+When in doubt, fetch in full: no validators, an invalid date, a stored body that is missing
+or damaged (counted, and its validators forgotten), a ``304`` to a request that asked
+nothing (retried once unconditionally with ``Cache-Control: no-cache``).
+
+Stats, like Scrapy's httpcache: ``recrawl/first_fetch``, ``recrawl/conditional``,
+``recrawl/not_modified``, ``recrawl/no_validators``, ``recrawl/object_missing``,
+``recrawl/object_corrupt``, ``recrawl/unexpected_304``, ``recrawl/304_with_body``,
+``recrawl/bytes_received`` (bodies) and ``recrawl/bytes_saved`` (stored sizes of 304 pages).
+The spider adds ``recrawl/modified`` and ``recrawl/unchanged_body``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+
+logger = logging.getLogger(__name__)
+
+CONDITIONAL = "webrace_conditional"  # meta: {"url": ..., "size": stored body size}
+UNCONDITIONAL = "webrace_unconditional"  # meta: never send validators for this request
+_VALIDATOR_HEADERS = (b"If-None-Match", b"If-Modified-Since")
+
+
+class RecrawlMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        if not crawler.settings.getbool("WEBRACE_RECRAWL"):
+            raise NotConfigured
+        self.crawler = crawler
+        self.stats = crawler.stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RecrawlMiddleware:
+        return cls(crawler)
+
+    def process_request(self, request: Request) -> None:
+        if "webrace" not in request.meta:
+            return
+        # A redirect copies the original request's headers: its validators are not ours.
+        for name in _VALIDATOR_HEADERS:
+            request.headers.pop(name, None)
+        request.meta.pop(CONDITIONAL, None)
+        cache = getattr(self.crawler.spider, "cache", None)
+        if cache is None or request.meta.get(UNCONDITIONAL):
+            return
+        meta = cache.lookup(request.url)
+        if meta is None:
+            self.stats.inc_value("recrawl/first_fetch")
+            return
+        problem = cache.check(meta)
+        if problem:
+            self.stats.inc_value(f"recrawl/object_{problem}")
+            logger.warning("Stored body of %s is %s: fetching it in full", request.url, problem)
+            cache.forget_validators(meta)
+            return
+        if not (200 <= meta.status < 300 and meta.digest and meta.validators):
+            self.stats.inc_value("recrawl/no_validators")
+            return
+        if meta.etag:
+            request.headers[b"If-None-Match"] = meta.etag
+        if meta.ifmodifiedsince is not None:
+            request.headers[b"If-Modified-Since"] = meta.lastmodified
+        request.meta[CONDITIONAL] = {"url": request.url, "size": meta.size}
+        self.stats.inc_value("recrawl/conditional")
+
+    def process_response(self, request: Request, response: Response) -> Request | Response:
+        if "webrace" not in request.meta:
+            return response
+        if response.status != 304:
+            self.stats.inc_value("recrawl/bytes_received", len(response.body))
+            return response
+        conditional = request.meta.get(CONDITIONAL)
+        if conditional and conditional["url"] == request.url:
+            self.stats.inc_value("recrawl/not_modified")
+            self.stats.inc_value("recrawl/bytes_saved", conditional["size"])
+            if response.body:
+                self.stats.inc_value("recrawl/304_with_body")
+            return response
+        # 304 to a request that asked nothing: the server is confused. Ask once more,
+        # plainly; a second 304 reaches the spider, which counts it as failed.
+        self.stats.inc_value("recrawl/unexpected_304")
+        if request.meta.get(UNCONDITIONAL):
+            return response
+        logger.warning("Unexpected 304 for %s (no validators were sent): retrying without cache", request.url)
+        retry = request.replace(dont_filter=True)
+        retry.meta[UNCONDITIONAL] = True
+        retry.headers[b"Cache-Control"] = b"no-cache"
+        retry.headers[b"Pragma"] = b"no-cache"
+        return retry

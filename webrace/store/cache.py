@@ -1,0 +1,155 @@
+"""The object cache: index + meta-info store + object store (seed 000 section 5).
+
+Writing a fetch follows the seed's steps 5-7 in an order that survives a crash at any
+point: the body is written to the object store first (atomically), then the meta-info
+record and the new version row are committed together. A crash between the two leaves an
+unreferenced object, which ``gc`` removes; the index never points at a missing object
+because of a crash. A missing or damaged object found later is reported, and the URL is
+fetched in full again.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from typing import Any
+
+from webrace.backends import data_dir, open_metainfo_store
+from webrace.backends.base import MetaInfoStore, Version
+from webrace.store.metainfo import MetaInfo
+from webrace.store.objects import ObjectCorrupt, ObjectMissing, ObjectStore, digest_of
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What storing one fetch did."""
+
+    meta: MetaInfo
+    version: int | None  # number of the version now newest (None: no body stored)
+    new_version: bool  # a new version was added
+    unchanged: bool  # the body hashed to the newest stored version
+
+
+@dataclass
+class GcReport:
+    versions_dropped: int = 0
+    objects_deleted: int = 0
+    bytes_freed: int = 0
+    temporary_files: int = 0
+
+
+class ObjectCache:
+    def __init__(self, index: MetaInfoStore, objects: ObjectStore) -> None:
+        self.index = index
+        self.objects = objects
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> ObjectCache:
+        return cls(open_metainfo_store(settings), ObjectStore(data_dir(settings) / "objects"))
+
+    def close(self) -> None:
+        self.index.close()
+
+    def __enter__(self) -> ObjectCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the crawl's side ----------------------------------------------------------------
+
+    def lookup(self, url: str) -> MetaInfo | None:
+        return self.index.get(url)
+
+    def check(self, meta: MetaInfo) -> str | None:
+        """Why the stored body of ``meta`` cannot be trusted (``missing``/``corrupt``), or None."""
+        if not meta.digest:
+            return None
+        try:
+            self.objects.get(meta.digest)
+        except ObjectMissing:
+            return "missing"
+        except ObjectCorrupt:
+            return "corrupt"
+        return None
+
+    def record_fetch(
+        self,
+        url: str,
+        status: int,
+        body: bytes,
+        *,
+        fetched: int,
+        header: str,
+        links: list[str],
+        ip: str | None = None,
+        etag: str | None = None,
+        lastmodified: str | None = None,
+        store_body: bool = True,
+    ) -> Recorded:
+        """Store a full response. A 2xx body becomes a new version unless it hashes to the
+        newest one; other statuses update the record and keep the versions."""
+        previous = self.index.get(url)
+        versions = self.index.versions(url) if previous else []
+        newest = versions[-1] if versions else None
+        if not (200 <= status < 300 and store_body):
+            meta = MetaInfo(url, status, fetched, header, tuple(links), ip,
+                            size=newest.size if newest else 0, digest=newest.digest if newest else None)
+            self.index.put(meta)  # no validators: next time, fetch in full
+            return Recorded(meta, newest.number if newest else None, False, False)
+        digest = digest_of(body)
+        meta = MetaInfo(url, status, fetched, header, tuple(links), ip, size=len(body),
+                        lastmodified=lastmodified, etag=etag, digest=digest)
+        if newest is not None and newest.digest == digest and self.objects.exists(digest):
+            self.index.put(meta)
+            return Recorded(meta, newest.number, False, True)
+        self.objects.put(body, digest)
+        version = Version(url, (newest.number + 1) if newest else 1, digest, fetched, len(body), status)
+        self.index.put(meta, version)
+        return Recorded(meta, version.number, True, False)
+
+    def record_not_modified(self, meta: MetaInfo, fetched: int, etag: str | None, lastmodified: str | None) -> MetaInfo:
+        """A 304: nothing is stored but the revalidation time (and refreshed validators)."""
+        updated = meta.revalidated(fetched, etag, lastmodified)
+        self.index.put(updated)
+        return updated
+
+    def forget_validators(self, meta: MetaInfo) -> None:
+        """Make the next request for this URL unconditional (its stored body is unusable)."""
+        self.index.put(replace(meta, etag=None, lastmodified=None))
+
+    # -- reading back --------------------------------------------------------------------
+
+    def versions(self, url: str) -> list[Version]:
+        return self.index.versions(url)
+
+    def get(self, url: str, number: int | None = None) -> tuple[Version, bytes]:
+        """The body of version ``number`` of ``url`` (default: the newest). Raises
+        LookupError when there is no such version, ObjectCorrupt when it is damaged."""
+        versions = self.index.versions(url)
+        if not versions:
+            raise LookupError(f"no stored version of {url}")
+        if number is None:
+            version = versions[-1]
+        else:
+            matches = [v for v in versions if v.number == number]
+            if not matches:
+                have = ", ".join(str(v.number) for v in versions)
+                raise LookupError(f"{url} has no version {number} (stored: {have})")
+            version = matches[0]
+        return version, self.objects.get(version.digest)
+
+    def gc(self, keep: int, protected: set[str] = frozenset()) -> GcReport:
+        """Drop versions beyond the newest ``keep`` per URL (never a protected digest), then
+        every object no version points to, and temporary files of interrupted writes."""
+        report = GcReport()
+        report.versions_dropped = len(self.index.prune(keep, protected))
+        referenced = self.index.referenced_digests() | set(protected)
+        for digest in list(self.objects.digests()):
+            if digest not in referenced:
+                report.bytes_freed += self.objects.delete(digest)
+                report.objects_deleted += 1
+        report.temporary_files = self.objects.sweep()
+        return report

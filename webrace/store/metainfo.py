@@ -1,0 +1,114 @@
+"""Meta-info records (seed 003 Table 3) as XML in ``urn:webrace:metainfo``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from email.utils import parsedate_to_datetime
+
+from lxml import etree
+
+from webrace.xmlutil import safe_parser
+
+NS = "urn:webrace:metainfo"
+_Q = "{%s}%%s" % NS  # noqa: UP031 - a template for Clark names
+
+
+@dataclass(frozen=True)
+class MetaInfo:
+    url: str
+    status: int
+    fetched: int  # epoch ms
+    header: str  # status line and headers, as received
+    links: tuple[str, ...] = ()
+    ip: str | None = None
+    size: int = 0  # body bytes of the newest stored version
+    lastmodified: str | None = None  # Last-Modified as received
+    etag: str | None = None
+    digest: str | None = None  # newest stored body
+
+    @property
+    def kbytes(self) -> int:
+        return (self.size + 1023) // 1024
+
+    @property
+    def ifmodifiedsince(self) -> int | None:
+        """Last-Modified in epoch ms, or None when absent or not a valid HTTP date."""
+        return http_date_ms(self.lastmodified)
+
+    @property
+    def validators(self) -> bool:
+        return bool(self.etag or self.ifmodifiedsince is not None)
+
+    def header_value(self, name: str) -> str | None:
+        """A header of the stored response (case-insensitive name)."""
+        prefix = name.lower() + ":"
+        for line in self.header.splitlines():
+            if line.lower().startswith(prefix):
+                return line[len(prefix):].strip()
+        return None
+
+    def revalidated(self, at_ms: int, etag: str | None, lastmodified: str | None) -> MetaInfo:
+        """After a 304: the new fetch time, and validators the 304 may have refreshed."""
+        return replace(self, fetched=at_ms, etag=etag or self.etag, lastmodified=lastmodified or self.lastmodified)
+
+    def to_xml(self) -> str:
+        root = etree.Element(_Q % "metainfo", nsmap={"webrace": NS})
+
+        def add(name: str, value: object) -> None:
+            if value is not None:
+                etree.SubElement(root, _Q % name).text = str(value)
+
+        add("url", self.url)
+        add("ip", self.ip)
+        add("kbytes", self.kbytes)
+        add("ifmodifiedsince", self.ifmodifiedsince)
+        add("lastmodified", _xml_safe(self.lastmodified))
+        add("etag", _xml_safe(self.etag))
+        add("status", self.status)
+        add("fetched", self.fetched)
+        add("digest", self.digest)
+        add("header", _xml_safe(self.header))
+        add("links", " ".join(self.links))
+        root.set("size", str(self.size))  # exact size; kbytes is the seed's rounded figure
+        return etree.tostring(root, encoding="unicode")
+
+    @classmethod
+    def from_xml(cls, text: str) -> MetaInfo:
+        root = etree.fromstring(text.encode(), safe_parser())
+
+        def get(name: str) -> str | None:
+            el = root.find(_Q % name)
+            return el.text if el is not None else None
+
+        return cls(
+            url=get("url") or "",
+            status=int(get("status") or 0),
+            fetched=int(get("fetched") or 0),
+            header=get("header") or "",
+            links=tuple((get("links") or "").split()),
+            ip=get("ip"),
+            size=int(root.get("size", "0")),
+            lastmodified=get("lastmodified"),
+            etag=get("etag"),
+            digest=get("digest"),
+        )
+
+
+def http_date_ms(value: str | None) -> int | None:
+    if not value:
+        return None
+    try:
+        parsed = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if parsed is None or parsed.tzinfo is None:
+        return None
+    ms = int(parsed.timestamp() * 1000)
+    return ms if ms >= 0 else None
+
+
+def _xml_safe(text: str | None) -> str | None:
+    """Header values are bytes from the network: drop what XML 1.0 cannot hold."""
+    if text is None:
+        return None
+    return "".join(ch for ch in text if ch in "\t\n\r" or (" " <= ch <= "\ud7ff") or ("\ue000" <= ch <= "\ufffd"))

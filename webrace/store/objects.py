@@ -1,0 +1,112 @@
+"""Content-addressed object store: each distinct body is kept once, zlib-compressed, in a
+file named by the SHA-256 of the uncompressed body.
+
+Writes are atomic: the compressed body goes to a temporary file in the store, is flushed
+and fsynced, then renamed into place (``os.replace``), so a reader never sees half an
+object. A crash leaves at most a stray temporary file, which :meth:`ObjectStore.sweep`
+removes. Reads check the hash, so a damaged file is reported, never returned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+SUFFIX = ".z"
+
+
+class ObjectMissing(LookupError):
+    """No object with this digest."""
+
+
+class ObjectCorrupt(ValueError):
+    """The stored file does not decompress to a body with its digest."""
+
+
+def digest_of(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
+
+
+class ObjectStore:
+    def __init__(self, root: str | Path, level: int = 6) -> None:
+        self.root = Path(root)
+        self.level = level
+        self.tmp = self.root / "tmp"
+        self.tmp.mkdir(parents=True, exist_ok=True)
+
+    def path(self, digest: str) -> Path:
+        return self.root / digest[:2] / f"{digest}{SUFFIX}"
+
+    def put(self, body: bytes, digest: str | None = None) -> tuple[str, bool]:
+        """Store ``body``; return its digest and whether it was new."""
+        digest = digest or digest_of(body)
+        path = self.path(digest)
+        if path.exists():
+            return digest, False
+        path.parent.mkdir(exist_ok=True)
+        data = zlib.compress(body, self.level)
+        fd, tmp_name = tempfile.mkstemp(dir=self.tmp, prefix=digest[:8], suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as tmp:
+                tmp.write(data)
+                tmp.flush()
+                os.fsync(tmp.fileno())
+            os.replace(tmp_name, path)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise
+        _fsync_dir(path.parent)
+        return digest, True
+
+    def get(self, digest: str) -> bytes:
+        try:
+            data = self.path(digest).read_bytes()
+        except FileNotFoundError:
+            raise ObjectMissing(digest) from None
+        try:
+            body = zlib.decompress(data)
+        except zlib.error as exc:
+            raise ObjectCorrupt(f"{digest}: {exc}") from None
+        if digest_of(body) != digest:
+            raise ObjectCorrupt(f"{digest}: content does not match its digest")
+        return body
+
+    def exists(self, digest: str) -> bool:
+        return self.path(digest).exists()
+
+    def delete(self, digest: str) -> int:
+        """Remove an object; return the bytes freed (0 if it was not there)."""
+        path = self.path(digest)
+        try:
+            size = path.stat().st_size
+            path.unlink()
+        except FileNotFoundError:
+            return 0
+        return size
+
+    def digests(self) -> Iterator[str]:
+        for path in self.root.glob(f"??/*{SUFFIX}"):
+            yield path.name[: -len(SUFFIX)]
+
+    def sweep(self) -> int:
+        """Remove temporary files left by interrupted writes; return how many."""
+        removed = 0
+        for path in self.tmp.glob("*.part"):
+            path.unlink(missing_ok=True)
+            removed += 1
+        return removed
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # not supported on this platform
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
