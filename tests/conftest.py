@@ -7,6 +7,7 @@ that maps ``*.test`` names to 127.0.0.1 and nothing else.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -15,9 +16,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from email.utils import formatdate, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
@@ -41,6 +42,8 @@ class Hit:
     host: str  # Host header without the port
     path: str  # path and query
     headers: dict[str, str]
+    status: int = 0  # what the server answered
+    sent: int = 0  # body bytes it sent
 
 
 Response = tuple[int, dict[str, str], bytes]
@@ -55,6 +58,11 @@ class Site:
     routes: dict[tuple[str | None, str], Response | Callable[[], Response]] = field(default_factory=dict)
     hits: list[Hit] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # validators=True: 200s get an ETag and a Last-Modified (changed whenever `add` changes a
+    # page) and the server answers If-None-Match / If-Modified-Since with 304, as Apache does.
+    validators: bool = False
+    modified: dict[tuple[str | None, str], int] = field(default_factory=dict)
+    clock: int = 1_700_000_000
 
     def url(self, path: str = "/", host: str = "127.0.0.1") -> str:
         return f"http://{host}:{self.port}{path}"
@@ -65,7 +73,20 @@ class Site:
         hdrs = dict(headers or {})
         if content_type:
             hdrs.setdefault("Content-Type", content_type)
+        previous = self.routes.get((host, path))
+        if not isinstance(previous, tuple) or previous[2] != data:
+            self.clock += 60
+            self.modified[(host, path)] = self.clock
         self.routes[(host, path)] = (status, hdrs, data)
+
+    def clear_hits(self) -> None:
+        with self.lock:
+            self.hits.clear()
+
+    def statuses(self) -> dict[str, int]:
+        """Path -> status of its last answer (robots.txt excluded)."""
+        with self.lock:
+            return {h.path: h.status for h in self.hits if h.path != "/robots.txt"}
 
     def html(self, path: str, links: list[str] = (), text: str = "", host: str | None = None) -> None:
         anchors = "".join(f'<a href="{href}">{href}</a>\n' for href in links)
@@ -83,11 +104,35 @@ class Site:
     def count(self, path: str) -> int:
         return self.paths().count(path)
 
-    def lookup(self, host: str, path: str) -> Response:
-        route = self.routes.get((host, path)) or self.routes.get((None, path))
+    def lookup(self, host: str, path: str, request_headers: dict[str, str]) -> Response:
+        key = (host, path) if (host, path) in self.routes else (None, path)
+        route = self.routes.get(key)
         if route is None:
             return 404, {"Content-Type": "text/html"}, b"<html><body>not found</body></html>"
-        return route() if callable(route) else route
+        if callable(route):
+            return route()
+        status, headers, body = route
+        if not (self.validators and status == 200 and key in self.modified):
+            return route
+        headers = {"ETag": f'"{hashlib.sha1(body).hexdigest()[:16]}"',
+                   "Last-Modified": formatdate(self.modified[key], usegmt=True), **headers}
+        if _not_modified(request_headers, headers):
+            return 304, {k: v for k, v in headers.items() if k in ("ETag", "Last-Modified")}, b""
+        return status, headers, body
+
+
+def _not_modified(request_headers: dict[str, str], headers: dict[str, str]) -> bool:
+    """RFC 9110: If-None-Match decides when present, else If-Modified-Since."""
+    inm = request_headers.get("If-None-Match")
+    if inm is not None:
+        return inm.strip() == "*" or headers["ETag"] in [t.strip() for t in inm.split(",")]
+    ims = request_headers.get("If-Modified-Since")
+    if ims:
+        try:
+            return parsedate_to_datetime(ims) >= parsedate_to_datetime(headers["Last-Modified"])
+        except (TypeError, ValueError):
+            return False
+    return False
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -96,10 +141,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         host = (self.headers.get("Host") or "").rsplit(":", 1)[0]
+        hit = Hit(time.monotonic(), host, self.path, dict(self.headers.items()))
         with self.site.lock:
-            self.site.hits.append(Hit(time.monotonic(), host, self.path, dict(self.headers.items())))
-        status, headers, body = self.site.lookup(host, urlsplit(self.path).path + (
-            f"?{urlsplit(self.path).query}" if urlsplit(self.path).query else ""))
+            self.site.hits.append(hit)
+        status, headers, body = self.site.lookup(host, self.path, hit.headers)
+        hit.status, hit.sent = status, len(body)
         self.send_response(status)
         for name, value in headers.items():
             self.send_header(name, value)

@@ -102,7 +102,8 @@ class ObjectCache:
         digest = digest_of(body)
         meta = MetaInfo(url, status, fetched, header, tuple(links), ip, size=len(body),
                         lastmodified=lastmodified, etag=etag, digest=digest)
-        if newest is not None and newest.digest == digest and self.objects.exists(digest):
+        if newest is not None and newest.digest == digest:
+            self.objects.put(body, digest, repair=True)  # the stored copy may have been damaged
             self.index.put(meta)
             return Recorded(meta, newest.number, False, True)
         self.objects.put(body, digest)

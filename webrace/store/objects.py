@@ -41,11 +41,12 @@ class ObjectStore:
     def path(self, digest: str) -> Path:
         return self.root / digest[:2] / f"{digest}{SUFFIX}"
 
-    def put(self, body: bytes, digest: str | None = None) -> tuple[str, bool]:
-        """Store ``body``; return its digest and whether it was new."""
+    def put(self, body: bytes, digest: str | None = None, repair: bool = False) -> tuple[str, bool]:
+        """Store ``body``; return its digest and whether it was written. With ``repair``, an
+        existing file that does not read back correctly is replaced."""
         digest = digest or digest_of(body)
         path = self.path(digest)
-        if path.exists():
+        if path.exists() and not (repair and not self._readable(digest)):
             return digest, False
         path.parent.mkdir(exist_ok=True)
         data = zlib.compress(body, self.level)
@@ -74,6 +75,13 @@ class ObjectStore:
         if digest_of(body) != digest:
             raise ObjectCorrupt(f"{digest}: content does not match its digest")
         return body
+
+    def _readable(self, digest: str) -> bool:
+        try:
+            self.get(digest)
+        except (ObjectMissing, ObjectCorrupt):
+            return False
+        return True
 
     def exists(self, digest: str) -> bool:
         return self.path(digest).exists()
