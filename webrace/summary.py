@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+from datetime import datetime
 from typing import Any
 
 from scrapy import Request, Spider, signals
@@ -80,7 +81,11 @@ class CrawlSummary:
         owners = self.stats.get_value("webrace/owners")
         if owners:
             logger.info("Pages: %d, for owners: %s", summary["pages"], owners)
-        counters = {k: v for k, v in self.stats.get_stats().items() if isinstance(v, (int, float, str))}
+        counters = {
+            k: v.isoformat() if isinstance(v, datetime) else v
+            for k, v in self.stats.get_stats().items()
+            if isinstance(v, (int, float, str, datetime))
+        }
         record = {"spider": spider.name, "reason": reason, **summary, "stats": counters}
         path = data_dir(self.crawler.settings) / "last-crawl.json"
         tmp = path.with_suffix(".json.tmp")
