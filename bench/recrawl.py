@@ -187,7 +187,8 @@ def main() -> int:
     parser.add_argument("--page-kb", type=int, default=70, help="page size, the seed's 70 KB")
     parser.add_argument("--latency-ms", type=int, default=50, help="simulated link: delay per response")
     parser.add_argument("--rate", type=int, default=128_000, help="simulated link: bytes/s per connection")
-    parser.add_argument("--concurrency", type=int, default=16, help="CONCURRENT_REQUESTS(_PER_DOMAIN)")
+    parser.add_argument("--concurrency", type=int, default=8,
+                        help="CONCURRENT_REQUESTS(_PER_DOMAIN); 8 is Scrapy's default per domain")
     parser.add_argument("--change", type=float, default=0.1, help="fraction of pages changed before crawl 3")
     parser.add_argument("--png", type=Path, default=HERE / "recrawl.png")
     args = parser.parse_args()

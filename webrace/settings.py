@@ -50,6 +50,8 @@ DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
 REDIRECT_MAX_TIMES = 10
 RETRY_TIMES = 2
+# Scrapy starts this many tasks for every callback's output; ours yields one item and links.
+CONCURRENT_ITEMS = 8
 # The spider sees every status (a 404 is news to someone watching a page) and counts it.
 HTTPERROR_ALLOW_ALL = True
 # Breadth-first: requests are prioritised by depth, FIFO within a priority.

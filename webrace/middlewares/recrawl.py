@@ -28,7 +28,7 @@ from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
 
-CONDITIONAL = "webrace_conditional"  # meta: {"url": ..., "size": stored body size}
+CONDITIONAL = "webrace_conditional"  # meta: {"url": ..., "meta": the MetaInfo the validators came from}
 UNCONDITIONAL = "webrace_unconditional"  # meta: never send validators for this request
 _VALIDATOR_HEADERS = (b"If-None-Match", b"If-Modified-Since")
 
@@ -71,7 +71,7 @@ class RecrawlMiddleware:
             request.headers[b"If-None-Match"] = meta.etag
         if meta.ifmodifiedsince is not None:
             request.headers[b"If-Modified-Since"] = meta.lastmodified
-        request.meta[CONDITIONAL] = {"url": request.url, "size": meta.size}
+        request.meta[CONDITIONAL] = {"url": request.url, "meta": meta}
         self.stats.inc_value("recrawl/conditional")
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
@@ -83,7 +83,7 @@ class RecrawlMiddleware:
         conditional = request.meta.get(CONDITIONAL)
         if conditional and conditional["url"] == request.url:
             self.stats.inc_value("recrawl/not_modified")
-            self.stats.inc_value("recrawl/bytes_saved", conditional["size"])
+            self.stats.inc_value("recrawl/bytes_saved", conditional["meta"].size)
             if response.body:
                 self.stats.inc_value("recrawl/304_with_body")
             return response

@@ -203,17 +203,16 @@ class UrdSpider(scrapy.Spider):
     def _not_modified(self, node: Node, response: Response) -> Page | None:
         """A 304: answered from the meta-info store, its stored links followed (seed 003
         section 5.1); the body is neither downloaded nor parsed."""
-        meta = self.cache.lookup(response.url) if response.request.meta.get(CONDITIONAL) else None
-        if meta is None:
+        conditional = response.request.meta.get(CONDITIONAL)
+        if not conditional or conditional["url"] != response.url:
             self._inc("failed/unexpected_304")
             return None
         meta = self.cache.record_not_modified(
-            meta, now_millis(), _header(response, b"ETag"), _header(response, b"Last-Modified")
+            conditional["meta"], now_millis(), _header(response, b"ETag"), _header(response, b"Last-Modified")
         )
         node.links = list(meta.links)
-        versions = self.cache.versions(response.url)
         return self._page(node, response.url, 304, media_type(meta.header_value("Content-Type")), meta.size,
-                          meta, versions[-1].number if versions else None, False, True)
+                          meta, meta.version, False, True)
 
     def _page(self, node: Node, url: str, status: int, content_type: str, size: int, meta: MetaInfo,
               version: int | None, new_version: bool, not_modified: bool) -> Page:

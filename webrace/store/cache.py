@@ -17,7 +17,7 @@ from typing import Any
 from webrace.backends import data_dir, open_metainfo_store
 from webrace.backends.base import MetaInfoStore, Version
 from webrace.store.metainfo import MetaInfo
-from webrace.store.objects import ObjectCorrupt, ObjectMissing, ObjectStore, digest_of
+from webrace.store.objects import ObjectMissing, ObjectStore, digest_of
 
 logger = logging.getLogger(__name__)
 
@@ -68,12 +68,9 @@ class ObjectCache:
         if not meta.digest:
             return None
         try:
-            self.objects.get(meta.digest)
+            return None if self.objects.intact(meta.digest) else "corrupt"
         except ObjectMissing:
             return "missing"
-        except ObjectCorrupt:
-            return "corrupt"
-        return None
 
     def record_fetch(
         self,
@@ -95,8 +92,8 @@ class ObjectCache:
         versions = self.index.versions(url) if previous else []
         newest = versions[-1] if versions else None
         if not (200 <= status < 300 and store_body):
-            meta = MetaInfo(url, status, fetched, header, tuple(links), ip,
-                            size=newest.size if newest else 0, digest=newest.digest if newest else None)
+            meta = MetaInfo(url, status, fetched, header, tuple(links), ip, size=newest.size if newest else 0,
+                            digest=newest.digest if newest else None, version=newest.number if newest else None)
             self.index.put(meta)  # no validators: next time, fetch in full
             return Recorded(meta, newest.number if newest else None, False, False)
         digest = digest_of(body)
@@ -104,17 +101,21 @@ class ObjectCache:
                         lastmodified=lastmodified, etag=etag, digest=digest)
         if newest is not None and newest.digest == digest:
             self.objects.put(body, digest, repair=True)  # the stored copy may have been damaged
+            meta = replace(meta, version=newest.number)
             self.index.put(meta)
             return Recorded(meta, newest.number, False, True)
         self.objects.put(body, digest)
         version = Version(url, (newest.number + 1) if newest else 1, digest, fetched, len(body), status)
+        meta = replace(meta, version=version.number)
         self.index.put(meta, version)
         return Recorded(meta, version.number, True, False)
 
     def record_not_modified(self, meta: MetaInfo, fetched: int, etag: str | None, lastmodified: str | None) -> MetaInfo:
-        """A 304: nothing is stored but the revalidation time (and refreshed validators)."""
-        updated = meta.revalidated(fetched, etag, lastmodified)
-        self.index.put(updated)
+        """A 304: nothing is stored (the seed's altered step 3), unless the 304 refreshed the
+        validators. ``fetched`` stays the time of the last full fetch."""
+        updated = meta.revalidated(etag, lastmodified)
+        if updated != meta:
+            self.index.put(updated)
         return updated
 
     def forget_validators(self, meta: MetaInfo) -> None:

@@ -25,6 +25,7 @@ class MetaInfo:
     lastmodified: str | None = None  # Last-Modified as received
     etag: str | None = None
     digest: str | None = None  # newest stored body
+    version: int | None = None  # number of the newest stored version
 
     @property
     def kbytes(self) -> int:
@@ -47,9 +48,9 @@ class MetaInfo:
                 return line[len(prefix):].strip()
         return None
 
-    def revalidated(self, at_ms: int, etag: str | None, lastmodified: str | None) -> MetaInfo:
-        """After a 304: the new fetch time, and validators the 304 may have refreshed."""
-        return replace(self, fetched=at_ms, etag=etag or self.etag, lastmodified=lastmodified or self.lastmodified)
+    def revalidated(self, etag: str | None, lastmodified: str | None) -> MetaInfo:
+        """After a 304: validators the 304 may have refreshed."""
+        return replace(self, etag=etag or self.etag, lastmodified=lastmodified or self.lastmodified)
 
     def to_xml(self) -> str:
         root = etree.Element(_Q % "metainfo", nsmap={"webrace": NS})
@@ -70,6 +71,8 @@ class MetaInfo:
         add("header", _xml_safe(self.header))
         add("links", " ".join(self.links))
         root.set("size", str(self.size))  # exact size; kbytes is the seed's rounded figure
+        if self.version is not None:
+            root.set("version", str(self.version))
         return etree.tostring(root, encoding="unicode")
 
     @classmethod
@@ -91,6 +94,7 @@ class MetaInfo:
             lastmodified=get("lastmodified"),
             etag=get("etag"),
             digest=get("digest"),
+            version=int(root.get("version")) if root.get("version") else None,
         )
 
 

@@ -76,6 +76,20 @@ class ObjectStore:
             raise ObjectCorrupt(f"{digest}: content does not match its digest")
         return body
 
+    def intact(self, digest: str) -> bool:
+        """A cheaper check than :meth:`get` for the crawl's hot path: the file exists and
+        decompresses (zlib's Adler-32 catches truncation and flipped bits); raises
+        ObjectMissing, returns False when damaged."""
+        try:
+            data = self.path(digest).read_bytes()
+        except FileNotFoundError:
+            raise ObjectMissing(digest) from None
+        try:
+            zlib.decompress(data)
+        except zlib.error:
+            return False
+        return True
+
     def _readable(self, digest: str) -> bool:
         try:
             self.get(digest)
