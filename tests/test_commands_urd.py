@@ -89,3 +89,23 @@ def test_crawl_with_nothing_registered_ends_cleanly(project):
     run = project.crawl()
     assert run.returncode == 0
     assert "No URD registered" in run.stderr
+
+
+def test_due_makes_urds_due_now_and_keeps_their_last_check(site, project):
+    site.html("/")
+    project.add_urds(urd("a1", "alice", site.url("/")), urd("b1", "bob", site.url("/")))
+    project.crawl()
+    before = listed(project)
+    assert not before["a1"]["due"] and not before["b1"]["due"]
+    made = project.scrapy("urd", "due", "a1", "zz")
+    assert made.returncode == 1 and "1 URD(s) due now: a1" in made.stdout and "no URD with id zz" in made.stderr
+    after = listed(project)
+    assert after["a1"]["due"] and not after["b1"]["due"]
+    assert after["a1"]["lastcheck"] == before["a1"]["lastcheck"]
+    assert project.scrapy("urd", "due").returncode == 2  # neither --all nor ids
+    assert "2 URD(s) due now" in project.scrapy("urd", "due", "--all").stdout
+
+
+def listed(project) -> dict[str, dict]:
+    lines = project.scrapy("urd", "list", "--format", "jsonl").stdout.splitlines()
+    return {record["id"]: record for record in map(json.loads, lines)}

@@ -58,6 +58,19 @@ def format_summary(summary: dict[str, Any]) -> str:
     )
 
 
+RECRAWL = ("first_fetch", "not_modified", "modified", "unchanged_body", "no_validators")
+
+
+def format_recrawl(stats: dict[str, Any]) -> str:
+    """``Re-crawl: first_fetch = 3 not_modified = 120 ... bytes received = 1.2 MB saved = 8.4 MB``."""
+    if not any(k.startswith("recrawl/") for k in stats):
+        return ""
+    counts = " ".join(f"{name} = {stats.get(f'recrawl/{name}', 0)}" for name in RECRAWL)
+    received = stats.get("recrawl/bytes_received", 0) / 1e6
+    saved = stats.get("recrawl/bytes_saved", 0) / 1e6
+    return f"Re-crawl: {counts}; bytes received = {received:.1f} MB, saved = {saved:.1f} MB"
+
+
 class CrawlSummary:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -78,6 +91,9 @@ class CrawlSummary:
         for key in ("discovered", "requested", "expanded", "pages", *CATEGORIES):
             self.stats.set_value(f"webrace/summary/{key}", summary[key])
         logger.info("WebRACE crawl summary (%s): %s", reason, format_summary(summary))
+        recrawl = format_recrawl(self.stats.get_stats())
+        if recrawl:
+            logger.info("%s", recrawl)
         owners = self.stats.get_value("webrace/owners")
         if owners:
             logger.info("Pages: %d, for owners: %s", summary["pages"], owners)
