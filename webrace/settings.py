@@ -65,6 +65,10 @@ DOWNLOADER_MIDDLEWARES = {
     # after RedirectMiddleware (600): a redirected request gets its own validators
     "webrace.middlewares.recrawl.RecrawlMiddleware": 650,
 }
+SPIDER_MIDDLEWARES = {
+    # depth is per URD and kept by the spider's frontier; Scrapy's counter would mislead
+    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
+}
 EXTENSIONS = {
     "webrace.summary.CrawlSummary": 500,
 }

@@ -68,7 +68,7 @@ class ObjectCache:
         if not meta.digest:
             return None
         try:
-            return None if self.objects.intact(meta.digest) else "corrupt"
+            return None if self.objects.intact(meta.digest, meta.objcrc) else "corrupt"
         except ObjectMissing:
             return "missing"
 
@@ -93,20 +93,21 @@ class ObjectCache:
         newest = versions[-1] if versions else None
         if not (200 <= status < 300 and store_body):
             meta = MetaInfo(url, status, fetched, header, tuple(links), ip, size=newest.size if newest else 0,
-                            digest=newest.digest if newest else None, version=newest.number if newest else None)
+                            digest=newest.digest if newest else None, version=newest.number if newest else None,
+                            objcrc=previous.objcrc if previous and newest else None)
             self.index.put(meta)  # no validators: next time, fetch in full
             return Recorded(meta, newest.number if newest else None, False, False)
         digest = digest_of(body)
         meta = MetaInfo(url, status, fetched, header, tuple(links), ip, size=len(body),
                         lastmodified=lastmodified, etag=etag, digest=digest)
         if newest is not None and newest.digest == digest:
-            self.objects.put(body, digest, repair=True)  # the stored copy may have been damaged
-            meta = replace(meta, version=newest.number)
+            _, _, crc = self.objects.put(body, digest, repair=True)  # the stored copy may have been damaged
+            meta = replace(meta, version=newest.number, objcrc=crc)
             self.index.put(meta)
             return Recorded(meta, newest.number, False, True)
-        self.objects.put(body, digest)
+        _, _, crc = self.objects.put(body, digest)
         version = Version(url, (newest.number + 1) if newest else 1, digest, fetched, len(body), status)
-        meta = replace(meta, version=version.number)
+        meta = replace(meta, version=version.number, objcrc=crc)
         self.index.put(meta, version)
         return Recorded(meta, version.number, True, False)
 

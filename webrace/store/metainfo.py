@@ -26,6 +26,7 @@ class MetaInfo:
     etag: str | None = None
     digest: str | None = None  # newest stored body
     version: int | None = None  # number of the newest stored version
+    objcrc: int | None = None  # CRC-32 of that version's stored file (cheap integrity check)
 
     @property
     def kbytes(self) -> int:
@@ -73,6 +74,8 @@ class MetaInfo:
         root.set("size", str(self.size))  # exact size; kbytes is the seed's rounded figure
         if self.version is not None:
             root.set("version", str(self.version))
+        if self.objcrc is not None:
+            root.set("objcrc", str(self.objcrc))
         return etree.tostring(root, encoding="unicode")
 
     @classmethod
@@ -95,6 +98,7 @@ class MetaInfo:
             etag=get("etag"),
             digest=get("digest"),
             version=int(root.get("version")) if root.get("version") else None,
+            objcrc=int(root.get("objcrc")) if root.get("objcrc") else None,
         )
 
 

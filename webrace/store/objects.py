@@ -41,13 +41,14 @@ class ObjectStore:
     def path(self, digest: str) -> Path:
         return self.root / digest[:2] / f"{digest}{SUFFIX}"
 
-    def put(self, body: bytes, digest: str | None = None, repair: bool = False) -> tuple[str, bool]:
-        """Store ``body``; return its digest and whether it was written. With ``repair``, an
-        existing file that does not read back correctly is replaced."""
+    def put(self, body: bytes, digest: str | None = None, repair: bool = False) -> tuple[str, bool, int]:
+        """Store ``body``; return its digest, whether it was written, and the CRC-32 of the
+        stored file (for :meth:`intact`). With ``repair``, an existing file that does not
+        read back correctly is replaced."""
         digest = digest or digest_of(body)
         path = self.path(digest)
         if path.exists() and not (repair and not self._readable(digest)):
-            return digest, False
+            return digest, False, self.checksum(digest)
         path.parent.mkdir(exist_ok=True)
         data = zlib.compress(body, self.level)
         fd, tmp_name = tempfile.mkstemp(dir=self.tmp, prefix=digest[:8], suffix=".part")
@@ -61,7 +62,7 @@ class ObjectStore:
             Path(tmp_name).unlink(missing_ok=True)
             raise
         _fsync_dir(path.parent)
-        return digest, True
+        return digest, True, zlib.crc32(data)
 
     def get(self, digest: str) -> bytes:
         try:
@@ -76,10 +77,19 @@ class ObjectStore:
             raise ObjectCorrupt(f"{digest}: content does not match its digest")
         return body
 
-    def intact(self, digest: str) -> bool:
-        """A cheaper check than :meth:`get` for the crawl's hot path: the file exists and
-        decompresses (zlib's Adler-32 catches truncation and flipped bits); raises
-        ObjectMissing, returns False when damaged."""
+    def checksum(self, digest: str) -> int:
+        """CRC-32 of the stored (compressed) file."""
+        try:
+            return zlib.crc32(self.path(digest).read_bytes())
+        except FileNotFoundError:
+            raise ObjectMissing(digest) from None
+
+    def intact(self, digest: str, crc: int | None = None) -> bool:
+        """A cheap check for the crawl's hot path: the file exists (else ObjectMissing) and its
+        CRC-32 is the one recorded when it was stored; without one, it must decompress
+        (zlib's Adler-32 catches truncation and flipped bits)."""
+        if crc is not None:
+            return self.checksum(digest) == crc
         try:
             data = self.path(digest).read_bytes()
         except FileNotFoundError:
