@@ -138,15 +138,12 @@ class UrdSpider(scrapy.Spider):
             return due
 
     def _request(self, node: Node) -> scrapy.Request:
-        urds = [self.urds[i] for i in sorted(node.budgets)]
         context = {
             "link": node.url,
             "parent": node.parent_url,
             "depth": node.depth,
             "budgets": dict(node.budgets),
-            "owners": sorted({u.owner for u in urds}),
-            "urd_ids": [u.id for u in urds],
-            "urgent": any(u.urgent for u in urds),
+            **self._owners(node),
         }
         return scrapy.Request(
             node.url,
@@ -325,11 +322,17 @@ class UrdSpider(scrapy.Spider):
         return False
 
     def _complete(self, node: Node, item: Page) -> Page:
-        urds = [self.urds[i] for i in sorted(node.budgets)]
-        item["owners"] = sorted({u.owner for u in urds})
-        item["urd_ids"] = [u.id for u in urds]
-        item["urgent"] = any(u.urgent for u in urds)
+        item.update(self._owners(node))
         return item
+
+    def _owners(self, node: Node) -> dict[str, Any]:
+        """``owners``, ``urd_ids`` and ``urgent`` of the URDs a page is fetched for."""
+        urds = [self.urds[i] for i in sorted(node.budgets)]
+        return {
+            "owners": sorted({u.owner for u in urds}),
+            "urd_ids": [u.id for u in urds],
+            "urgent": any(u.urgent for u in urds),
+        }
 
     def on_idle(self, spider: scrapy.Spider) -> None:
         """Nothing left to crawl: release held items, close the round (its URDs get their
