@@ -38,6 +38,12 @@ WEBRACE_CONTINUOUS = False
 # `scrapy store gc` keeps this many newest versions of each URL.
 WEBRACE_KEEP_VERSIONS = 3
 
+# Distributed mode (in progress, see the README): set REDIS_URL (setting or environment variable)
+# and the object cache's meta-info index lives in Redis, shared by every worker.
+REDIS_URL = os.environ.get("REDIS_URL") or None
+# Every Redis key WebRACE writes starts with this, so several deployments can share a server.
+WEBRACE_REDIS_PREFIX = os.environ.get("WEBRACE_REDIS_PREFIX", "webrace:")
+
 # --- Scrapy, set for a polite, honest user-driven crawler ------------------------------
 USER_AGENT = f"WebRACE/{__version__} (user-driven crawler; Scrapy)"
 ROBOTSTXT_OBEY = True

@@ -1,5 +1,5 @@
 """State stores behind one interface (``base``), an embedded SQLite implementation and,
-with ``REDIS_URL`` set, a Redis one; :func:`open_urd_store` picks from the settings."""
+with ``REDIS_URL`` set, a Redis one; the ``open_*`` functions pick from the settings."""
 
 from __future__ import annotations
 
@@ -26,7 +26,12 @@ def open_urd_store(settings: Any) -> UrdStore:
 
 
 def open_metainfo_store(settings: Any) -> MetaInfoStore:
-    """The object cache's index and meta-info store."""
+    """The object cache's index and meta-info store: shared in Redis when ``REDIS_URL`` is
+    set (a page stored by one worker is re-crawled conditionally by any other)."""
+    if settings.get("REDIS_URL"):
+        from webrace.backends.redis import RedisMetaInfoStore, connect, prefix
+
+        return RedisMetaInfoStore(connect(settings), prefix(settings))
     from webrace.backends.sqlite import SqliteMetaInfoStore
 
     return SqliteMetaInfoStore(data_dir(settings) / "cache.sqlite")

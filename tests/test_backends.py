@@ -1,0 +1,97 @@
+"""The state-store interfaces hold the same contract in SQLite and in a real Redis."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import redis
+from scrapy.settings import Settings
+
+from webrace.backends import open_metainfo_store
+from webrace.backends.base import Version
+from webrace.backends.redis import RedisMetaInfoStore, RedisUnavailable, connect, safe_url
+from webrace.backends.sqlite import SqliteMetaInfoStore
+from webrace.store.metainfo import MetaInfo
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+@pytest.fixture
+def redis_prefix():
+    """A key prefix of this test's own, removed afterwards."""
+    client = redis.Redis.from_url(REDIS_URL)
+    prefix = f"webrace-test-{uuid.uuid4().hex[:12]}:"
+    yield prefix
+    keys = list(client.scan_iter(match=f"{prefix}*"))
+    if keys:
+        client.delete(*keys)
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def metainfo_store(request, tmp_path, redis_prefix):
+    if request.param == "sqlite":
+        store = SqliteMetaInfoStore(tmp_path / "cache.sqlite")
+    else:
+        store = RedisMetaInfoStore(redis.Redis.from_url(REDIS_URL), redis_prefix)
+    yield store
+    store.close()
+
+
+def meta(url: str, digest: str | None = None, n: int | None = None) -> MetaInfo:
+    return MetaInfo(url, 200, 1000, "HTTP/1.1 200 OK", ("http://a.test/x",), "127.0.0.1", 10,
+                    "Fri, 26 Jan 2001 21:46:08 GMT", '"e"', digest, n)
+
+
+def test_put_and_get_round_trip_the_record(metainfo_store):
+    assert metainfo_store.get("http://a.test/") is None
+    record = meta("http://a.test/", "a" * 64, 1)
+    metainfo_store.put(record, Version("http://a.test/", 1, "a" * 64, 1000, 10, 200))
+    assert metainfo_store.get("http://a.test/") == record
+    assert metainfo_store.versions("http://a.test/") == [Version("http://a.test/", 1, "a" * 64, 1000, 10, 200)]
+    assert metainfo_store.urls() == ["http://a.test/"]
+
+
+def test_prune_keeps_the_newest_and_protected_versions(metainfo_store):
+    url = "http://a.test/"
+    for n in range(1, 6):
+        metainfo_store.put(meta(url, f"{n}" * 64, n), Version(url, n, f"{n}" * 64, n, 10, 200))
+    dropped = metainfo_store.prune(keep=2, protected={"2" * 64})
+    assert sorted(v.number for v in dropped) == [1, 3]
+    assert [v.number for v in metainfo_store.versions(url)] == [2, 4, 5]
+    assert metainfo_store.referenced_digests() == {"2" * 64, "4" * 64, "5" * 64}
+
+
+def test_redis_url_switches_the_metainfo_store_to_redis(redis_prefix, tmp_path):
+    settings = Settings({"REDIS_URL": REDIS_URL, "WEBRACE_REDIS_PREFIX": redis_prefix,
+                         "WEBRACE_DATA_DIR": str(tmp_path)})
+    store = open_metainfo_store(settings)
+    assert isinstance(store, RedisMetaInfoStore)
+    store.put(meta("http://a.test/"))
+    keys = redis.Redis.from_url(REDIS_URL).keys(f"{redis_prefix}*")
+    assert keys == [f"{redis_prefix}meta".encode()]
+    assert not (tmp_path / "cache.sqlite").exists()
+
+
+def test_without_redis_url_the_metainfo_store_is_embedded(tmp_path):
+    store = open_metainfo_store(Settings({"WEBRACE_DATA_DIR": str(tmp_path)}))
+    assert isinstance(store, SqliteMetaInfoStore)
+    store.close()
+
+
+def test_unreachable_redis_is_one_clear_error_naming_the_url_without_its_password():
+    settings = Settings({"REDIS_URL": "redis://alice:s3cret@127.0.0.1:1/0",
+                         "REDIS_PARAMS": {"socket_connect_timeout": 2, "socket_timeout": 2}})
+    with pytest.raises(RedisUnavailable) as info:
+        connect(settings)
+    message = str(info.value)
+    assert "redis://alice:***@127.0.0.1:1/0" in message and "s3cret" not in message
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+    ("redis://:pw@h:1/2", "redis://:***@h:1/2"),
+    ("rediss://u:pw@h:1", "rediss://u:***@h:1"),
+])
+def test_safe_url_hides_passwords(url, shown):
+    assert safe_url(url) == shown

@@ -1,0 +1,113 @@
+"""Distributed state stores: Redis, every key under ``WEBRACE_REDIS_PREFIX``.
+
+The client is scrapy-redis's (``REDIS_URL``, ``REDIS_PARAMS``), so the queue and the stores
+share one connection setup. Credentials in ``REDIS_URL`` never reach a log or a message.
+
+Keys (``P`` is the prefix, default ``webrace:``):
+
+- ``P meta``              hash: URL -> meta-info XML (the seed's record, as in SQLite)
+- ``P versions:<URL>``    list: the URL's versions, oldest first, one JSON object each
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import redis
+from scrapy_redis.connection import get_redis_from_settings
+
+from webrace.backends.base import MetaInfoStore, Version
+from webrace.store.metainfo import MetaInfo
+
+DEFAULT_PREFIX = "webrace:"
+
+
+class RedisUnavailable(RuntimeError):
+    """Redis cannot be reached; the message names the URL (without its password)."""
+
+
+def safe_url(url: str) -> str:
+    """``redis://user:secret@host:6379/0`` -> ``redis://user:***@host:6379/0``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    return urlunsplit((parts.scheme, user + netloc, parts.path, parts.query, parts.fragment))
+
+
+def connect(settings: Any) -> redis.Redis:
+    """A client for ``REDIS_URL``, checked with a PING."""
+    url = settings.get("REDIS_URL")
+    client = get_redis_from_settings(settings)
+    try:
+        client.ping()
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
+        raise RedisUnavailable(
+            f"Cannot reach Redis at {safe_url(url or 'the REDIS_HOST/REDIS_PORT settings')}: {exc}. "
+            "Start it, fix REDIS_URL, or unset REDIS_URL to run embedded."
+        ) from None
+    return client
+
+
+def prefix(settings: Any) -> str:
+    return settings.get("WEBRACE_REDIS_PREFIX") or DEFAULT_PREFIX
+
+
+class RedisMetaInfoStore(MetaInfoStore):
+    def __init__(self, client: redis.Redis, key_prefix: str = DEFAULT_PREFIX) -> None:
+        self.client = client
+        self.prefix = key_prefix
+        self.meta_key = f"{key_prefix}meta"
+
+    def _versions_key(self, url: str) -> str:
+        return f"{self.prefix}versions:{url}"
+
+    def get(self, url: str) -> MetaInfo | None:
+        xml = self.client.hget(self.meta_key, url)
+        return MetaInfo.from_xml(_text(xml)) if xml else None
+
+    def put(self, meta: MetaInfo, new_version: Version | None = None) -> None:
+        pipe = self.client.pipeline(transaction=True)  # MULTI/EXEC: both or neither
+        pipe.hset(self.meta_key, meta.url, meta.to_xml())
+        if new_version is not None:
+            pipe.rpush(self._versions_key(meta.url), json.dumps(_as_record(new_version)))
+        pipe.execute()
+
+    def versions(self, url: str) -> list[Version]:
+        return [_version(url, raw) for raw in self.client.lrange(self._versions_key(url), 0, -1)]
+
+    def urls(self) -> list[str]:
+        return sorted(_text(url) for url in self.client.hkeys(self.meta_key))
+
+    def prune(self, keep: int, protected: set[str] = frozenset()) -> list[Version]:
+        dropped = []
+        for url in self.urls():
+            versions = self.versions(url)
+            old = [v for v in versions[: max(len(versions) - max(keep, 1), 0)] if v.digest not in protected]
+            if not old:
+                continue
+            pipe = self.client.pipeline(transaction=True)
+            for v in old:
+                pipe.lrem(self._versions_key(url), 1, json.dumps(_as_record(v)))
+            pipe.execute()
+            dropped.extend(old)
+        return dropped
+
+    def referenced_digests(self) -> set[str]:
+        return {v.digest for url in self.urls() for v in self.versions(url)}
+
+
+def _as_record(v: Version) -> dict[str, Any]:
+    return {"n": v.number, "digest": v.digest, "fetched": v.fetched, "size": v.size, "status": v.status}
+
+
+def _version(url: str, raw: bytes | str) -> Version:
+    r = json.loads(raw)
+    return Version(url, r["n"], r["digest"], r["fetched"], r["size"], r["status"])
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
