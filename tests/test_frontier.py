@@ -36,3 +36,24 @@ def test_alias_of_a_page_already_done_is_refused():
     assert f.alias("http://a/", f.get("http://b/")) is False
     assert f.alias("http://c/", f.get("http://b/")) is True
     assert f.get("http://c/") is f.get("http://b/")
+
+
+def test_finish_ends_urds_whose_last_pending_page_it_was():
+    f = Frontier()
+    f.offer("http://a/", None, 0, {"u1": 1, "u2": 0})
+    f.offer("http://b/", None, 0, {"u1": 1})
+    assert f.active_urds() == {"u1"}
+    assert f.finish(f.get("http://a/"), DONE, {"u1": 1, "u2": 0}) == (set(), {})
+    assert f.finish(f.get("http://b/"), DONE, {"u1": 1}) == ({"u1"}, {})
+    assert f.active_urds() == set()
+
+
+def test_finish_refuses_while_budgets_merged_since_are_not_followed():
+    f = Frontier()
+    f.offer("http://a/", None, 0, {"u1": 1})
+    node = f.get("http://a/")
+    f.offer("http://a/", None, 0, {"u2": 2})  # merged while the page was being processed
+    assert f.finish(node, DONE, {"u1": 1}) == (set(), {"u2": 2})
+    assert node.state == "pending"
+    assert f.finish(node, DONE, {"u1": 1, "u2": 2}) == ({"u1", "u2"}, {})
+    assert node.state == DONE

@@ -68,9 +68,21 @@ class Frontier:
         self._count(node)
         return Offer.MERGED, gained
 
-    def finish(self, node: Node, state: str = DONE) -> set[str]:
-        """Mark ``node`` fetched (or failed); return the URDs that are no longer active.
-        Offer the node's links first, so its children keep their URDs active."""
+    def finish(
+        self, node: Node, state: str = DONE, expanded: dict[str, int] | None = None
+    ) -> tuple[set[str], dict[str, int]]:
+        """Mark ``node`` fetched (or failed) once its links have been offered for
+        ``expanded`` (the budgets its links were followed with; None: nothing to follow).
+
+        Returns ``(ended, missed)``. If URDs or depth were merged into the node since it was
+        taken (by another worker, in distributed mode) ``missed`` holds them and nothing
+        changes: follow the links for ``missed`` too, then finish again. Otherwise ``ended``
+        holds the URDs that are no longer active. Offer the links first, so the children
+        keep their URDs active."""
+        if expanded is not None:
+            missed = {u: r for u, r in node.budgets.items() if r > expanded.get(u, -1)}
+            if missed:
+                return set(), missed
         node.state = state
         ended = set()
         for urd_id in node.counted:
@@ -79,7 +91,22 @@ class Frontier:
                 del self.active[urd_id]
                 ended.add(urd_id)
         node.counted.clear()
-        return ended
+        return ended, {}
+
+    def contains(self, url: str) -> bool:
+        return url in self.nodes
+
+    def adopt(self, node: Node) -> Node:
+        """The node for ``node.url``, taking ``node`` when the frontier has none (a request
+        that outlived its frontier, e.g. resumed from a JOBDIR)."""
+        return self.nodes.setdefault(node.url, node)
+
+    def active_urds(self) -> set[str]:
+        return set(self.active)
+
+    def forget_active(self) -> None:
+        """Treat every URD as done (the spider's safety net when it goes idle)."""
+        self.active.clear()
 
     def _count(self, node: Node) -> None:
         if node.state != PENDING:

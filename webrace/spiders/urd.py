@@ -162,16 +162,21 @@ class UrdSpider(scrapy.Spider):
         node = self._node(response.request)
         if response.url != node.url and not self.frontier.alias(response.url, node):
             self._inc("duplicate")  # a redirect to a page this round already has
-            yield from self._release(self.frontier.finish(node, DONE))
+            yield from self._release(self.frontier.finish(node, DONE)[0])
             return
         item = self._not_modified(node, response) if response.status == 304 else self._fetched(node, response)
         if item is None:
-            yield from self._release(self.frontier.finish(node, FAILED))
+            yield from self._release(self.frontier.finish(node, FAILED)[0])
             return
         self._inc("pages")
         self.held[node.url] = (node, item)  # owners are filled in on release (see _release)
-        requests = list(self._follow(node, node.budgets))
-        ended = self.frontier.finish(node, DONE)
+        requests, expanded, budgets = [], {}, dict(node.budgets)
+        while True:  # until no URD was merged into the page while its links were followed
+            requests += self._follow(node, budgets)
+            expanded.update(budgets)
+            ended, budgets = self.frontier.finish(node, DONE, expanded)
+            if not budgets:
+                break
         yield from requests
         yield from self._release(ended, node)
 
@@ -292,7 +297,7 @@ class UrdSpider(scrapy.Spider):
     def _not_followed(self, link: str, reason: str) -> None:
         """Count a link no URD follows, once per crawl, and only while no other path has
         brought it into the frontier (then it was not ignored after all)."""
-        if link in self.frontier.nodes or link in self.not_followed:
+        if link in self.not_followed or self.frontier.contains(link):
             return
         self.not_followed[link] = reason
         self._inc(f"ignored/{reason}")
@@ -309,12 +314,13 @@ class UrdSpider(scrapy.Spider):
         self.owners_changed = False
         for url in candidates:
             held_node, item = self.held[url]
-            if not self._may_gain_owners(held_node):
+            current = self.frontier.get(url) or held_node  # other workers may have merged URDs
+            if not self._may_gain_owners(current):
                 del self.held[url]
-                yield self._complete(held_node, item)
+                yield self._complete(current, item)
 
     def _may_gain_owners(self, node: Node) -> bool:
-        for urd_id in self.frontier.active:
+        for urd_id in self.frontier.active_urds():
             if urd_id not in node.budgets:
                 urd = self.urds[urd_id]
                 if in_scope(node.url, urd.url, urd.scope):
@@ -342,7 +348,7 @@ class UrdSpider(scrapy.Spider):
         if self.held:
             # Safety net: a request ended without callback or errback left items held.
             logger.warning("Releasing %d held items at idle", len(self.held))
-            self.frontier.active.clear()
+            self.frontier.forget_active()
             self.crawler.engine.crawl(
                 scrapy.Request("data:,", callback=self._flush, dont_filter=True, meta={"dont_obey_robotstxt": True})
             )
@@ -384,7 +390,7 @@ class UrdSpider(scrapy.Spider):
     def fetch_failed(self, failure: Failure) -> Iterator[Page]:
         request = failure.request
         node = self._node(request)
-        ended = self.frontier.finish(node, FAILED)
+        ended, _ = self.frontier.finish(node, FAILED)
         if not request.meta.get(IGNORED):  # else counted where it was decided
             reason = failure_reason(failure.value)
             self._inc(f"failed/{reason}")
@@ -395,8 +401,9 @@ class UrdSpider(scrapy.Spider):
         context = request.meta["webrace"]
         node = self.frontier.get(context["link"])
         if node is None:  # e.g. resumed from JOBDIR: rebuild the node from the request
-            node = Node(context["link"], context["parent"], context["depth"], dict(context["budgets"]))
-            self.frontier.nodes[node.url] = node
+            node = self.frontier.adopt(
+                Node(context["link"], context["parent"], context["depth"], dict(context["budgets"]))
+            )
         return node
 
     # -- end of the round ----------------------------------------------------------------
