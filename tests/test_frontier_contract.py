@@ -1,0 +1,120 @@
+"""One contract, two frontiers: in memory (embedded) and in a real Redis (distributed)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import redis
+
+from webrace.backends.redisfrontier import RedisFrontier
+from webrace.frontier import DONE, FAILED, Frontier, Node, Offer
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+@pytest.fixture
+def client():
+    return redis.Redis.from_url(REDIS_URL)
+
+
+@pytest.fixture
+def redis_frontier(client):
+    prefix = f"webrace-test-{uuid.uuid4().hex[:12]}:"
+    yield RedisFrontier(client, prefix, "r1")
+    keys = list(client.scan_iter(match=f"{prefix}*"))
+    if keys:
+        client.delete(*keys)
+
+
+@pytest.fixture(params=["memory", "redis"])
+def frontier(request, redis_frontier):
+    return Frontier() if request.param == "memory" else redis_frontier
+
+
+def test_offers_are_new_then_merged_then_duplicate(frontier):
+    assert frontier.offer("http://a/", None, 1, {"u1": 2}) == (Offer.NEW, {"u1": 2})
+    assert frontier.offer("http://a/", "http://p/", 0, {"u2": 0}) == (Offer.MERGED, {"u2": 0})
+    assert frontier.offer("http://a/", None, 3, {"u1": 1, "u2": 0}) == (Offer.DUPLICATE, {})
+    node = frontier.get("http://a/")
+    assert (node.budgets, node.depth, node.parent_url) == ({"u1": 2, "u2": 0}, 0, "http://p/")
+    assert frontier.contains("http://a/") and not frontier.contains("http://b/")
+
+
+def test_urds_stay_active_while_they_have_pages_to_follow(frontier):
+    frontier.offer("http://a/", None, 0, {"u1": 1, "u2": 0})
+    frontier.offer("http://b/", None, 0, {"u1": 1})
+    assert frontier.active_urds() == {"u1"}
+    assert frontier.finish(frontier.get("http://a/"), DONE, {"u1": 1, "u2": 0}) == (set(), {})
+    assert frontier.finish(frontier.get("http://b/"), FAILED) == ({"u1"}, {})
+    assert frontier.active_urds() == set()
+
+
+def test_finish_refuses_until_merged_budgets_are_followed(frontier):
+    frontier.offer("http://a/", None, 0, {"u1": 1})
+    node = frontier.get("http://a/")  # taken by a worker...
+    frontier.offer("http://a/", None, 0, {"u2": 3})  # ...while another merges a URD into it
+    assert frontier.finish(node, DONE, {"u1": 1}) == (set(), {"u2": 3})
+    assert frontier.get("http://a/").state == "pending"
+    node.links = ["http://a/x"]
+    assert frontier.finish(node, DONE, {"u1": 1, "u2": 3}) == ({"u1", "u2"}, {})
+    done = frontier.get("http://a/")
+    assert done.state == DONE and done.links == ["http://a/x"]
+
+
+def test_redirect_target_already_fetched_is_refused(frontier):
+    frontier.offer("http://a/", None, 0, {"u1": 0})
+    frontier.finish(frontier.get("http://a/"), DONE, {"u1": 0})
+    frontier.offer("http://old/", None, 0, {"u1": 0})
+    assert frontier.alias("http://a/", frontier.get("http://old/")) is False
+    assert frontier.alias("http://new/", frontier.get("http://old/")) is True
+    assert frontier.contains("http://new/")
+
+
+def test_adopt_keeps_the_frontiers_node_when_it_has_one(frontier):
+    frontier.offer("http://a/", None, 0, {"u1": 2})
+    assert frontier.adopt(Node("http://a/", None, 5, {"zz": 0})).budgets == {"u1": 2}
+    assert frontier.adopt(Node("http://b/", None, 1, {"u3": 0})).budgets == {"u3": 0}
+
+
+# -- the Redis frontier is also the round's queue -------------------------------------------
+
+def test_lease_is_breadth_first_then_first_come(redis_frontier):
+    f = redis_frontier
+    f.offer("http://deep/", None, 2, {"u": 0})
+    f.offer("http://a/", None, 1, {"u": 1})
+    f.offer("http://b/", None, 1, {"u": 1})
+    f.offer("http://root/", None, 0, {"u": 2})
+    assert [f.lease(60_000).url for _ in range(4)] == ["http://root/", "http://a/", "http://b/", "http://deep/"]
+    assert f.lease(60_000) is None
+    assert f.pending() == 4  # all leased, none finished
+
+
+def test_expired_lease_goes_back_to_the_queue(redis_frontier):
+    f = redis_frontier
+    f.offer("http://a/", None, 0, {"u": 1})
+    assert f.lease(0).url == "http://a/"  # a worker takes it and dies: its lease expires at once
+    again = f.lease(60_000)
+    assert again.url == "http://a/" and f.reaped == 1
+    f.finish(again, DONE, {"u": 1})
+    assert f.pending() == 0 and f.lease(60_000) is None
+
+
+def test_finished_pages_are_not_leased_again(redis_frontier):
+    f = redis_frontier
+    f.offer("http://a/", None, 0, {"u": 0})
+    slow = f.lease(0)
+    fast = f.lease(60_000)  # the expired lease was handed to another worker...
+    f.finish(fast, DONE, {"u": 0})
+    f.finish(slow, DONE, {"u": 0})  # ...and the slow one finishing late changes nothing
+    assert f.lease(0) is None and f.pending() == 0
+
+
+def test_corrupt_queue_entries_are_skipped_and_counted(redis_frontier, client):
+    f = redis_frontier
+    client.zadd(f.keys["queue"], {"http://ghost/": 0})
+    client.hset(f.keys["nodes"], "http://garbled/", b"{not json")
+    client.zadd(f.keys["queue"], {"http://garbled/": 1})
+    f.offer("http://ok/", None, 0, {"u": 0})
+    assert f.lease(60_000).url == "http://ok/"
+    assert f.skipped == 2

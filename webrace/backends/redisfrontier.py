@@ -1,0 +1,232 @@
+"""The frontier of one round, shared by every worker through Redis (distributed mode).
+
+The same contract as :class:`webrace.frontier.Frontier` (coalescing, per-URD depth budgets,
+active URDs), made atomic with Lua scripts, and it is also the round's queue: a page offered
+for the first time is queued in the same step that records it, so no request can be lost
+between "seen" and "queued". Workers *lease* pages instead of popping them: a leased page
+that is not finished within the lease (its worker was killed) goes back to the queue. A
+page is thus fetched once per round, or again only after a crash (at-least-once).
+
+Keys, under ``<prefix>round:<id>:`` —
+``nodes`` (hash URL -> node JSON: parent, depth, budgets, state, counted URDs, links),
+``queue`` (zset URL by depth then arrival: breadth first), ``leases`` (zset URL by lease
+deadline, Redis server time), ``active`` (hash URD id -> pending pages that keep it active),
+``seq`` (arrival counter).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import redis
+
+from webrace.frontier import DONE, PENDING, Node, Offer
+
+_OFFER = """
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+local budgets = cjson.decode(ARGV[4])
+local depth = tonumber(ARGV[3])
+if not raw then
+  local counted = {}
+  for u, r in pairs(budgets) do
+    if r >= 1 then table.insert(counted, u); redis.call('HINCRBY', KEYS[3], u, 1) end
+  end
+  local node = {p = ARGV[2], d = depth, b = budgets, s = 'pending', c = counted, l = {}}
+  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(node))
+  local seq = redis.call('INCR', KEYS[4])
+  redis.call('ZADD', KEYS[2], depth * 1e12 + seq, ARGV[1])
+  return {'new', ARGV[4]}
+end
+local node = cjson.decode(raw)
+local gained, any = {}, false
+for u, r in pairs(budgets) do
+  local have = node.b[u]
+  if have == nil or r > have then gained[u] = r; node.b[u] = r; any = true end
+end
+if not any then return {'duplicate', '{}'} end
+if depth < node.d then node.d = depth; node.p = ARGV[2] end
+if node.s == 'pending' then
+  local counted = {}
+  for _, u in ipairs(node.c) do counted[u] = true end
+  for u, r in pairs(gained) do
+    if r >= 1 and not counted[u] then table.insert(node.c, u); redis.call('HINCRBY', KEYS[3], u, 1) end
+  end
+end
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(node))
+return {'merged', cjson.encode(gained)}
+"""
+
+_FINISH = """
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return {'{}', '{}'} end
+local node = cjson.decode(raw)
+if ARGV[3] ~= '' then
+  local expanded = cjson.decode(ARGV[3])
+  local missed, any = {}, false
+  for u, r in pairs(node.b) do
+    local e = expanded[u]
+    if e == nil or r > e then missed[u] = r; any = true end
+  end
+  if any then return {cjson.encode(missed), '{}'} end
+end
+local ended = {}
+for _, u in ipairs(node.c) do
+  local left = redis.call('HINCRBY', KEYS[2], u, -1)
+  if left <= 0 then redis.call('HDEL', KEYS[2], u); table.insert(ended, u) end
+end
+node.c = {}
+node.s = ARGV[2]
+node.l = cjson.decode(ARGV[4])
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(node))
+redis.call('ZREM', KEYS[3], ARGV[1])
+return {'{}', cjson.encode(ended)}
+"""
+
+# Take the next page: first put expired leases back in the queue, then move the head of
+# the queue to the leases. Members whose node is missing, unreadable or no longer pending
+# are dropped and counted.
+_LEASE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local reaped, skipped = 0, 0
+for _, url in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)) do
+  redis.call('ZREM', KEYS[2], url)
+  local ok, node = pcall(cjson.decode, redis.call('HGET', KEYS[3], url) or '')
+  if ok and node.s == 'pending' then
+    local seq = redis.call('INCR', KEYS[4])
+    redis.call('ZADD', KEYS[1], node.d * 1e12 + seq, url)
+    reaped = reaped + 1
+  end
+end
+while true do
+  local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+  if #head == 0 then return {reaped, skipped} end
+  local url = head[1]
+  redis.call('ZREM', KEYS[1], url)
+  local raw = redis.call('HGET', KEYS[3], url)
+  local ok, node = pcall(cjson.decode, raw or '')
+  if ok and type(node) == 'table' and node.s == 'pending' then
+    redis.call('ZADD', KEYS[2], now + tonumber(ARGV[1]), url)
+    return {reaped, skipped, url, raw}
+  end
+  skipped = skipped + 1
+end
+"""
+
+
+class RedisFrontier:
+    def __init__(self, client: redis.Redis, key_prefix: str, round_id: str) -> None:
+        self.client = client
+        base = f"{key_prefix}round:{round_id}:"
+        self.keys = {name: base + name for name in ("nodes", "queue", "leases", "active", "seq")}
+        self._offer = client.register_script(_OFFER)
+        self._finish = client.register_script(_FINISH)
+        self._lease = client.register_script(_LEASE)
+        self.reaped = 0  # leases that expired and went back to the queue
+        self.skipped = 0  # queue entries without a readable pending node
+
+    def offer(
+        self, url: str, parent_url: str | None, depth: int, budgets: dict[str, int]
+    ) -> tuple[Offer, dict[str, int]]:
+        k = self.keys
+        verdict, gained = self._offer(
+            keys=[k["nodes"], k["queue"], k["active"], k["seq"]],
+            args=[url, parent_url or "", depth, json.dumps(budgets)],
+        )
+        return Offer(_text(verdict)), _dict(gained)
+
+    def get(self, url: str) -> Node | None:
+        raw = self.client.hget(self.keys["nodes"], url)
+        return _node(url, raw) if raw else None
+
+    def contains(self, url: str) -> bool:
+        return bool(self.client.hexists(self.keys["nodes"], url))
+
+    def finish(
+        self, node: Node, state: str = DONE, expanded: dict[str, int] | None = None
+    ) -> tuple[set[str], dict[str, int]]:
+        k = self.keys
+        missed, ended = self._finish(
+            keys=[k["nodes"], k["active"], k["leases"]],
+            args=[node.url, state, "" if expanded is None else json.dumps(expanded), json.dumps(node.links)],
+        )
+        missed = _dict(missed)
+        if missed:
+            node.budgets.update(missed)
+            return set(), missed
+        node.state = state
+        return set(_list(ended)), {}
+
+    def alias(self, url: str, node: Node) -> bool:
+        """A redirect target: refused when already fetched this round; otherwise recorded as
+        done (with the node's URDs) so that links to it are not fetched again."""
+        known = self.get(url)
+        if known is not None and url != node.url and known.state == DONE:
+            return False
+        if known is None:
+            self.client.hsetnx(self.keys["nodes"], url, _encode(node, DONE))
+        return True
+
+    def adopt(self, node: Node) -> Node:
+        self.client.hsetnx(self.keys["nodes"], node.url, _encode(node, node.state))
+        return self.get(node.url) or node
+
+    def active_urds(self) -> set[str]:
+        return {_text(u) for u, n in self.client.hgetall(self.keys["active"]).items() if int(n) > 0}
+
+    def forget_active(self) -> None:
+        self.client.delete(self.keys["active"])
+
+    def lease(self, lease_ms: int) -> Node | None:
+        """The next page to fetch (breadth first), leased for ``lease_ms``; None when the
+        queue is empty (pages may still be leased by other workers: see :meth:`pending`)."""
+        k = self.keys
+        result = self._lease(keys=[k["queue"], k["leases"], k["nodes"], k["seq"]], args=[lease_ms])
+        self.reaped += int(result[0])
+        self.skipped += int(result[1])
+        if len(result) < 4:
+            return None
+        return _node(_text(result[2]), result[3])
+
+    def pending(self) -> int:
+        """Pages queued or leased: the round is over when this is 0."""
+        return int(self.client.zcard(self.keys["queue"])) + int(self.client.zcard(self.keys["leases"]))
+
+    def delete(self) -> None:
+        self.client.delete(*self.keys.values())
+
+
+def _node(url: str, raw: bytes | str) -> Node:
+    data = json.loads(raw)
+    return Node(
+        url=url,
+        parent_url=data.get("p") or None,
+        depth=int(data["d"]),
+        budgets={u: int(r) for u, r in data["b"].items()},
+        state=data["s"],
+        links=_list(data.get("l")),
+        counted=set(_list(data.get("c"))),
+    )
+
+
+def _encode(node: Node, state: str) -> str:
+    return json.dumps({"p": node.parent_url or "", "d": node.depth, "b": node.budgets, "s": state,
+                       "c": [], "l": node.links})
+
+
+def _dict(value: Any) -> dict[str, int]:
+    data = json.loads(value) if isinstance(value, (bytes, str)) else value
+    return {u: int(r) for u, r in data.items()} if isinstance(data, dict) else {}
+
+
+def _list(value: Any) -> list[str]:
+    data = json.loads(value) if isinstance(value, (bytes, str)) else value
+    return list(data) if isinstance(data, list) else []  # Lua's cjson writes an empty list as {}
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+__all__ = ["PENDING", "RedisFrontier"]
