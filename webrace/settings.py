@@ -5,11 +5,8 @@ Override any of them with ``-s NAME=VALUE`` or in your own settings module.
 """
 
 import os
-from pathlib import Path
 
 from webrace import __version__
-
-_CONF = Path(__file__).parent / "conf"
 
 BOT_NAME = "webrace"
 SPIDER_MODULES = ["webrace.spiders"]
@@ -19,10 +16,12 @@ COMMANDS_MODULE = "webrace.commands"
 # --- WebRACE ---------------------------------------------------------------------------
 # Directory holding all embedded state (URD-DB, crawl summaries); environment variable too.
 WEBRACE_DATA_DIR = os.environ.get("WEBRACE_DATA_DIR", ".webrace")
-# File of extensions never fetched (the seed's conf/ignore.types); a list of entries also works.
-WEBRACE_IGNORE_TYPES = str(_CONF / "ignore.types")
-# File of accepted media types, `type/subtype` or `type/*` (the seed's conf/mime.types).
-WEBRACE_MIME_TYPES = str(_CONF / "mime.types")
+# File of extensions never fetched (the seed's conf/ignore.types); a list of entries also
+# works; None = the shipped webrace/conf/ignore.types.
+WEBRACE_IGNORE_TYPES = None
+# File of accepted media types, `type/subtype` or `type/*` (the seed's conf/mime.types);
+# None = the shipped webrace/conf/mime.types.
+WEBRACE_MIME_TYPES = None
 # File of blocked domains, hosts or URL prefixes, one per line (the seed's BlockDomain); None = none.
 WEBRACE_BLOCKLIST = None
 # URLs longer than this (after normalisation) are skipped and counted as error/too_long.

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
+from importlib.resources import files
 
 import xmlschema
 from lxml import etree
-
-SCHEMA_DIR = Path(__file__).parent / "schemas"
 
 
 def safe_parser() -> etree.XMLParser:
@@ -24,5 +22,6 @@ def safe_parser() -> etree.XMLParser:
 
 @cache
 def schema(name: str) -> xmlschema.XMLSchema:
-    """The XSD shipped in ``webrace/schemas/`` (``urd``, ``aci``, ``metainfo``...)."""
-    return xmlschema.XMLSchema(str(SCHEMA_DIR / f"{name}.xsd"))
+    """The XSD shipped in ``webrace/schemas/`` (``urd``, ``aci``, ``metainfo``...), read as
+    a package resource so that it is found inside a zipped egg too (scrapyd)."""
+    return xmlschema.XMLSchema(files("webrace.schemas").joinpath(f"{name}.xsd").read_text(encoding="utf-8"))

@@ -22,6 +22,7 @@ from scrapy.crawler import Crawler
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.exceptions import IgnoreRequest, NotConfigured, StopDownload
 
+from webrace.conf import conf_list
 from webrace.urls import Blocklist, MediaTypes, read_list
 
 logger = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ class ExclusionMiddleware:
         self.crawler = crawler
         self.stats = crawler.stats
         self.blocklist = Blocklist(read_list(settings.get("WEBRACE_BLOCKLIST")))
-        self.media_types = MediaTypes(read_list(settings.get("WEBRACE_MIME_TYPES")))
+        self.media_types = MediaTypes(conf_list(settings, "WEBRACE_MIME_TYPES", "mime.types"))
         self.max_crawl_delay = settings.getfloat("WEBRACE_MAX_CRAWL_DELAY")
         self.download_delay = settings.getfloat("DOWNLOAD_DELAY")
         self.robots_useragent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")

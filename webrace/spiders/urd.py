@@ -35,6 +35,7 @@ from twisted.internet import error as twisted_errors
 from twisted.python.failure import Failure
 
 from webrace.backends import open_urd_store
+from webrace.conf import conf_list
 from webrace.extractor import UrlExtractor
 from webrace.frontier import DONE, FAILED, Frontier, Node, Offer
 from webrace.items import Page
@@ -77,7 +78,7 @@ class UrdSpider(scrapy.Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
         spider.extractor = UrlExtractor(
-            IgnoreTypes(read_list(settings.get("WEBRACE_IGNORE_TYPES"))),
+            IgnoreTypes(conf_list(settings, "WEBRACE_IGNORE_TYPES", "ignore.types")),
             Blocklist(read_list(settings.get("WEBRACE_BLOCKLIST"))),
             max_url_length=settings.getint("WEBRACE_MAX_URL_LENGTH"),
             max_links=settings.getint("WEBRACE_MAX_LINKS_PER_PAGE"),

@@ -1,0 +1,1 @@
+"""XML Schemas shipped with WebRACE (read with importlib.resources, so eggs work)."""
