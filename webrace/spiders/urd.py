@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,6 +50,23 @@ from webrace.urls import Blocklist, IgnoreTypes, in_scope, media_type, read_list
 logger = logging.getLogger(__name__)
 
 
+@dataclass
+class Round:
+    """A set of URDs crawled once: every page at most once, nothing remembered in the next
+    round but what the object cache keeps. In distributed mode its frontier is shared by
+    all workers (``RedisFrontier``) and each worker keeps its own held items and counts."""
+
+    id: str
+    urds: dict[str, Urd]
+    frontier: Any  # Frontier, or RedisFrontier when shared
+    started_ms: int
+    shared: bool = False
+    held: dict[str, tuple[Node, Page]] = field(default_factory=dict)  # items waiting for final owners
+    owners_changed: bool = False
+    seen: set[str] = field(default_factory=set)  # every URL this round came to know (`discovered`)
+    not_followed: dict[str, str] = field(default_factory=dict)  # link -> why no URD follows it
+
+
 class UrdSpider(scrapy.Spider):
     name = "urd"
 
@@ -58,20 +76,10 @@ class UrdSpider(scrapy.Spider):
         self.cache: ObjectCache | None = None
         self.continuous = False
         self.rounds = 0
-        self.round_open = False
+        self.round: Round | None = None  # the embedded mode's current round, while open
+        self.shared_rounds: dict[str, Round] = {}  # distributed mode: rounds seen, by id
+        self.registry: Any = None  # RoundRegistry, in distributed mode
         self._wake_call: Any = None
-        self._new_round_state([])
-
-    def _new_round_state(self, urds: list[Urd]) -> None:
-        """A round crawls a set of due URDs once; nothing of a round is remembered in the
-        next but what the object cache keeps, so every page is asked for again."""
-        self.urds: dict[str, Urd] = {u.id: u for u in urds}
-        self.frontier = Frontier()
-        self.held: dict[str, tuple[Node, Page]] = {}  # items waiting for their final owners
-        self.owners_changed = False
-        self.seen: set[str] = set()  # every URL this round came to know (for `discovered`)
-        self.not_followed: dict[str, str] = {}  # link -> why no URD follows it (scope, depth)
-        self.started_ms = now_millis()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> UrdSpider:
@@ -85,6 +93,11 @@ class UrdSpider(scrapy.Spider):
         )
         spider.cache = ObjectCache.from_settings(settings)
         spider.continuous = settings.getbool("WEBRACE_CONTINUOUS")
+        if settings.get("REDIS_URL"):
+            from webrace.backends.redis import connect, prefix
+            from webrace.backends.redisrounds import RoundRegistry
+
+            spider.registry = RoundRegistry(connect(settings), prefix(settings))
         crawler.signals.connect(spider.on_closed, signal=signals.spider_closed)
         crawler.signals.connect(spider.on_idle, signal=signals.spider_idle)
         return spider
@@ -92,15 +105,17 @@ class UrdSpider(scrapy.Spider):
     # -- start: due URDs, coalesced by URL -----------------------------------------------
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
+        if self.registry is not None:
+            logger.info("Distributed mode: taking pages of the rounds `scrapy urd schedule` opens")
+            return
         for request in self._start_round(self._load_urds(now_millis())):
             yield request
 
     def _start_round(self, urds: list[Urd]) -> list[scrapy.Request]:
-        self._new_round_state(urds)
         if not urds:
             return []
         self.rounds += 1
-        self.round_open = True
+        rnd = self.round = Round(f"local-{self.rounds}", {u.id: u for u in urds}, Frontier(), now_millis())
         owners = sorted({u.owner for u in urds})
         self.crawler.stats.set_value("webrace/urds", len(urds))
         self.crawler.stats.set_value("webrace/owners", ",".join(owners))
@@ -109,13 +124,36 @@ class UrdSpider(scrapy.Spider):
                     ", ".join(owners))
         requests = []
         for urd in urds:
-            self._discover(urd.url)
-            verdict, _ = self.frontier.offer(urd.url, None, 0, {urd.id: urd.depth})
+            self._discover(rnd, urd.url)
+            verdict, _ = rnd.frontier.offer(urd.url, None, 0, {urd.id: urd.depth})
             if verdict is Offer.NEW:
-                requests.append(self._request(self.frontier.get(urd.url)))
+                requests.append(self._request(rnd, rnd.frontier.get(urd.url)))
             else:
                 self._inc("coalesced")
         return requests
+
+    def shared_round(self, round_id: str) -> Round | None:
+        """A distributed round, loaded from Redis the first time this worker meets it."""
+        rnd = self.shared_rounds.get(round_id)
+        if rnd is None and self.registry is not None:
+            urds = self.registry.urds(round_id)
+            if not urds:
+                return None
+            rnd = Round(round_id, urds, self.registry.frontier(round_id),
+                        self.registry.opened_at(round_id) or now_millis(), shared=True)
+            self.shared_rounds[round_id] = rnd
+        return rnd
+
+    def request_for_lease(self, round_id: str, node: Node) -> scrapy.Request | None:
+        """The request for a page leased from a shared round (see the lease scheduler)."""
+        rnd = self.shared_round(round_id)
+        if rnd is None:
+            return None
+        request = self._request(rnd, node)
+        request.meta["webrace_shared"] = True
+        if node.parent_url:
+            request.headers.setdefault(b"Referer", node.parent_url)
+        return request
 
     def _load_urds(self, now: int) -> list[Urd]:
         with open_urd_store(self.crawler.settings) as store:
@@ -138,13 +176,14 @@ class UrdSpider(scrapy.Spider):
                     )
             return due
 
-    def _request(self, node: Node) -> scrapy.Request:
+    def _request(self, rnd: Round, node: Node) -> scrapy.Request:
         context = {
+            "round": rnd.id,
             "link": node.url,
             "parent": node.parent_url,
             "depth": node.depth,
             "budgets": dict(node.budgets),
-            **self._owners(node),
+            **self._owners(rnd, node),
         }
         return scrapy.Request(
             node.url,
@@ -160,28 +199,29 @@ class UrdSpider(scrapy.Spider):
     # -- a fetched page ------------------------------------------------------------------
 
     def parse_page(self, response: Response) -> Iterator[Page | scrapy.Request]:
-        node = self._node(response.request)
-        if response.url != node.url and not self.frontier.alias(response.url, node):
+        rnd, node = self._node(response.request)
+        if response.url != node.url and not rnd.frontier.alias(response.url, node):
             self._inc("duplicate")  # a redirect to a page this round already has
-            yield from self._release(self.frontier.finish(node, DONE)[0])
+            yield from self._release(rnd, rnd.frontier.finish(node, DONE)[0])
             return
-        item = self._not_modified(node, response) if response.status == 304 else self._fetched(node, response)
+        item = (self._not_modified(rnd, node, response) if response.status == 304
+                else self._fetched(rnd, node, response))
         if item is None:
-            yield from self._release(self.frontier.finish(node, FAILED)[0])
+            yield from self._release(rnd, rnd.frontier.finish(node, FAILED)[0])
             return
         self._inc("pages")
-        self.held[node.url] = (node, item)  # owners are filled in on release (see _release)
+        rnd.held[node.url] = (node, item)  # owners are filled in on release (see _release)
         requests, expanded, budgets = [], {}, dict(node.budgets)
         while True:  # until no URD was merged into the page while its links were followed
-            requests += self._follow(node, budgets)
+            requests += self._follow(rnd, node, budgets)
             expanded.update(budgets)
-            ended, budgets = self.frontier.finish(node, DONE, expanded)
+            ended, budgets = rnd.frontier.finish(node, DONE, expanded)
             if not budgets:
                 break
         yield from requests
-        yield from self._release(ended, node)
+        yield from self._release(rnd, ended, node)
 
-    def _fetched(self, node: Node, response: Response) -> Page:
+    def _fetched(self, rnd: Round, node: Node, response: Response) -> Page:
         """A full response: extract its links, store it, describe it."""
         status = response.status
         if status >= 400:
@@ -189,7 +229,7 @@ class UrdSpider(scrapy.Spider):
         elif _is_binary(response):
             self._inc("not_html")
         elif isinstance(response, HtmlResponse):
-            node.links = self._extract(response)
+            node.links = self._extract(rnd, response)
         else:
             self._inc("not_html")
         recorded = self.cache.record_fetch(
@@ -203,7 +243,7 @@ class UrdSpider(scrapy.Spider):
         return self._page(node, response.url, status, media_type(response.headers.get(b"Content-Type")),
                           len(response.body), recorded.meta, recorded.version, recorded.new_version, False)
 
-    def _not_modified(self, node: Node, response: Response) -> Page | None:
+    def _not_modified(self, rnd: Round, node: Node, response: Response) -> Page | None:
         """A 304: answered from the meta-info store, its stored links followed (seed 003
         section 5.1); the body is neither downloaded nor parsed."""
         conditional = response.request.meta.get(CONDITIONAL)
@@ -235,7 +275,7 @@ class UrdSpider(scrapy.Spider):
             digest=meta.digest,
         )
 
-    def _extract(self, response: HtmlResponse) -> list[str]:
+    def _extract(self, rnd: Round, response: HtmlResponse) -> list[str]:
         try:
             extraction = self.extractor.extract(response.selector, get_base_url(response))
         except (ValueError, TypeError) as exc:  # lxml could not make a tree of it
@@ -244,21 +284,21 @@ class UrdSpider(scrapy.Spider):
             return []
         self._inc("expanded")
         for url in extraction.links:
-            self._discover(url)
+            self._discover(rnd, url)
         for url, counter in extraction.rejected:
-            if self._discover(url):
+            if self._discover(rnd, url):
                 self._inc(counter)
         return extraction.links
 
-    def _discover(self, url: str) -> bool:
-        """Count ``url`` as discovered the first time this crawl sees it."""
-        if url in self.seen:
+    def _discover(self, rnd: Round, url: str) -> bool:
+        """Count ``url`` as discovered the first time this round sees it."""
+        if url in rnd.seen:
             return False
-        self.seen.add(url)
+        rnd.seen.add(url)
         self._inc("discovered")
         return True
 
-    def _follow(self, node: Node, budgets: dict[str, int]) -> Iterator[scrapy.Request]:
+    def _follow(self, rnd: Round, node: Node, budgets: dict[str, int]) -> Iterator[scrapy.Request]:
         """Offer ``node``'s links to the frontier for each URD in ``budgets`` that still has
         depth left and whose scope holds the link; carry URDs merged into pages already
         done through their stored links, without fetching them again."""
@@ -269,7 +309,7 @@ class UrdSpider(scrapy.Spider):
                 child_budgets: dict[str, int] = {}
                 out_of_scope = False
                 for urd_id, remaining in parent_budgets.items():
-                    urd = self.urds[urd_id]
+                    urd = rnd.urds[urd_id]
                     if remaining <= 0:
                         continue
                     if not in_scope(link, urd.url, urd.scope):
@@ -277,64 +317,75 @@ class UrdSpider(scrapy.Spider):
                     else:
                         child_budgets[urd_id] = remaining - 1
                 if not child_budgets:
-                    self._not_followed(link, "scope" if out_of_scope else "depth")
+                    self._not_followed(rnd, link, "scope" if out_of_scope else "depth")
                     continue
-                verdict, gained = self.frontier.offer(link, parent.url, parent.depth + 1, child_budgets)
+                verdict, gained = rnd.frontier.offer(link, parent.url, parent.depth + 1, child_budgets)
                 if verdict is Offer.NEW:
-                    reason = self.not_followed.pop(link, None)
+                    reason = rnd.not_followed.pop(link, None)
                     if reason:  # another path reached it after all
                         self._inc(f"ignored/{reason}", -1)
-                    yield self._request(self.frontier.get(link))
+                    if not rnd.shared:  # a shared frontier has queued it already
+                        yield self._request(rnd, rnd.frontier.get(link))
                 elif verdict is Offer.MERGED:
                     self._inc("coalesced")
-                    child = self.frontier.get(link)
+                    child = rnd.frontier.get(link)
                     if child.state == DONE:
-                        self.owners_changed = True
+                        rnd.owners_changed = True
                         if any(r > 0 for r in gained.values()):
                             stack.append((child, gained))
                 else:
                     self._inc("duplicate")
 
-    def _not_followed(self, link: str, reason: str) -> None:
-        """Count a link no URD follows, once per crawl, and only while no other path has
+    def _not_followed(self, rnd: Round, link: str, reason: str) -> None:
+        """Count a link no URD follows, once per round, and only while no other path has
         brought it into the frontier (then it was not ignored after all)."""
-        if link in self.not_followed or self.frontier.contains(link):
+        if link in rnd.not_followed or rnd.frontier.contains(link):
             return
-        self.not_followed[link] = reason
+        rnd.not_followed[link] = reason
         self._inc(f"ignored/{reason}")
 
     # -- holding items until their owners are final --------------------------------------
 
-    def _release(self, ended: set[str], node: Node | None = None) -> Iterator[Page]:
+    def _release(self, rnd: Round, ended: set[str], node: Node | None = None) -> Iterator[Page]:
         """Emit the held items whose owners can no longer grow: no URD still active that
-        could reach the page (its scope holds it) is missing from the page's URDs."""
-        if ended or self.owners_changed:
-            candidates = list(self.held)
+        could reach the page (its scope holds it) is missing from the page's URDs. In a
+        shared round other workers end URDs too, so every held item is looked at."""
+        if ended or rnd.owners_changed or rnd.shared:
+            candidates = list(rnd.held)
         else:
-            candidates = [node.url] if node is not None and node.url in self.held else []
-        self.owners_changed = False
+            candidates = [node.url] if node is not None and node.url in rnd.held else []
+        rnd.owners_changed = False
+        if not candidates:
+            return
+        active = rnd.frontier.active_urds()
         for url in candidates:
-            held_node, item = self.held[url]
-            current = self.frontier.get(url) or held_node  # other workers may have merged URDs
-            if not self._may_gain_owners(current):
-                del self.held[url]
-                yield self._complete(current, item)
+            held_node, item = rnd.held[url]
+            current = rnd.frontier.get(url) or held_node if rnd.shared else held_node
+            if not self._may_gain_owners(rnd, current, active):
+                del rnd.held[url]
+                yield self._complete(rnd, current, item)
 
-    def _may_gain_owners(self, node: Node) -> bool:
-        for urd_id in self.frontier.active_urds():
+    def _releasable(self, rnd: Round) -> bool:
+        """Whether some item held for a shared round could be released now."""
+        active = rnd.frontier.active_urds()
+        return any(not self._may_gain_owners(rnd, rnd.frontier.get(url) or node, active)
+                   for url, (node, _) in rnd.held.items())
+
+    def _may_gain_owners(self, rnd: Round, node: Node, active: set[str]) -> bool:
+        for urd_id in active:
             if urd_id not in node.budgets:
-                urd = self.urds[urd_id]
-                if in_scope(node.url, urd.url, urd.scope):
+                urd = rnd.urds.get(urd_id)
+                if urd is not None and in_scope(node.url, urd.url, urd.scope):
                     return True
         return False
 
-    def _complete(self, node: Node, item: Page) -> Page:
-        item.update(self._owners(node))
+    def _complete(self, rnd: Round, node: Node, item: Page) -> Page:
+        item.update(self._owners(rnd, node))
         return item
 
-    def _owners(self, node: Node) -> dict[str, Any]:
+    def _owners(self, rnd: Round, node: Node) -> dict[str, Any]:
         """``owners``, ``urd_ids`` and ``urgent`` of the URDs a page is fetched for."""
-        urds = [self.urds[i] for i in sorted(node.budgets)]
+        urds = [rnd.urds[i] for i in sorted(node.budgets) if i in rnd.urds]
         return {
             "owners": sorted({u.owner for u in urds}),
             "urd_ids": [u.id for u in urds],
@@ -342,24 +393,28 @@ class UrdSpider(scrapy.Spider):
         }
 
     def on_idle(self, spider: scrapy.Spider) -> None:
-        """Nothing left to crawl: release held items, close the round (its URDs get their
-        last check), and in continuous mode start the next round when URDs fall due."""
+        """Nothing left to crawl here: release held items, close the round (its URDs get
+        their last check), and in continuous mode start the next round when URDs fall due.
+        In distributed mode `scrapy urd schedule` closes rounds; this worker only waits
+        for the items it holds (the lease scheduler decides when it stops)."""
         if spider is not self:
             return
-        if self.held:
-            # Safety net: a request ended without callback or errback left items held.
-            logger.warning("Releasing %d held items at idle", len(self.held))
-            self.frontier.forget_active()
+        rounds = [r for r in [self.round, *self.shared_rounds.values()] if r is not None and r.held]
+        for rnd in rounds:
+            if not rnd.shared:  # safety net: a request ended without callback or errback
+                logger.warning("Releasing %d held items at idle", len(rnd.held))
+                rnd.frontier.forget_active()
+        if any(not rnd.shared or self._releasable(rnd) for rnd in rounds):
             self.crawler.engine.crawl(
                 scrapy.Request("data:,", callback=self._flush, dont_filter=True, meta={"dont_obey_robotstxt": True})
             )
             raise DontCloseSpider
-        if self.round_open:
-            self.round_open = False
+        if self.round is not None:
             with open_urd_store(self.crawler.settings) as store:
-                store.mark_checked(self.urds, self.started_ms)
+                store.mark_checked(self.round.urds, self.round.started_ms)
             logger.info("Round %d done", self.rounds)
-        if self.continuous:
+            self.round = None
+        if self.continuous and self.registry is None:
             self._wake()
             raise DontCloseSpider
 
@@ -367,7 +422,7 @@ class UrdSpider(scrapy.Spider):
         """Start a round with the URDs due now, or come back when the next one falls due."""
         if self._wake_call is not None and self._wake_call.active():
             return
-        if self.round_open:
+        if self.round is not None:
             return
         now = now_millis()
         requests = self._start_round(self._load_urds(now))
@@ -384,28 +439,32 @@ class UrdSpider(scrapy.Spider):
         self._wake_call = reactor.callLater(delay, self._wake)
 
     def _flush(self, response: Response) -> Iterator[Page]:
-        yield from self._release({"*"})
+        for rnd in [r for r in [self.round, *self.shared_rounds.values()] if r is not None]:
+            yield from self._release(rnd, {"*"})
 
     # -- a failed fetch ------------------------------------------------------------------
 
     def fetch_failed(self, failure: Failure) -> Iterator[Page]:
         request = failure.request
-        node = self._node(request)
-        ended, _ = self.frontier.finish(node, FAILED)
+        rnd, node = self._node(request)
+        ended, _ = rnd.frontier.finish(node, FAILED)
         if not request.meta.get(IGNORED):  # else counted where it was decided
             reason = failure_reason(failure.value)
             self._inc(f"failed/{reason}")
             logger.warning("Fetch failed (%s) %s: %s", reason, request.url, failure.getErrorMessage()[:200])
-        yield from self._release(ended)
+        yield from self._release(rnd, ended)
 
-    def _node(self, request: scrapy.Request) -> Node:
+    def _node(self, request: scrapy.Request) -> tuple[Round, Node]:
         context = request.meta["webrace"]
-        node = self.frontier.get(context["link"])
-        if node is None:  # e.g. resumed from JOBDIR: rebuild the node from the request
-            node = self.frontier.adopt(
+        rnd = self.shared_round(context["round"]) if self.registry is not None else self.round
+        if rnd is None:  # e.g. resumed from JOBDIR after the round state was lost
+            rnd = self.round = Round(context["round"], {}, Frontier(), now_millis())
+        node = rnd.frontier.get(context["link"])
+        if node is None:  # rebuild the node from the request
+            node = rnd.frontier.adopt(
                 Node(context["link"], context["parent"], context["depth"], dict(context["budgets"]))
             )
-        return node
+        return rnd, node
 
     # -- end of the round ----------------------------------------------------------------
 
@@ -414,9 +473,13 @@ class UrdSpider(scrapy.Spider):
             return
         if self._wake_call is not None and self._wake_call.active():
             self._wake_call.cancel()
-        if self.round_open:
+        if self.round is not None:
             logger.info("Crawl ended during round %d (%s): last check of its URDs left unchanged",
                         self.rounds, reason)
+        unreleased = sum(len(r.held) for r in self.shared_rounds.values())
+        if unreleased:
+            logger.warning("%d pages were fetched and stored but their items not emitted: other "
+                           "workers could still add owners to them", unreleased)
         if self.cache is not None:
             self.cache.close()
 

@@ -47,6 +47,12 @@ class ObjectCache:
 
     @classmethod
     def from_settings(cls, settings: Any) -> ObjectCache:
+        """Embedded: ``WEBRACE_DATA_DIR/objects``; with ``REDIS_URL``, bodies in Redis too,
+        so that any worker can read what another stored."""
+        if settings.get("REDIS_URL"):
+            from webrace.backends.redis import RedisObjectStore, connect, prefix
+
+            return cls(open_metainfo_store(settings), RedisObjectStore(connect(settings), prefix(settings)))
         return cls(open_metainfo_store(settings), ObjectStore(data_dir(settings) / "objects"))
 
     def close(self) -> None:

@@ -1,0 +1,73 @@
+"""Rounds in distributed mode: which are open, and the URDs each one crawls.
+
+``scrapy urd schedule`` opens a round for the due URDs (their start pages are offered to the
+round's shared frontier, which queues them) and closes it once nothing of it is queued or
+leased; workers learn a round's URDs from Redis, so they need no URD-DB of their own.
+
+Keys: ``<prefix>rounds`` (zset round id -> opening time, ms) and
+``<prefix>round:<id>:urds`` (hash URD id -> URD XML), beside the frontier's keys.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable
+
+import redis
+
+from webrace.backends.redisfrontier import RedisFrontier
+from webrace.urd import Urd, now_millis
+
+CLOSED_ROUND_TTL = 3600  # seconds a closed round's keys stay, for workers finishing late
+
+
+class RoundRegistry:
+    def __init__(self, client: redis.Redis, key_prefix: str) -> None:
+        self.client = client
+        self.prefix = key_prefix
+        self.key = f"{key_prefix}rounds"
+        self._frontiers: dict[str, RedisFrontier] = {}
+
+    def open(self, urds: Iterable[Urd]) -> str | None:
+        """Open a round crawling ``urds``; return its id (None when there is nothing to crawl)."""
+        urds = list(urds)
+        if not urds:
+            return None
+        opened = now_millis()
+        round_id = f"{opened}-{secrets.token_hex(3)}"
+        self.client.hset(self._urds_key(round_id), mapping={u.id: u.to_xml() for u in urds})
+        frontier = self.frontier(round_id)
+        for urd in urds:  # the same start page for two URDs is one request (coalescing)
+            frontier.offer(urd.url, None, 0, {urd.id: urd.depth})
+        self.client.zadd(self.key, {round_id: opened})
+        return round_id
+
+    def open_rounds(self) -> list[str]:
+        """Open rounds, oldest first."""
+        return [r.decode() if isinstance(r, bytes) else r for r in self.client.zrange(self.key, 0, -1)]
+
+    def opened_at(self, round_id: str) -> int | None:
+        score = self.client.zscore(self.key, round_id)
+        return int(score) if score is not None else None
+
+    def urds(self, round_id: str) -> dict[str, Urd]:
+        raw = self.client.hgetall(self._urds_key(round_id))
+        return {(k.decode() if isinstance(k, bytes) else k): Urd.from_xml(v) for k, v in raw.items()}
+
+    def frontier(self, round_id: str) -> RedisFrontier:
+        if round_id not in self._frontiers:
+            self._frontiers[round_id] = RedisFrontier(self.client, self.prefix, round_id)
+        return self._frontiers[round_id]
+
+    def finished(self, round_id: str) -> bool:
+        return self.frontier(round_id).pending() == 0
+
+    def close(self, round_id: str) -> None:
+        """Take the round off the open list; its keys expire a while later."""
+        self.client.zrem(self.key, round_id)
+        for key in [self._urds_key(round_id), *self.frontier(round_id).keys.values()]:
+            self.client.expire(key, CLOSED_ROUND_TTL)
+        self._frontiers.pop(round_id, None)
+
+    def _urds_key(self, round_id: str) -> str:
+        return f"{self.prefix}round:{round_id}:urds"
