@@ -63,6 +63,7 @@ class Site:
     validators: bool = False
     modified: dict[tuple[str | None, str], int] = field(default_factory=dict)
     clock: int = 1_700_000_000
+    delay: float = 0.0  # seconds before each answer: a simulated distant server
 
     def url(self, path: str = "/", host: str = "127.0.0.1") -> str:
         return f"http://{host}:{self.port}{path}"
@@ -146,6 +147,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.site.hits.append(hit)
         status, headers, body = self.site.lookup(host, self.path, hit.headers)
         hit.status, hit.sent = status, len(body)
+        if self.site.delay and self.path != "/robots.txt":
+            time.sleep(self.site.delay)  # latency of the simulated server, in its own thread
         self.send_response(status)
         for name, value in headers.items():
             self.send_header(name, value)
@@ -219,17 +222,23 @@ class Project:
         result = self.scrapy("urd", "add", str(path))
         assert result.returncode == 0, result.stderr
 
+    def crawl_args(self, out: Path, *args: str, **settings: object) -> list[str]:
+        merged = {**TEST_SETTINGS, **{k: str(v) for k, v in settings.items()}}
+        set_args = [arg for name, value in merged.items() for arg in ("-s", f"{name}={value}")]
+        return ["crawl", "urd", "-O", str(out), *set_args, *args]
+
     def crawl(self, *args: str, **settings: object) -> Run:
         out = self.root / "pages.jsonl"
         out.unlink(missing_ok=True)
+        (self.data / "last-crawl.json").unlink(missing_ok=True)
+        result = self.scrapy(*self.crawl_args(out, *args, **settings))
+        return self.run_result(result.returncode, result.stdout, result.stderr, out)
+
+    def run_result(self, returncode: int, stdout: str, stderr: str, out: Path) -> Run:
         summary_file = self.data / "last-crawl.json"
-        summary_file.unlink(missing_ok=True)
-        merged = {**TEST_SETTINGS, **{k: str(v) for k, v in settings.items()}}
-        set_args = [arg for name, value in merged.items() for arg in ("-s", f"{name}={value}")]
-        result = self.scrapy("crawl", "urd", "-O", str(out), *set_args, *args)
         items = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
         summary = json.loads(summary_file.read_text()) if summary_file.exists() else {}
-        return Run(result.returncode, result.stdout, result.stderr, items, summary)
+        return Run(returncode, stdout, stderr, items, summary)
 
 
 @pytest.fixture

@@ -37,11 +37,19 @@ WEBRACE_CONTINUOUS = False
 # `scrapy store gc` keeps this many newest versions of each URL.
 WEBRACE_KEEP_VERSIONS = 3
 
-# Distributed mode (in progress, see the README): set REDIS_URL (setting or environment variable)
-# and the object cache's meta-info index lives in Redis, shared by every worker.
+# Distributed mode: set REDIS_URL (setting or environment variable) and the workers share the
+# rounds' queues, the object cache (meta-info and bodies) and coalescing through Redis.
 REDIS_URL = os.environ.get("REDIS_URL") or None
 # Every Redis key WebRACE writes starts with this, so several deployments can share a server.
 WEBRACE_REDIS_PREFIX = os.environ.get("WEBRACE_REDIS_PREFIX", "webrace:")
+# Distributed mode: a leased page not finished within this many seconds goes back to the queue.
+WEBRACE_LEASE_TIMEOUT = 300.0
+# Distributed mode: pages one worker leases (fetches) at once; raise it for rounds over many hosts.
+WEBRACE_MAX_LEASED = 8
+# Distributed mode: a worker stops after this many seconds without work; None = never.
+WEBRACE_IDLE_CLOSE = None
+# Leases pages from Redis with REDIS_URL; otherwise it is Scrapy's own scheduler.
+SCHEDULER = "webrace.backends.redisscheduler.LeaseScheduler"
 
 # --- Scrapy, set for a polite, honest user-driven crawler ------------------------------
 USER_AGENT = f"WebRACE/{__version__} (user-driven crawler; Scrapy)"

@@ -189,6 +189,10 @@ class RedisFrontier:
             return None
         return _node(_text(result[2]), result[3])
 
+    def queued(self) -> int:
+        """Pages waiting in the queue (not leased)."""
+        return int(self.client.zcard(self.keys["queue"]))
+
     def pending(self) -> int:
         """Pages queued or leased: the round is over when this is 0."""
         return int(self.client.zcard(self.keys["queue"])) + int(self.client.zcard(self.keys["leases"]))

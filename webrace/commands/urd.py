@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from datetime import UTC
 from typing import Any, ClassVar
 
@@ -21,7 +22,8 @@ class Command(ScrapyCommand):
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "add FILE... | list [--format table|jsonl|xml] | remove ID... | due (--all | ID...)"
+        return ("add FILE... | list [--format table|jsonl|xml] | remove ID... | due (--all | ID...) | "
+                "schedule [--loop [--interval S]]")
 
     def short_desc(self) -> str:
         return "Manage URDs: add (validated) files, list them, remove them, make them due"
@@ -32,7 +34,9 @@ class Command(ScrapyCommand):
             "URDs, replacing URDs with the same id; if any file is invalid nothing is stored. "
             "list: one line per URD (id, owner, url, depth, timing, last check, next due). "
             "remove ID...: remove URDs by id. "
-            "due --all | due ID...: make URDs due now (their last check is kept)."
+            "due --all | due ID...: make URDs due now (their last check is kept). "
+            "schedule: distributed mode (REDIS_URL): close finished rounds (their URDs get their last "
+            "check) and open a round for the due URDs, whose pages workers then lease; --loop keeps doing it."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -41,6 +45,9 @@ class Command(ScrapyCommand):
             "--format", choices=("table", "jsonl", "xml"), default="table", help="output of `list` (default: table)"
         )
         parser.add_argument("--all", action="store_true", help="with `due`: every URD")
+        parser.add_argument("--loop", action="store_true", help="with `schedule`: keep scheduling until stopped")
+        parser.add_argument("--interval", type=float, default=1.0, metavar="S",
+                            help="with `schedule --loop`: seconds between passes (default 1)")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if not args:
@@ -56,6 +63,10 @@ class Command(ScrapyCommand):
             self.remove(rest)
         elif action == "due":
             self.due(rest, opts.all)
+        elif action == "schedule":
+            if rest:
+                raise UsageError("`schedule` takes no arguments")
+            self.schedule(opts.loop, opts.interval)
         else:
             raise UsageError(f"unknown subcommand {action!r}: expected add, list, remove or due")
 
@@ -113,6 +124,47 @@ class Command(ScrapyCommand):
         if missing:
             print(f"error: no URD with id {', '.join(missing)}", file=sys.stderr)
             self.exitcode = 1
+
+
+    def schedule(self, loop: bool, interval: float) -> None:
+        if not self.settings.get("REDIS_URL"):
+            raise UsageError("`schedule` is for the distributed mode: set REDIS_URL")
+        from webrace.backends.redis import RedisUnavailable, connect, prefix
+        from webrace.backends.redisrounds import RoundRegistry
+
+        try:
+            registry = RoundRegistry(connect(self.settings), prefix(self.settings))
+        except RedisUnavailable as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            self.exitcode = 1
+            return
+        try:
+            while True:
+                schedule_pass(registry, self.settings)
+                if not loop:
+                    return
+                time.sleep(interval)  # the loop's own pace, not synchronisation
+        except KeyboardInterrupt:
+            print("Stopped.")
+
+
+def schedule_pass(registry: Any, settings: Any) -> None:
+    """Close the rounds nothing is left of (their URDs get their last check: the time the
+    round opened), then open one for the due URDs that no open round is crawling."""
+    with open_urd_store(settings) as store:
+        busy: set[str] = set()
+        for round_id in registry.open_rounds():
+            urds = registry.urds(round_id)
+            if registry.finished(round_id):
+                store.mark_checked(urds, registry.opened_at(round_id) or now_millis())
+                registry.close(round_id)
+                print(f"Round {round_id} done: {len(urds)} URD(s) checked", flush=True)
+            else:
+                busy.update(urds)
+        due = [u for u in store.due(now_millis()) if u.id not in busy]
+    round_id = registry.open(due)
+    if round_id:
+        print(f"Round {round_id} opened: {len(due)} URD(s): {', '.join(u.id for u in due)}", flush=True)
 
 
 def _as_dict(urd: Urd, now: int) -> dict[str, Any]:

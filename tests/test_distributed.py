@@ -1,0 +1,127 @@
+"""Distributed mode against the real Redis: workers lease pages of shared rounds."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import uuid
+
+import pytest
+import redis
+from conftest import Project, urd
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+@pytest.fixture
+def redis_env():
+    prefix = f"webrace-test-{uuid.uuid4().hex[:12]}:"
+    yield {"REDIS_URL": REDIS_URL, "WEBRACE_REDIS_PREFIX": prefix}
+    client = redis.Redis.from_url(REDIS_URL)
+    keys = list(client.scan_iter(match=f"{prefix}*"))
+    if keys:
+        client.delete(*keys)
+
+
+def worker_project(tmp_path, name: str, redis_env: dict) -> Project:
+    root = tmp_path / name
+    root.mkdir()
+    project = Project(root)
+    project.env.update(redis_env)
+    return project
+
+
+def start_worker(project: Project, **settings) -> tuple[subprocess.Popen, object]:
+    out = project.root / "pages.jsonl"
+    args = project.crawl_args(out, **{"WEBRACE_IDLE_CLOSE": 1.5, **settings})
+    proc = subprocess.Popen([sys.executable, "-m", "scrapy", *args], cwd=project.root, env=project.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, out
+
+
+def finish(project: Project, proc: subprocess.Popen, out) -> object:
+    stdout, stderr = proc.communicate(timeout=180)
+    return project.run_result(proc.returncode, stdout, stderr, out)
+
+
+def schedule(project: Project) -> str:
+    done = project.scrapy("urd", "schedule")
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture
+def wide_site(site):
+    site.validators = True
+    site.delay = 0.05
+    site.html("/", [f"/p{i}.html" for i in range(30)])
+    for i in range(30):
+        site.html(f"/p{i}.html", ["/", f"/p{(i + 1) % 30}.html"])
+    return site
+
+
+def all_paths():
+    return sorted(["/", *[f"/p{i}.html" for i in range(30)]])
+
+
+def test_two_workers_share_one_round_and_fetch_every_page_once(wide_site, tmp_path, redis_env):
+    scheduler = worker_project(tmp_path, "scheduler", redis_env)
+    scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1), urd("u2", "bob", wide_site.url("/"), depth=0))
+    assert "opened: 2 URD(s)" in schedule(scheduler)
+    a, b = worker_project(tmp_path, "a", redis_env), worker_project(tmp_path, "b", redis_env)
+    (pa, oa), (pb, ob) = start_worker(a), start_worker(b)
+    run_a, run_b = finish(a, pa, oa), finish(b, pb, ob)
+    assert run_a.returncode == 0 and run_b.returncode == 0, run_a.stderr[-2000:] + run_b.stderr[-2000:]
+    assert sorted(wide_site.paths()) == all_paths()  # every page exactly once
+    assert run_a.items and run_b.items, (run_a.stderr[-3000:], run_b.stderr[-1500:])  # both did work
+    items = {i["url"]: i for i in run_a.items + run_b.items}
+    assert sorted(items) == sorted(wide_site.url(p) for p in all_paths())
+    assert items[wide_site.url("/")]["owners"] == ["alice", "bob"]
+    assert items[wide_site.url("/p3.html")]["owners"] == ["alice"]
+    assert "done" in schedule(scheduler)
+    listed = [json.loads(line) for line in scheduler.scrapy("urd", "list", "--format", "jsonl").stdout.splitlines()]
+    assert all(r["lastcheck"] is not None and not r["due"] for r in listed)
+
+
+def test_next_round_is_recrawled_conditionally_by_another_worker(wide_site, tmp_path, redis_env):
+    scheduler = worker_project(tmp_path, "scheduler", redis_env)
+    scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1))
+    schedule(scheduler)
+    a = worker_project(tmp_path, "a", redis_env)
+    first = finish(a, *start_worker(a))
+    assert len(first.items) == 31
+    schedule(scheduler)  # closes round 1
+    scheduler.scrapy("urd", "due", "--all")
+    assert "opened" in schedule(scheduler)  # round 2: not filtered by anything of round 1
+    wide_site.clear_hits()
+    b = worker_project(tmp_path, "b", redis_env)  # its own data dir: the cache is in Redis
+    second = finish(b, *start_worker(b))
+    assert len(second.items) == 31 and all(i["not_modified"] for i in second.items)
+    assert set(wide_site.statuses().values()) == {304}
+
+
+def test_killed_worker_loses_nothing(wide_site, tmp_path, redis_env):
+    wide_site.delay = 0.1
+    scheduler = worker_project(tmp_path, "scheduler", redis_env)
+    scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1))
+    schedule(scheduler)
+    a = worker_project(tmp_path, "a", redis_env)
+    proc, _ = start_worker(a, WEBRACE_LEASE_TIMEOUT=2, CONCURRENT_REQUESTS=4, WEBRACE_IDLE_CLOSE="")
+    for line in proc.stderr:  # wait until worker A is in the middle of the round
+        if "Scraped from" in line and len(wide_site.paths()) >= 6:
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert len(set(wide_site.paths())) < 31
+    b = worker_project(tmp_path, "b", redis_env)
+    run_b = finish(b, *start_worker(b, WEBRACE_IDLE_CLOSE=5))
+    assert run_b.returncode == 0
+    assert set(wide_site.paths()) == set(all_paths())  # every page of the round fetched
+    assert "done" in schedule(scheduler)
+
+
+def test_schedule_without_redis_url_is_a_usage_error(project):
+    result = project.scrapy("urd", "schedule")
+    assert result.returncode == 2 and "REDIS_URL" in result.stderr
