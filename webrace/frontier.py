@@ -93,8 +93,27 @@ class Frontier:
         node.counted.clear()
         return ended, {}
 
+    def offer_many(
+        self, parent_url: str, depth: int, offers: list[tuple[str, dict[str, int]]]
+    ) -> list[tuple[Offer, dict[str, int], str]]:
+        """:meth:`offer` for each ``(url, budgets)`` of one page's links, with each node's
+        state after the offer (one round trip in a shared frontier)."""
+        results = []
+        for url, budgets in offers:
+            verdict, gained = self.offer(url, parent_url, depth, budgets)
+            results.append((verdict, gained, self.nodes[url].state))
+        return results
+
     def contains(self, url: str) -> bool:
         return url in self.nodes
+
+    def known(self, urls: list[str]) -> set[str]:
+        """Which of ``urls`` the frontier has."""
+        return {url for url in urls if url in self.nodes}
+
+    def snapshot(self, urls: list[str]) -> tuple[set[str], dict[str, Node | None]]:
+        """The active URDs and the current nodes of ``urls``, read together."""
+        return set(self.active), {url: self.nodes.get(url) for url in urls}
 
     def adopt(self, node: Node) -> Node:
         """The node for ``node.url``, taking ``node`` when the frontier has none (a request

@@ -23,38 +23,46 @@ import redis
 
 from webrace.frontier import DONE, PENDING, Node, Offer
 
-_OFFER = """
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-local budgets = cjson.decode(ARGV[4])
-local depth = tonumber(ARGV[3])
-if not raw then
-  local counted = {}
-  for u, r in pairs(budgets) do
-    if r >= 1 then table.insert(counted, u); redis.call('HINCRBY', KEYS[3], u, 1) end
+_OFFER_MANY = """
+local parent, depth = ARGV[1], tonumber(ARGV[2])
+local out = {}
+for _, pair in ipairs(cjson.decode(ARGV[3])) do
+  local url, budgets = pair[1], pair[2]
+  local raw = redis.call('HGET', KEYS[1], url)
+  if not raw then
+    local counted = {}
+    for u, r in pairs(budgets) do
+      if r >= 1 then table.insert(counted, u); redis.call('HINCRBY', KEYS[3], u, 1) end
+    end
+    local node = {p = parent, d = depth, b = budgets, s = 'pending', c = counted, l = {}}
+    redis.call('HSET', KEYS[1], url, cjson.encode(node))
+    local seq = redis.call('INCR', KEYS[4])
+    redis.call('ZADD', KEYS[2], depth * 1e12 + seq, url)
+    table.insert(out, 'new'); table.insert(out, cjson.encode(budgets)); table.insert(out, 'pending')
+  else
+    local node = cjson.decode(raw)
+    local gained, any = {}, false
+    for u, r in pairs(budgets) do
+      local have = node.b[u]
+      if have == nil or r > have then gained[u] = r; node.b[u] = r; any = true end
+    end
+    if not any then
+      table.insert(out, 'duplicate'); table.insert(out, '{}'); table.insert(out, node.s)
+    else
+      if depth < node.d then node.d = depth; node.p = parent end
+      if node.s == 'pending' then
+        local counted = {}
+        for _, u in ipairs(node.c) do counted[u] = true end
+        for u, r in pairs(gained) do
+          if r >= 1 and not counted[u] then table.insert(node.c, u); redis.call('HINCRBY', KEYS[3], u, 1) end
+        end
+      end
+      redis.call('HSET', KEYS[1], url, cjson.encode(node))
+      table.insert(out, 'merged'); table.insert(out, cjson.encode(gained)); table.insert(out, node.s)
+    end
   end
-  local node = {p = ARGV[2], d = depth, b = budgets, s = 'pending', c = counted, l = {}}
-  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(node))
-  local seq = redis.call('INCR', KEYS[4])
-  redis.call('ZADD', KEYS[2], depth * 1e12 + seq, ARGV[1])
-  return {'new', ARGV[4]}
 end
-local node = cjson.decode(raw)
-local gained, any = {}, false
-for u, r in pairs(budgets) do
-  local have = node.b[u]
-  if have == nil or r > have then gained[u] = r; node.b[u] = r; any = true end
-end
-if not any then return {'duplicate', '{}'} end
-if depth < node.d then node.d = depth; node.p = ARGV[2] end
-if node.s == 'pending' then
-  local counted = {}
-  for _, u in ipairs(node.c) do counted[u] = true end
-  for u, r in pairs(gained) do
-    if r >= 1 and not counted[u] then table.insert(node.c, u); redis.call('HINCRBY', KEYS[3], u, 1) end
-  end
-end
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(node))
-return {'merged', cjson.encode(gained)}
+return out
 """
 
 _FINISH = """
@@ -120,7 +128,7 @@ class RedisFrontier:
         self.client = client
         base = f"{key_prefix}round:{round_id}:"
         self.keys = {name: base + name for name in ("nodes", "queue", "leases", "active", "seq")}
-        self._offer = client.register_script(_OFFER)
+        self._offer_many = client.register_script(_OFFER_MANY)
         self._finish = client.register_script(_FINISH)
         self._lease = client.register_script(_LEASE)
         self.reaped = 0  # leases that expired and went back to the queue
@@ -129,12 +137,20 @@ class RedisFrontier:
     def offer(
         self, url: str, parent_url: str | None, depth: int, budgets: dict[str, int]
     ) -> tuple[Offer, dict[str, int]]:
+        verdict, gained, _ = self.offer_many(parent_url or "", depth, [(url, budgets)])[0]
+        return verdict, gained
+
+    def offer_many(
+        self, parent_url: str, depth: int, offers: list[tuple[str, dict[str, int]]]
+    ) -> list[tuple[Offer, dict[str, int], str]]:
+        if not offers:
+            return []
         k = self.keys
-        verdict, gained = self._offer(
+        flat = self._offer_many(
             keys=[k["nodes"], k["queue"], k["active"], k["seq"]],
-            args=[url, parent_url or "", depth, json.dumps(budgets)],
+            args=[parent_url or "", depth, json.dumps([[url, budgets] for url, budgets in offers])],
         )
-        return Offer(_text(verdict)), _dict(gained)
+        return [(Offer(_text(flat[i])), _dict(flat[i + 1]), _text(flat[i + 2])) for i in range(0, len(flat), 3)]
 
     def get(self, url: str) -> Node | None:
         raw = self.client.hget(self.keys["nodes"], url)
@@ -142,6 +158,22 @@ class RedisFrontier:
 
     def contains(self, url: str) -> bool:
         return bool(self.client.hexists(self.keys["nodes"], url))
+
+    def known(self, urls: list[str]) -> set[str]:
+        if not urls:
+            return set()
+        found = self.client.hmget(self.keys["nodes"], urls)
+        return {url for url, raw in zip(urls, found, strict=True) if raw is not None}
+
+    def snapshot(self, urls: list[str]) -> tuple[set[str], dict[str, Node | None]]:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hgetall(self.keys["active"])
+        if urls:
+            pipe.hmget(self.keys["nodes"], urls)
+        results = pipe.execute()
+        active = {_text(u) for u, n in results[0].items() if int(n) > 0}
+        raws = results[1] if urls else []
+        return active, {url: _node(url, raw) if raw else None for url, raw in zip(urls, raws, strict=True)}
 
     def finish(
         self, node: Node, state: str = DONE, expanded: dict[str, int] | None = None

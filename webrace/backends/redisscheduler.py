@@ -51,6 +51,7 @@ class LeaseScheduler(BaseScheduler):
         self.poll_delay = MIN_POLL
         self._poll_call: Any = None
         self._queued_cache = (0.0, False)
+        self._rounds_cache: tuple[float, list[str]] = (0.0, [])
         self._redis_down = False
         crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
 
@@ -86,7 +87,7 @@ class LeaseScheduler(BaseScheduler):
         if len(self.crawler.engine.downloader.active) >= self.max_leased:
             return None
         try:
-            for round_id in self.registry.open_rounds():
+            for round_id in self._open_rounds():
                 frontier = self.registry.frontier(round_id)
                 reaped, skipped = frontier.reaped, frontier.skipped
                 node = frontier.lease(self.lease_ms)
@@ -109,13 +110,22 @@ class LeaseScheduler(BaseScheduler):
             self._redis_down = False
         return None
 
+    def _open_rounds(self) -> list[str]:
+        """The open rounds (re-read at most twice a second: rounds open and close rarely)."""
+        at, rounds = self._rounds_cache
+        now = time.monotonic()
+        if now - at > 0.5:
+            rounds = self.registry.open_rounds()
+            self._rounds_cache = (now, rounds)
+        return rounds
+
     def _shared_queued(self) -> bool:
         """Whether an open round has queued pages (cached briefly: the engine asks often)."""
         at, queued = self._queued_cache
         now = time.monotonic()
         if now - at > 0.2:
             try:
-                queued = any(self.registry.frontier(r).queued() for r in self.registry.open_rounds())
+                queued = any(self.registry.frontier(r).queued() for r in self._open_rounds())
             except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
                 queued = False
             self._queued_cache = (now, queued)

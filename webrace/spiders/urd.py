@@ -305,6 +305,7 @@ class UrdSpider(scrapy.Spider):
         stack = [(node, budgets)]
         while stack:
             parent, parent_budgets = stack.pop()
+            offers, not_followed = [], []
             for link in parent.links:
                 child_budgets: dict[str, int] = {}
                 out_of_scope = False
@@ -316,10 +317,13 @@ class UrdSpider(scrapy.Spider):
                         out_of_scope = True
                     else:
                         child_budgets[urd_id] = remaining - 1
-                if not child_budgets:
-                    self._not_followed(rnd, link, "scope" if out_of_scope else "depth")
-                    continue
-                verdict, gained = rnd.frontier.offer(link, parent.url, parent.depth + 1, child_budgets)
+                if child_budgets:
+                    offers.append((link, child_budgets))
+                else:
+                    not_followed.append((link, "scope" if out_of_scope else "depth"))
+            self._not_followed(rnd, not_followed)
+            results = rnd.frontier.offer_many(parent.url, parent.depth + 1, offers)
+            for (link, _), (verdict, gained, state) in zip(offers, results, strict=True):
                 if verdict is Offer.NEW:
                     reason = rnd.not_followed.pop(link, None)
                     if reason:  # another path reached it after all
@@ -328,21 +332,22 @@ class UrdSpider(scrapy.Spider):
                         yield self._request(rnd, rnd.frontier.get(link))
                 elif verdict is Offer.MERGED:
                     self._inc("coalesced")
-                    child = rnd.frontier.get(link)
-                    if child.state == DONE:
+                    if state == DONE:
                         rnd.owners_changed = True
                         if any(r > 0 for r in gained.values()):
-                            stack.append((child, gained))
+                            stack.append((rnd.frontier.get(link), gained))
                 else:
                     self._inc("duplicate")
 
-    def _not_followed(self, rnd: Round, link: str, reason: str) -> None:
-        """Count a link no URD follows, once per round, and only while no other path has
-        brought it into the frontier (then it was not ignored after all)."""
-        if link in rnd.not_followed or rnd.frontier.contains(link):
-            return
-        rnd.not_followed[link] = reason
-        self._inc(f"ignored/{reason}")
+    def _not_followed(self, rnd: Round, links: list[tuple[str, str]]) -> None:
+        """Count links no URD follows, once per round, and only while no other path has
+        brought them into the frontier (then they were not ignored after all)."""
+        fresh = [(link, reason) for link, reason in links if link not in rnd.not_followed]
+        known = rnd.frontier.known([link for link, _ in fresh]) if fresh else set()
+        for link, reason in fresh:
+            if link not in known and link not in rnd.not_followed:
+                rnd.not_followed[link] = reason
+                self._inc(f"ignored/{reason}")
 
     # -- holding items until their owners are final --------------------------------------
 
@@ -357,10 +362,11 @@ class UrdSpider(scrapy.Spider):
         rnd.owners_changed = False
         if not candidates:
             return
-        active = rnd.frontier.active_urds()
+        # other workers may have merged URDs into a shared page: read it again with the actives
+        active, nodes = rnd.frontier.snapshot(candidates if rnd.shared else [])
         for url in candidates:
             held_node, item = rnd.held[url]
-            current = rnd.frontier.get(url) or held_node if rnd.shared else held_node
+            current = nodes.get(url) or held_node
             if not self._may_gain_owners(rnd, current, active):
                 del rnd.held[url]
                 yield self._complete(rnd, current, item)
@@ -459,6 +465,8 @@ class UrdSpider(scrapy.Spider):
         rnd = self.shared_round(context["round"]) if self.registry is not None else self.round
         if rnd is None:  # e.g. resumed from JOBDIR after the round state was lost
             rnd = self.round = Round(context["round"], {}, Frontier(), now_millis())
+        if rnd.shared:  # the lease carried the node; merges since are caught by finish()
+            return rnd, Node(context["link"], context["parent"], context["depth"], dict(context["budgets"]))
         node = rnd.frontier.get(context["link"])
         if node is None:  # rebuild the node from the request
             node = rnd.frontier.adopt(

@@ -95,8 +95,12 @@ class ObjectCache:
         """Store a full response. A 2xx body becomes a new version unless it hashes to the
         newest one; other statuses update the record and keep the versions."""
         previous = self.index.get(url)
-        versions = self.index.versions(url) if previous else []
-        newest = versions[-1] if versions else None
+        if previous is not None and previous.version is not None and previous.digest:
+            newest: Version | None = Version(url, previous.version, previous.digest, previous.fetched,
+                                             previous.size, previous.status)
+        else:
+            versions = self.index.versions(url) if previous else []
+            newest = versions[-1] if versions else None
         if not (200 <= status < 300 and store_body):
             meta = MetaInfo(url, status, fetched, header, tuple(links), ip, size=newest.size if newest else 0,
                             digest=newest.digest if newest else None, version=newest.number if newest else None,

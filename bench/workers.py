@@ -1,0 +1,165 @@
+"""Benchmark: distributed workers (seed 000 section 7.3), baseline and candidates in one run.
+
+1. Latency-bound, like the real web: a generated site whose server waits ~50 ms before
+   every response. One worker against two worker processes on the same round (Redis mode,
+   `scrapy urd schedule` + `scrapy crawl urd`). Goal: two workers >= 1.8x the pages/s of one.
+2. The cost of Redis: the same site without added latency, crawled by the embedded mode and
+   by one Redis-mode worker. Goal: Redis mode >= 0.8x the embedded pages/s.
+
+    pip install -e '.[bench]' && python bench/workers.py [--pages 2000] [--page-kb 10]
+
+Pages/s is pages over the span between the first and the last page fetched (startup
+excluded). Needs a Redis on 127.0.0.1:6379 (its keys go under a prefix of their own and are
+removed). Writes pages done over time to bench/workers.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import redis
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from recrawl import SiteServer  # noqa: E402 - a sibling script, not a package
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+@dataclass
+class Result:
+    name: str
+    pages: int
+    span: float  # seconds from the first page fetched to the last
+    fetched_twice: int
+    times: list[float] = field(default_factory=list)
+
+    @property
+    def pages_per_s(self) -> float:
+        return self.pages / self.span if self.span else 0.0
+
+
+def scrapy_env(data: Path, redis_prefix: str | None) -> dict[str, str]:
+    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "webrace.settings", "WEBRACE_DATA_DIR": str(data)}
+    env.pop("REDIS_URL", None)
+    if redis_prefix:
+        env.update(REDIS_URL=REDIS_URL, WEBRACE_REDIS_PREFIX=redis_prefix)
+    return env
+
+
+def crawl_settings(concurrency: int) -> list[str]:
+    values = {
+        "DOWNLOAD_DELAY": "0", "CONCURRENT_REQUESTS": str(concurrency),
+        "CONCURRENT_REQUESTS_PER_DOMAIN": str(concurrency), "WEBRACE_MAX_LEASED": str(concurrency),
+        "WEBRACE_IDLE_CLOSE": "2", "LOG_LEVEL": "WARNING",
+        "TELNETCONSOLE_ENABLED": "False", "REMOTE_CONTROL_ENABLED": "False",
+    }
+    return [a for k, v in values.items() for a in ("-s", f"{k}={v}")]
+
+
+def run(name: str, server: SiteServer, workers: int, redis_mode: bool, concurrency: int) -> Result:
+    prefix = f"webrace-bench-{uuid.uuid4().hex[:8]}:" if redis_mode else None
+    with tempfile.TemporaryDirectory(prefix="webrace-bench-") as tmp:
+        root = Path(tmp)
+        control = scrapy_env(root / "control", prefix)
+        (root / "urds.xml").write_text(f'<urd id="w" owner="bench"><uri timing="86400000">{server.url}</uri>'
+                                       '<depth level="2"/></urd>\n')
+        subprocess.run([sys.executable, "-m", "scrapy", "urd", "add", "urds.xml"], cwd=root, env=control,
+                       check=True, capture_output=True)
+        if redis_mode:
+            subprocess.run([sys.executable, "-m", "scrapy", "urd", "schedule"], cwd=root, env=control,
+                           check=True, capture_output=True)
+        server.control("/_control/reset")
+        procs, outs = [], []
+        for n in range(workers):
+            out = root / f"pages-{n}.jsonl"
+            env = control if not redis_mode else scrapy_env(root / f"worker-{n}", prefix)
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "scrapy", "crawl", "urd", "-O", str(out), *crawl_settings(concurrency)],
+                cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            outs.append(out)
+        for proc in procs:
+            if proc.wait(timeout=1800):
+                raise RuntimeError(f"{name}: a worker exited with {proc.returncode}")
+        stats = server.control("/_control/stats")
+        items = [json.loads(line) for out in outs for line in out.read_text().splitlines()]
+        if prefix:
+            client = redis.Redis.from_url(REDIS_URL)
+            keys = list(client.scan_iter(match=f"{prefix}*"))
+            if keys:
+                client.delete(*keys)
+    stamps = sorted(datetime.fromisoformat(i["fetched_at"].replace("Z", "+00:00")).timestamp() for i in items)
+    span = stamps[-1] - stamps[0]
+    # the server counts robots.txt too: one per worker
+    result = Result(name, len(items), span, stats["responses_200"] - workers - len({i["url"] for i in items}),
+                    [t - stamps[0] for t in stamps])
+    print(f"  {name:<34} {result.pages:>6} pages {result.span:>7.2f} s {result.pages_per_s:>8.1f} pages/s"
+          f"   fetched twice: {result.fetched_twice}", flush=True)
+    return result
+
+
+def plot(results: list[Result], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for ax, group, title in ((axes[0], results[:2], "50 ms per response"), (axes[1], results[2:], "raw loopback")):
+        for r in group:
+            ax.plot(r.times, range(1, len(r.times) + 1), label=f"{r.name} ({r.pages_per_s:.0f} pages/s)")
+        ax.set_title(title)
+        ax.set_xlabel("seconds since the first page")
+        ax.set_ylabel("pages done")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right")
+    fig.suptitle("WebRACE distributed mode: workers over Redis")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"\nWrote {path}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=2000)
+    parser.add_argument("--page-kb", type=int, default=10)
+    parser.add_argument("--latency-ms", type=int, default=50)
+    parser.add_argument("--concurrency", type=int, default=8, help="per worker (Scrapy's default per domain)")
+    parser.add_argument("--png", type=Path, default=HERE / "workers.png")
+    args = parser.parse_args()
+    results = []
+    print(f"Site of {args.pages} pages of ~{args.page_kb} KB, {args.latency_ms} ms per response:")
+    server = SiteServer(args.pages, args.page_kb, args.latency_ms, 0)
+    try:
+        results.append(run("1 worker (Redis)", server, 1, True, args.concurrency))
+        results.append(run("2 workers (Redis)", server, 2, True, args.concurrency))
+    finally:
+        server.stop()
+    print("Same site, raw loopback:")
+    server = SiteServer(args.pages, args.page_kb, 0, 0)
+    try:
+        results.append(run("embedded", server, 1, False, args.concurrency))
+        results.append(run("1 worker (Redis)", server, 1, True, args.concurrency))
+    finally:
+        server.stop()
+    scale = results[1].pages_per_s / results[0].pages_per_s
+    cost = results[3].pages_per_s / results[2].pages_per_s
+    print()
+    print(f"  {'PASS' if scale >= 1.8 else 'FAIL'}  two workers: {scale:.2f}x one worker (goal >= 1.8x)")
+    print(f"  {'PASS' if cost >= 0.8 else 'FAIL'}  Redis mode: {cost:.2f}x the embedded mode (goal >= 0.8x)")
+    print(f"  {'PASS' if not any(r.fetched_twice for r in results) else 'FAIL'}  no page fetched twice in a round")
+    plot(results, args.png)
+    return 0 if scale >= 1.8 and cost >= 0.8 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
