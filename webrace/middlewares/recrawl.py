@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 
 CONDITIONAL = "webrace_conditional"  # meta: {"url": ..., "meta": the MetaInfo the validators came from}
 UNCONDITIONAL = "webrace_unconditional"  # meta: never send validators for this request
+LOOKED_UP = "webrace_metainfo"  # meta: {"url": ..., "meta": MetaInfo or None}, saves the store a lookup
 _VALIDATOR_HEADERS = (b"If-None-Match", b"If-Modified-Since")
 
 
@@ -51,10 +52,12 @@ class RecrawlMiddleware:
         for name in _VALIDATOR_HEADERS:
             request.headers.pop(name, None)
         request.meta.pop(CONDITIONAL, None)
+        request.meta.pop(LOOKED_UP, None)
         cache = getattr(self.crawler.spider, "cache", None)
         if cache is None or request.meta.get(UNCONDITIONAL):
             return
         meta = cache.lookup(request.url)
+        request.meta[LOOKED_UP] = {"url": request.url, "meta": meta}
         if meta is None:
             self.stats.inc_value("recrawl/first_fetch")
             return

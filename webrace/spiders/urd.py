@@ -41,7 +41,7 @@ from webrace.extractor import UrlExtractor
 from webrace.frontier import DONE, FAILED, Frontier, Node, Offer
 from webrace.items import Page
 from webrace.middlewares.exclusion import IGNORED
-from webrace.middlewares.recrawl import CONDITIONAL
+from webrace.middlewares.recrawl import CONDITIONAL, LOOKED_UP
 from webrace.store.cache import ObjectCache
 from webrace.store.metainfo import MetaInfo
 from webrace.urd import Urd, now_millis
@@ -232,11 +232,13 @@ class UrdSpider(scrapy.Spider):
             node.links = self._extract(rnd, response)
         else:
             self._inc("not_html")
+        looked_up = response.request.meta.get(LOOKED_UP)
         recorded = self.cache.record_fetch(
             response.url, status, response.body,
             fetched=now_millis(), header=_header_text(response), links=node.links,
             ip=str(response.ip_address) if response.ip_address else None,
             etag=_header(response, b"ETag"), lastmodified=_header(response, b"Last-Modified"),
+            previous=looked_up["meta"] if looked_up and looked_up["url"] == response.url else ...,
         )
         if response.request.meta.get(CONDITIONAL) and 200 <= status < 300:
             self.crawler.stats.inc_value("recrawl/unchanged_body" if recorded.unchanged else "recrawl/modified")
@@ -360,6 +362,14 @@ class UrdSpider(scrapy.Spider):
         else:
             candidates = [node.url] if node is not None and node.url in rnd.held else []
         rnd.owners_changed = False
+        if not candidates:
+            return
+        # A page that every URD of the round reached can gain no owner: no need to ask.
+        complete = [url for url in candidates if len(rnd.held[url][0].budgets) == len(rnd.urds)]
+        for url in complete:
+            held_node, item = rnd.held.pop(url)
+            yield self._complete(rnd, held_node, item)
+        candidates = [url for url in candidates if url in rnd.held]
         if not candidates:
             return
         # other workers may have merged URDs into a shared page: read it again with the actives

@@ -91,10 +91,13 @@ class ObjectCache:
         etag: str | None = None,
         lastmodified: str | None = None,
         store_body: bool = True,
+        previous: MetaInfo | None | object = ...,
     ) -> Recorded:
         """Store a full response. A 2xx body becomes a new version unless it hashes to the
-        newest one; other statuses update the record and keep the versions."""
-        previous = self.index.get(url)
+        newest one; other statuses update the record and keep the versions. ``previous``
+        is the URL's record if the caller just read it (None: there was none)."""
+        if previous is ...:
+            previous = self.index.get(url)
         if previous is not None and previous.version is not None and previous.digest:
             newest: Version | None = Version(url, previous.version, previous.digest, previous.fetched,
                                              previous.size, previous.status)
