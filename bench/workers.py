@@ -133,7 +133,9 @@ def main() -> int:
     parser.add_argument("--pages", type=int, default=2000)
     parser.add_argument("--page-kb", type=int, default=10)
     parser.add_argument("--latency-ms", type=int, default=50)
-    parser.add_argument("--concurrency", type=int, default=8, help="per worker (Scrapy's default per domain)")
+    parser.add_argument("--concurrency", type=int, default=4,
+                        help="requests per worker; 4 keeps one worker latency-bound on a 2-core machine "
+                             "that also runs the site server and the second worker")
     parser.add_argument("--png", type=Path, default=HERE / "workers.png")
     args = parser.parse_args()
     results = []
