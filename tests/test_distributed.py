@@ -125,3 +125,20 @@ def test_killed_worker_loses_nothing(wide_site, tmp_path, redis_env):
 def test_schedule_without_redis_url_is_a_usage_error(project):
     result = project.scrapy("urd", "schedule")
     assert result.returncode == 2 and "REDIS_URL" in result.stderr
+
+
+def test_crawls_print_no_deprecation_warning_in_either_mode(wide_site, tmp_path, redis_env):
+    embedded = worker_project(tmp_path, "embedded", {})
+    embedded.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1))
+    embedded.env["PYTHONWARNINGS"] = "always::DeprecationWarning"
+    run = embedded.crawl()
+    assert len(run.items) == 31
+    scheduler = worker_project(tmp_path, "scheduler", redis_env)
+    scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1))
+    schedule(scheduler)
+    worker = worker_project(tmp_path, "worker", redis_env)
+    worker.env["PYTHONWARNINGS"] = "always::DeprecationWarning"
+    distributed = finish(worker, *start_worker(worker))
+    assert len(distributed.items) == 31
+    for stderr in (run.stderr, distributed.stderr):
+        assert "DeprecationWarning" not in stderr and "deprecated" not in stderr.lower()
