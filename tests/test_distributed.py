@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -142,3 +144,68 @@ def test_crawls_print_no_deprecation_warning_in_either_mode(wide_site, tmp_path,
     assert len(distributed.items) == 31
     for stderr in (run.stderr, distributed.stderr):
         assert "DeprecationWarning" not in stderr and "deprecated" not in stderr.lower()
+
+
+def test_unreachable_redis_at_start_is_one_clear_error(project):
+    project.env["REDIS_URL"] = "redis://:s3cret@127.0.0.1:1/0"
+    result = project.scrapy("crawl", "urd")
+    assert result.returncode == 1
+    assert "error: Cannot reach Redis at redis://:***@127.0.0.1:1/0" in result.stderr
+    assert "s3cret" not in result.stderr and "Traceback" not in result.stderr
+
+
+class PrivateRedis:
+    """A redis-server of the test's own (it is killed and restarted), persisting every write."""
+
+    def __init__(self, directory) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.directory = directory
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.directory)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        client = redis.Redis.from_url(self.url)
+        for _ in range(200):  # until it answers: a server process has no event to wait on
+            if self.proc.poll() is not None:
+                raise AssertionError("redis-server exited")
+            try:
+                if client.ping():
+                    return
+            except redis.exceptions.ConnectionError:
+                time.sleep(0.05)
+        raise AssertionError("redis-server did not start")
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+
+def test_redis_lost_mid_crawl_then_back_loses_no_page(wide_site, tmp_path):
+    server = PrivateRedis(tmp_path)
+    server.start()
+    env = {"REDIS_URL": server.url, "WEBRACE_REDIS_PREFIX": "webrace:"}
+    try:
+        wide_site.delay = 0.1
+        scheduler = worker_project(tmp_path, "scheduler", env)
+        scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1))
+        schedule(scheduler)
+        worker = worker_project(tmp_path, "worker", env)
+        proc, out = start_worker(worker, WEBRACE_LEASE_TIMEOUT=2, WEBRACE_IDLE_CLOSE=10, CONCURRENT_REQUESTS=2)
+        while len(wide_site.paths()) < 6:  # the worker is in the middle of the round
+            line = proc.stderr.readline()
+            assert line, "the worker ended early"
+        server.kill()
+        server.start()  # same port, same append-only file: the round is still there
+        stdout, stderr = proc.communicate(timeout=180)
+        assert proc.returncode == 0
+        assert set(wide_site.paths()) == set(all_paths())
+        assert "done" in schedule(scheduler)
+    finally:
+        if server.proc and server.proc.poll() is None:
+            server.kill()

@@ -51,7 +51,7 @@ def connect(settings: Any) -> redis.Redis:
         client.ping()
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
         raise RedisUnavailable(
-            f"Cannot reach Redis at {safe_url(url or 'the REDIS_HOST/REDIS_PORT settings')}: {exc}. "
+            f"Cannot reach Redis at {safe_url(url or 'the REDIS_HOST/REDIS_PORT settings')}: {str(exc).rstrip('.')}. "
             "Start it, fix REDIS_URL, or unset REDIS_URL to run embedded."
         ) from None
     return client
