@@ -209,3 +209,35 @@ def test_redis_lost_mid_crawl_then_back_loses_no_page(wide_site, tmp_path):
     finally:
         if server.proc and server.proc.poll() is None:
             server.kill()
+
+
+def test_idle_worker_polls_redis_with_backoff_and_stops_when_told(tmp_path):
+    server = PrivateRedis(tmp_path)
+    server.start()
+    try:
+        client = redis.Redis.from_url(server.url)
+        worker = worker_project(tmp_path, "worker", {"REDIS_URL": server.url})
+        before = client.info("stats")["total_commands_processed"]
+        run = finish(worker, *start_worker(worker, WEBRACE_IDLE_CLOSE=4))
+        after = client.info("stats")["total_commands_processed"]
+        assert run.returncode == 0 and "No work for" in run.stderr
+        # polling 50 ms doubling to 2 s for ~4-9 s is a few dozen commands; a busy loop would be thousands
+        assert after - before < 300
+    finally:
+        server.kill()
+
+
+def test_every_key_a_round_writes_is_under_the_prefix(wide_site, tmp_path):
+    server = PrivateRedis(tmp_path)
+    server.start()
+    try:
+        env = {"REDIS_URL": server.url, "WEBRACE_REDIS_PREFIX": "team-a:"}
+        scheduler = worker_project(tmp_path, "scheduler", env)
+        scheduler.add_urds(urd("urd", "alice", wide_site.url("/"), depth=1))  # a URD named like the spider
+        schedule(scheduler)
+        worker = worker_project(tmp_path, "worker", env)
+        assert len(finish(worker, *start_worker(worker)).items) == 31
+        keys = [k.decode() for k in redis.Redis.from_url(server.url).keys("*")]
+        assert keys and all(k.startswith("team-a:") for k in keys)
+    finally:
+        server.kill()
