@@ -14,7 +14,6 @@ Keys (``P`` is the prefix, default ``webrace:``):
 from __future__ import annotations
 
 import json
-import zlib
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -24,7 +23,7 @@ from scrapy_redis.connection import get_redis_from_settings
 
 from webrace.backends.base import MetaInfoStore, Version
 from webrace.store.metainfo import MetaInfo
-from webrace.store.objects import ObjectCorrupt, ObjectMissing, digest_of
+from webrace.store.objects import CompressedObjects, ObjectMissing
 
 DEFAULT_PREFIX = "webrace:"
 
@@ -118,9 +117,8 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-class RedisObjectStore:
-    """The object store's interface (:class:`webrace.store.objects.ObjectStore`) over Redis:
-    compressed bodies under ``<prefix>object:<sha256>``, so that every worker on every
+class RedisObjectStore(CompressedObjects):
+    """Objects in Redis, under ``<prefix>object:<sha256>``, so that every worker on every
     machine reads what any worker stored. A SET is atomic: no half-written object."""
 
     def __init__(self, client: redis.Redis, key_prefix: str = DEFAULT_PREFIX, level: int = 6) -> None:
@@ -128,44 +126,14 @@ class RedisObjectStore:
         self.prefix = f"{key_prefix}object:"
         self.level = level
 
-    def put(self, body: bytes, digest: str | None = None, repair: bool = False) -> tuple[str, bool, int]:
-        digest = digest or digest_of(body)
-        key = self.prefix + digest
-        if repair and not self._readable(digest):
-            self.client.delete(key)
-        data = zlib.compress(body, self.level)
-        written = bool(self.client.set(key, data, nx=True))
-        return digest, written, zlib.crc32(data) if written else self.checksum(digest)
-
-    def get(self, digest: str) -> bytes:
+    def _load(self, digest: str) -> bytes:
         data = self.client.get(self.prefix + digest)
         if data is None:
             raise ObjectMissing(digest)
-        try:
-            body = zlib.decompress(data)
-        except zlib.error as exc:
-            raise ObjectCorrupt(f"{digest}: {exc}") from None
-        if digest_of(body) != digest:
-            raise ObjectCorrupt(f"{digest}: content does not match its digest")
-        return body
+        return data
 
-    def checksum(self, digest: str) -> int:
-        data = self.client.get(self.prefix + digest)
-        if data is None:
-            raise ObjectMissing(digest)
-        return zlib.crc32(data)
-
-    def intact(self, digest: str, crc: int | None = None) -> bool:
-        if crc is not None:
-            return self.checksum(digest) == crc
-        return self._readable(digest)
-
-    def _readable(self, digest: str) -> bool:
-        try:
-            self.get(digest)
-        except (ObjectMissing, ObjectCorrupt):
-            return False
-        return True
+    def _write(self, digest: str, data: bytes, replace: bool) -> bool:
+        return bool(self.client.set(self.prefix + digest, data, nx=not replace))
 
     def exists(self, digest: str) -> bool:
         return bool(self.client.exists(self.prefix + digest))

@@ -31,44 +31,35 @@ def digest_of(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
-class ObjectStore:
-    def __init__(self, root: str | Path, level: int = 6) -> None:
-        self.root = Path(root)
-        self.level = level
-        self.tmp = self.root / "tmp"
-        self.tmp.mkdir(parents=True, exist_ok=True)
+class CompressedObjects:
+    """What every object store shares: zlib compression, content addressing, checked reads
+    and cheap integrity checks. A store says how to load, write, list and delete the
+    compressed bytes of a digest."""
 
-    def path(self, digest: str) -> Path:
-        return self.root / digest[:2] / f"{digest}{SUFFIX}"
+    level = 6
+
+    def _load(self, digest: str) -> bytes:
+        """The stored (compressed) bytes; raises ObjectMissing."""
+        raise NotImplementedError
+
+    def _write(self, digest: str, data: bytes, replace: bool) -> bool:
+        """Store ``data`` atomically; False when it was there already (and not replaced)."""
+        raise NotImplementedError
 
     def put(self, body: bytes, digest: str | None = None, repair: bool = False) -> tuple[str, bool, int]:
         """Store ``body``; return its digest, whether it was written, and the CRC-32 of the
-        stored file (for :meth:`intact`). With ``repair``, an existing file that does not
-        read back correctly is replaced."""
+        stored bytes (for :meth:`intact`). With ``repair``, a stored copy that does not read
+        back correctly is replaced."""
         digest = digest or digest_of(body)
-        path = self.path(digest)
-        if path.exists() and not (repair and not self._readable(digest)):
+        replace = repair and self.exists(digest) and not self._readable(digest)
+        if self.exists(digest) and not replace:
             return digest, False, self.checksum(digest)
-        path.parent.mkdir(exist_ok=True)
         data = zlib.compress(body, self.level)
-        fd, tmp_name = tempfile.mkstemp(dir=self.tmp, prefix=digest[:8], suffix=".part")
-        try:
-            with os.fdopen(fd, "wb") as tmp:
-                tmp.write(data)
-                tmp.flush()
-                os.fsync(tmp.fileno())
-            os.replace(tmp_name, path)
-        except BaseException:
-            Path(tmp_name).unlink(missing_ok=True)
-            raise
-        _fsync_dir(path.parent)
-        return digest, True, zlib.crc32(data)
+        written = self._write(digest, data, replace)
+        return digest, written, zlib.crc32(data) if written else self.checksum(digest)
 
     def get(self, digest: str) -> bytes:
-        try:
-            data = self.path(digest).read_bytes()
-        except FileNotFoundError:
-            raise ObjectMissing(digest) from None
+        data = self._load(digest)
         try:
             body = zlib.decompress(data)
         except zlib.error as exc:
@@ -78,22 +69,16 @@ class ObjectStore:
         return body
 
     def checksum(self, digest: str) -> int:
-        """CRC-32 of the stored (compressed) file."""
-        try:
-            return zlib.crc32(self.path(digest).read_bytes())
-        except FileNotFoundError:
-            raise ObjectMissing(digest) from None
+        """CRC-32 of the stored (compressed) bytes."""
+        return zlib.crc32(self._load(digest))
 
     def intact(self, digest: str, crc: int | None = None) -> bool:
-        """A cheap check for the crawl's hot path: the file exists (else ObjectMissing) and its
-        CRC-32 is the one recorded when it was stored; without one, it must decompress
-        (zlib's Adler-32 catches truncation and flipped bits)."""
+        """A cheap check for the crawl's hot path: the object exists (else ObjectMissing)
+        and its CRC-32 is the one recorded when it was stored; without one, it must
+        decompress (zlib's Adler-32 catches truncation and flipped bits)."""
+        data = self._load(digest)
         if crc is not None:
-            return self.checksum(digest) == crc
-        try:
-            data = self.path(digest).read_bytes()
-        except FileNotFoundError:
-            raise ObjectMissing(digest) from None
+            return zlib.crc32(data) == crc
         try:
             zlib.decompress(data)
         except zlib.error:
@@ -105,6 +90,44 @@ class ObjectStore:
             self.get(digest)
         except (ObjectMissing, ObjectCorrupt):
             return False
+        return True
+
+    def exists(self, digest: str) -> bool:
+        raise NotImplementedError
+
+
+class ObjectStore(CompressedObjects):
+    """Objects as files under ``root`` (``root/ab/abcdef....z``)."""
+
+    def __init__(self, root: str | Path, level: int = 6) -> None:
+        self.root = Path(root)
+        self.level = level
+        self.tmp = self.root / "tmp"
+        self.tmp.mkdir(parents=True, exist_ok=True)
+
+    def path(self, digest: str) -> Path:
+        return self.root / digest[:2] / f"{digest}{SUFFIX}"
+
+    def _load(self, digest: str) -> bytes:
+        try:
+            return self.path(digest).read_bytes()
+        except FileNotFoundError:
+            raise ObjectMissing(digest) from None
+
+    def _write(self, digest: str, data: bytes, replace: bool) -> bool:
+        path = self.path(digest)
+        path.parent.mkdir(exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=self.tmp, prefix=digest[:8], suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as tmp:
+                tmp.write(data)
+                tmp.flush()
+                os.fsync(tmp.fileno())
+            os.replace(tmp_name, path)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise
+        _fsync_dir(path.parent)
         return True
 
     def exists(self, digest: str) -> bool:
