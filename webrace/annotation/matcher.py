@@ -1,0 +1,131 @@
+"""Weighted keyword matching for many profiles at once (the filtering processor's step 5).
+
+Relevance of a page for a profile is the sum over the profile's keywords of weight x
+occurrences: case-insensitive, whole words, a keyword may be a phrase, and keywords are
+literal text (``c++`` is not a pattern). The cost grows with the page, not with the number of
+profiles: the page's words are looked up in one index built over every profile's keywords,
+instead of every profile scanning the page.
+
+- A keyword made of words separated by spaces or hyphens (``java``, ``web crawler``,
+  ``e-mail``) is matched word by word on the page's ``\\w+`` words; the characters between
+  the page's words do not matter.
+- Any other keyword (``c++``, ``.net``, ``c#``, ``a.b``) is matched
+  by one regular expression over the text, built once from all such keywords, escaped. An
+  occurrence touches no word character on either side ("c++" is not found in "c++11").
+
+Pure Python over plain values: no Scrapy, no lxml.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+WORD = re.compile(r"\w+")
+WORDS_KEY = re.compile(r"\w+(?:[\s-]+\w+)*")  # words separated by spaces or hyphens
+
+
+@dataclass
+class Matches:
+    """What one page matched: each profile's relevance, and each matched keyword's count.
+    Positions are found on demand (:meth:`spans`), for the few profiles that need a summary."""
+
+    text: str
+    relevance: dict[str, float] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)  # keyword -> occurrences
+    keywords: dict[str, list[str]] = field(default_factory=dict)  # profile -> its matched keywords
+
+    def spans(self, keyword: str) -> list[tuple[int, int]]:
+        """Where ``keyword`` occurs in the text (start, end), in order."""
+        return [(m.start(1), m.end(1)) for m in _keyword_pattern(keyword).finditer(self.text.lower())]
+
+
+class KeywordIndex:
+    def __init__(self, profiles: Mapping[str, Iterable[tuple[str, float]]]) -> None:
+        self.owners_of: dict[str, list[tuple[str, float]]] = defaultdict(list)  # keyword -> [(profile, weight)]
+        self.singles: set[str] = set()  # one-word keywords
+        self.pairs: set[tuple[str, str]] = set()  # two-word keywords
+        self.longer: dict[tuple[str, str], set[tuple[str, ...]]] = defaultdict(set)  # first two words -> keywords
+        special: set[str] = set()
+        self.profiles = 0
+        for profile, keywords in profiles.items():
+            self.profiles += 1
+            for key, weight in keywords:
+                key = " ".join(key.lower().split())
+                if not key:
+                    continue
+                if WORDS_KEY.fullmatch(key):  # "web-crawler" and "web crawler" are one keyword
+                    words = tuple(WORD.findall(key))
+                    key = " ".join(words)
+                    if len(words) == 1:
+                        self.singles.add(key)
+                    elif len(words) == 2:
+                        self.pairs.add(words)
+                    else:
+                        self.longer[words[:2]].add(words)
+                else:
+                    special.add(key)
+                self.owners_of[key].append((profile, float(weight)))
+        self.owners_of = dict(self.owners_of)
+        self.longer = dict(self.longer)
+        self.special_re = _literal_alternation(special) if special else None
+
+    def match(self, text: str) -> Matches:
+        """Count the page's words and word pairs once (C-speed Counters), keep those that
+        are keywords, then give each matched keyword's count to the profiles that chose it:
+        the work is the page's plus the matches', whatever the number of profiles."""
+        lowered = text.lower()
+        words = WORD.findall(lowered)
+        counts: dict[str, int] = {}
+        word_counts = Counter(words)
+        for word in word_counts.keys() & self.singles:
+            counts[word] = word_counts[word]
+        if self.pairs or self.longer:
+            pair_counts = Counter(zip(words, words[1:], strict=False))
+            for pair in pair_counts.keys() & self.pairs:
+                counts[" ".join(pair)] = pair_counts[pair]
+            for first_two in pair_counts.keys() & self.longer.keys():
+                for i in range(len(words) - 2):
+                    if (words[i], words[i + 1]) == first_two:
+                        for key_words in self.longer[first_two]:
+                            if tuple(words[i:i + len(key_words)]) == key_words:
+                                joined = " ".join(key_words)
+                                counts[joined] = counts.get(joined, 0) + 1
+        if self.special_re is not None:
+            for m in self.special_re.finditer(lowered):
+                counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+        relevance: dict[str, float] = defaultdict(float)
+        matched: dict[str, list[str]] = defaultdict(list)
+        for key, count in counts.items():
+            for profile, weight in self.owners_of[key]:
+                relevance[profile] += weight * count
+                matched[profile].append(key)
+        return Matches(text, dict(relevance), counts, dict(matched))
+
+
+def _keyword_pattern(keyword: str) -> re.Pattern[str]:
+    if WORDS_KEY.fullmatch(keyword):
+        return re.compile(r"(?<!\w)(" + r"\W+".join(WORD.findall(keyword)) + r")(?!\w)")
+    return _literal_alternation([keyword])
+
+
+def _literal_alternation(keys: Iterable[str]) -> re.Pattern[str]:
+    """One pattern for literal keywords with non-word edges. Whole words: an occurrence
+    touches no word character on either side (``c++`` matches "c++ code", not "abc++" or
+    "c++11")."""
+    alternatives = "|".join(re.escape(key).replace(r"\ ", r"\s+") for key in sorted(keys, key=len, reverse=True))
+    return re.compile(rf"(?<!\w)({alternatives})(?!\w)")
+
+
+def naive_relevance(text: str, keywords: Iterable[tuple[str, float]]) -> float:
+    """The per-profile way (one regular expression per keyword): the baseline of the bench."""
+    total = 0.0
+    for key, weight in keywords:
+        key = " ".join(key.lower().split())
+        words_only = WORDS_KEY.fullmatch(key)
+        escaped = re.escape(key).replace(r"\ ", r"\W+" if words_only else r"\s+")
+        pattern = rf"(?<!\w){escaped}(?!\w)"
+        total += weight * len(re.findall(pattern, text.lower()))
+    return total
