@@ -1,0 +1,90 @@
+"""ACIs (seed 003 Table 6): what one owner is told about one new version of one page."""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from lxml import etree
+
+from webrace.annotation.matcher import Matches
+from webrace.xmlutil import safe_parser
+
+SNIPPET = 60  # characters of context on each side of a match
+MAX_SNIPPETS = 3
+
+
+@dataclass(frozen=True)
+class Aci:
+    owner: str
+    uri: str
+    relevance: float
+    updatetime: int  # epoch ms of the fetch
+    filesize: int
+    version: int
+    docbase: str  # SHA-256 of the stored body
+    summary: str
+    urgent: bool = False
+    expired: bool = False
+    format: str = "html"
+    extension: str = "html"
+
+    @property
+    def id(self) -> str:
+        return hashlib.sha1(f"{self.owner}\n{self.uri}\n{self.docbase}".encode()).hexdigest()[:16]
+
+    def to_xml(self) -> str:
+        root = etree.Element("aci", id=self.id, owner=self.owner, extension=self.extension, format=self.format,
+                             relevance=f"{self.relevance:g}", updatetime=str(self.updatetime),
+                             filesize=str(self.filesize), version=str(self.version))
+        etree.SubElement(root, "uri").text = self.uri
+        etree.SubElement(root, "urgency", urgent="1" if self.urgent else "0")
+        etree.SubElement(root, "docbase").text = self.docbase
+        etree.SubElement(root, "expired", expir="true" if self.expired else "false")
+        etree.SubElement(root, "summary").text = self.summary
+        return etree.tostring(root, encoding="unicode")
+
+    @classmethod
+    def from_xml(cls, text: str) -> Aci:
+        root = etree.fromstring(text.encode(), safe_parser())
+        return cls(
+            owner=root.get("owner"), uri=root.findtext("uri"), relevance=float(root.get("relevance")),
+            updatetime=int(root.get("updatetime")), filesize=int(root.get("filesize")),
+            version=int(root.get("version")), docbase=root.findtext("docbase"),
+            summary=root.findtext("summary") or "", urgent=root.find("urgency").get("urgent") == "1",
+            expired=root.find("expired").get("expir") == "true", format=root.get("format"),
+            extension=root.get("extension"),
+        )
+
+
+def summary(matches: Matches, keywords: list[str], limit: int = 300) -> str:
+    """Snippets of the text around the first occurrence of each matched keyword (in the
+    order given, e.g. heaviest first), joined with " ... "."""
+    text = matches.text
+    windows: list[tuple[int, int]] = []
+    for key in keywords:
+        spans = matches.spans(key)
+        if not spans:
+            continue
+        start, end = spans[0]
+        lo, hi = max(0, start - SNIPPET), min(len(text), end + SNIPPET)
+        if not any(lo < b and a < hi for a, b in windows):
+            windows.append((lo, hi))
+        if len(windows) == MAX_SNIPPETS:
+            break
+    parts = []
+    for lo, hi in sorted(windows):
+        snippet = " ".join(text[lo:hi].split())
+        parts.append(("..." if lo > 0 else "") + snippet + ("..." if hi < len(text) else ""))
+    joined = " ".join(parts)
+    return joined if len(joined) <= limit else joined[: limit - 3].rstrip() + "..."
+
+
+def extension_of(url: str, media_type: str) -> tuple[str, str]:
+    """(extension, format) of a page, from its URL and media type: ``("html", "html")``."""
+    ext = posixpath.splitext(urlsplit(url).path)[1].lstrip(".").lower()
+    fmt = {"text/html": "html", "application/xhtml+xml": "xhtml", "text/plain": "text",
+           "application/xml": "xml", "text/xml": "xml"}.get(media_type, media_type.split("/")[-1] or "html")
+    return ext or fmt, fmt
