@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from webrace.backends.base import MetaInfoStore, UrdStore, Version
+from webrace.backends.base import AciStore, MetaInfoStore, UrdStore, Version
 
 
 def data_dir(settings: Any) -> Path:
@@ -37,4 +37,12 @@ def open_metainfo_store(settings: Any) -> MetaInfoStore:
     return SqliteMetaInfoStore(data_dir(settings) / "cache.sqlite")
 
 
-__all__ = ["MetaInfoStore", "UrdStore", "Version", "data_dir", "open_metainfo_store", "open_urd_store"]
+def open_aci_store(settings: Any) -> AciStore:
+    """The ACI store (embedded; kept where `scrapy aci` and `scrapy store gc` run)."""
+    from webrace.backends.sqlite import SqliteAciStore
+
+    return SqliteAciStore(data_dir(settings) / "aci.sqlite")
+
+
+__all__ = ["AciStore", "MetaInfoStore", "UrdStore", "Version", "data_dir", "open_aci_store",
+           "open_metainfo_store", "open_urd_store"]

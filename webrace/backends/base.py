@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from webrace.annotation.aci import Aci
 from webrace.store.metainfo import MetaInfo
 from webrace.urd import Urd
 
@@ -89,6 +90,36 @@ class MetaInfoStore(ABC):
     @abstractmethod
     def referenced_digests(self) -> set[str]:
         """Digests some version still points to."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        pass
+
+
+class AciStore(ABC):
+    """The ACIs made for each owner, and which of them were delivered (acknowledged)."""
+
+    def __enter__(self) -> AciStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @abstractmethod
+    def add(self, acis: Iterable[Aci]) -> int:
+        """Keep these ACIs (one per owner, page and version: a repeat is ignored); return how
+        many were new."""
+
+    @abstractmethod
+    def list(self, owner: str, since: int = 0, min_relevance: float = 0.0) -> list[Aci]:
+        """The owner's ACIs updated at or after ``since`` (epoch ms), newest first."""
+
+    @abstractmethod
+    def ack(self, owner: str, ids: Iterable[str] | None = None) -> int:
+        """Mark the owner's ACIs (all when ``ids`` is None) delivered; return how many."""
+
+    @abstractmethod
+    def undelivered_digests(self) -> set[str]:
+        """Stored bodies an undelivered ACI points to: `store gc` must keep them."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         pass

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from webrace.backends.base import MetaInfoStore, UrdStore, Version
+from webrace.annotation.aci import Aci
+from webrace.backends.base import AciStore, MetaInfoStore, UrdStore, Version
 from webrace.store.metainfo import MetaInfo
 from webrace.urd import Urd
 
@@ -160,6 +161,56 @@ class SqliteMetaInfoStore(MetaInfoStore):
 
     def referenced_digests(self) -> set[str]:
         return {d for (d,) in self.conn.execute("SELECT DISTINCT digest FROM version")}
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+_ACI_SCHEMA = """
+CREATE TABLE IF NOT EXISTS aci (
+    id          TEXT PRIMARY KEY,
+    owner       TEXT NOT NULL,
+    updatetime  INTEGER NOT NULL,
+    relevance   REAL NOT NULL,
+    docbase     TEXT NOT NULL,
+    delivered   INTEGER NOT NULL DEFAULT 0,
+    xml         TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS aci_owner ON aci(owner, updatetime);
+"""
+
+
+class SqliteAciStore(AciStore):
+    def __init__(self, path: str | Path) -> None:
+        self.conn = connect(Path(path))
+        self.conn.executescript(_ACI_SCHEMA)
+
+    def add(self, acis: Iterable[Aci]) -> int:
+        rows = [(a.id, a.owner, a.updatetime, a.relevance, a.docbase, a.to_xml()) for a in acis]
+        with _Transaction(self.conn):
+            before = self.conn.total_changes
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO aci (id, owner, updatetime, relevance, docbase, xml) VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            return self.conn.total_changes - before
+
+    def list(self, owner: str, since: int = 0, min_relevance: float = 0.0) -> list[Aci]:
+        rows = self.conn.execute(
+            "SELECT xml FROM aci WHERE owner = ? AND updatetime >= ? AND relevance >= ? "
+            "ORDER BY updatetime DESC, id", (owner, since, min_relevance))
+        return [Aci.from_xml(x) for (x,) in rows]
+
+    def ack(self, owner: str, ids: Iterable[str] | None = None) -> int:
+        with _Transaction(self.conn):
+            if ids is None:
+                return self.conn.execute("UPDATE aci SET delivered = 1 WHERE owner = ? AND delivered = 0",
+                                         (owner,)).rowcount
+            return sum(self.conn.execute("UPDATE aci SET delivered = 1 WHERE owner = ? AND id = ? AND delivered = 0",
+                                         (owner, i)).rowcount for i in ids)
+
+    def undelivered_digests(self) -> set[str]:
+        return {d for (d,) in self.conn.execute("SELECT DISTINCT docbase FROM aci WHERE delivered = 0")}
 
     def close(self) -> None:
         self.conn.close()

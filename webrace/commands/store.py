@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from webrace.backends import open_aci_store
 from webrace.store.cache import ObjectCache
 from webrace.store.objects import ObjectCorrupt, ObjectMissing
 from webrace.urls import BadURL, normalize
@@ -30,8 +31,8 @@ class Command(ScrapyCommand):
         return (
             "versions URL: every stored version of URL (number, fetch time, size, status, digest). "
             "get URL [--version N]: the body of version N (default: the newest) to stdout. "
-            "gc [--keep N]: keep the newest N versions of each URL (default WEBRACE_KEEP_VERSIONS) "
-            "and delete every object no version points to."
+            "gc [--keep N]: keep the newest N versions of each URL (default WEBRACE_KEEP_VERSIONS), "
+            "and older ones an undelivered ACI points to, and delete every object no version points to."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -81,7 +82,9 @@ class Command(ScrapyCommand):
         sys.stdout.flush()
 
     def gc(self, cache: ObjectCache, keep: int) -> None:
-        report = cache.gc(keep)
+        with open_aci_store(self.settings) as acis:
+            protected = acis.undelivered_digests()  # an owner has not been told about these yet
+        report = cache.gc(keep, protected)
         print(
             f"Kept the newest {keep} version(s) of each URL: dropped {report.versions_dropped} version(s), "
             f"deleted {report.objects_deleted} object(s) ({report.bytes_freed} bytes), "

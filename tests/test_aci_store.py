@@ -1,0 +1,51 @@
+"""The ACI store, and `store gc` keeping what an undelivered ACI points to."""
+
+from __future__ import annotations
+
+from conftest import urd
+
+from webrace.annotation.aci import Aci
+from webrace.backends.sqlite import SqliteAciStore
+
+
+def aci(owner: str, at: int, relevance: float, docbase: str, uri: str = "http://a.test/") -> Aci:
+    return Aci(owner=owner, uri=uri, relevance=relevance, updatetime=at, filesize=10, version=1,
+               docbase=docbase, summary="s")
+
+
+def test_acis_are_listed_newest_first_with_filters_and_kept_once(tmp_path):
+    with SqliteAciStore(tmp_path / "aci.sqlite") as store:
+        assert store.add([aci("alice", 1, 5, "a" * 64), aci("alice", 3, 1, "b" * 64), aci("bob", 2, 9, "a" * 64)]) == 3
+        assert store.add([aci("alice", 1, 5, "a" * 64)]) == 0  # the same owner, page and version
+        assert [a.updatetime for a in store.list("alice")] == [3, 1]
+        assert [a.updatetime for a in store.list("alice", since=2)] == [3]
+        assert [a.updatetime for a in store.list("alice", min_relevance=2)] == [1]
+        assert store.list("carol") == []
+
+
+def test_ack_marks_delivered_and_frees_the_digests(tmp_path):
+    with SqliteAciStore(tmp_path / "aci.sqlite") as store:
+        first, second = aci("alice", 1, 5, "a" * 64), aci("bob", 2, 9, "b" * 64)
+        store.add([first, second])
+        assert store.undelivered_digests() == {"a" * 64, "b" * 64}
+        assert store.ack("alice", [first.id]) == 1
+        assert store.ack("alice", [first.id]) == 0
+        assert store.undelivered_digests() == {"b" * 64}
+        assert store.ack("bob") == 1 and store.undelivered_digests() == set()
+
+
+def test_store_gc_keeps_a_version_an_undelivered_aci_points_to(site, project):
+    project.add_urds(urd("u1", "alice", site.url("/")))
+    digests = []
+    for n in range(3):
+        site.html("/", text=f"edition {n}")
+        if n:
+            project.scrapy("urd", "due", "--all")
+        digests.append(project.crawl().items[0]["digest"])
+    with SqliteAciStore(project.data / "aci.sqlite") as store:
+        store.add([aci("alice", 1, 5, digests[0], site.url("/"))])  # alice was not told about edition 0 yet
+    gc = project.scrapy("store", "gc", "--keep", "1")
+    assert "dropped 1 version(s)" in gc.stdout  # edition 1 goes, edition 0 stays for alice
+    versions = project.scrapy("store", "versions", site.url("/")).stdout.splitlines()[1:]
+    assert [line.split()[0] for line in versions] == ["1", "3"]
+    assert "edition 0" in project.scrapy("store", "get", site.url("/"), "--version", "1").stdout
