@@ -160,25 +160,34 @@ def check_goals(results: dict[str, list[Crawl]]) -> bool:
     return all(ok for _, ok in goals)
 
 
-def plot(results: dict[str, list[Crawl]], titles: dict[str, str], path: Path) -> None:
+def plot_pages_done(panels: list[tuple[str, list[tuple[str, list[float]]]]], title: str, xlabel: str,
+                    path: Path) -> None:
+    """Pages done over time (the seed's Figure 6): one panel per ``(title, [(label, times)])``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(results), figsize=(6 * len(results), 4.5))
-    for ax, (label, crawls) in zip(axes, results.items(), strict=True):
-        for crawl in crawls:
-            ax.plot([0.0, *crawl.times], range(len(crawl.times) + 1), label=f"{crawl.name} ({crawl.seconds:.1f} s)")
-        ax.set_title(titles[label])
-        ax.set_xlabel("seconds since the crawl started")
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5), squeeze=False)
+    for ax, (panel_title, lines) in zip(axes[0], panels, strict=True):
+        for label, times in lines:
+            ax.plot([0.0, *times], range(len(times) + 1), label=label)
+        ax.set_title(panel_title)
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("pages done")
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right")
-    fig.suptitle("WebRACE: crawl vs. conditional re-crawl (pages done over time)")
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print(f"\nWrote {path}")
+
+
+def plot(results: dict[str, list[Crawl]], titles: dict[str, str], path: Path) -> None:
+    panels = [(titles[label], [(f"{c.name} ({c.seconds:.1f} s)", c.times) for c in crawls])
+              for label, crawls in results.items()]
+    plot_pages_done(panels, "WebRACE: crawl vs. conditional re-crawl (pages done over time)",
+                    "seconds since the crawl started", path)
 
 
 def main() -> int:

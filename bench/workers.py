@@ -30,7 +30,7 @@ import redis
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from recrawl import SiteServer  # noqa: E402 - a sibling script, not a package
+from recrawl import SiteServer, plot_pages_done  # noqa: E402 - a sibling script, not a package
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -108,24 +108,9 @@ def run(name: str, server: SiteServer, workers: int, redis_mode: bool, concurren
 
 
 def plot(results: list[Result], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    for ax, group, title in ((axes[0], results[:2], "50 ms per response"), (axes[1], results[2:], "raw loopback")):
-        for r in group:
-            ax.plot(r.times, range(1, len(r.times) + 1), label=f"{r.name} ({r.pages_per_s:.0f} pages/s)")
-        ax.set_title(title)
-        ax.set_xlabel("seconds since the first page")
-        ax.set_ylabel("pages done")
-        ax.grid(alpha=0.3)
-        ax.legend(loc="lower right")
-    fig.suptitle("WebRACE distributed mode: workers over Redis")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    print(f"\nWrote {path}")
+    panels = [(title, [(f"{r.name} ({r.pages_per_s:.0f} pages/s)", r.times) for r in group])
+              for group, title in ((results[:2], "50 ms per response"), (results[2:], "raw loopback"))]
+    plot_pages_done(panels, "WebRACE distributed mode: workers over Redis", "seconds since the first page", path)
 
 
 def main() -> int:

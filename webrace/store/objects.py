@@ -51,8 +51,9 @@ class CompressedObjects:
         stored bytes (for :meth:`intact`). With ``repair``, a stored copy that does not read
         back correctly is replaced."""
         digest = digest or digest_of(body)
-        replace = repair and self.exists(digest) and not self._readable(digest)
-        if self.exists(digest) and not replace:
+        present = self.exists(digest)
+        replace = repair and present and not self._readable(digest)
+        if present and not replace:
             return digest, False, self.checksum(digest)
         data = zlib.compress(body, self.level)
         written = self._write(digest, data, replace)
