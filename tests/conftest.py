@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email.utils import formatdate, parsedate_to_datetime
+from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -186,8 +187,17 @@ class Run:
     summary: dict
 
     @property
+    def pages(self) -> list[dict]:
+        return [item for item in self.items if "owners" in item]
+
+    @property
+    def acis(self) -> list[dict]:
+        """ACI items (they name one ``owner`` and a ``docbase``)."""
+        return [item for item in self.items if "docbase" in item]
+
+    @property
     def by_url(self) -> dict[str, dict]:
-        return {item["url"]: item for item in self.items}
+        return {item["url"]: item for item in self.pages}
 
     def stat(self, key: str, default: int = 0) -> int | float:
         return self.summary.get("stats", {}).get(key, default)
@@ -247,8 +257,13 @@ def project(tmp_path: Path) -> Project:
 
 
 def urd(urd_id: str, owner: str, url: str, depth: int = 0, scope: str | None = None,
-        timing: int = 3_600_000, extra: str = "") -> str:
+        timing: int = 3_600_000, extra: str = "", keywords: dict[str, float] | None = None,
+        threshold: float | None = None) -> str:
     """One <urd> element."""
     scope_el = f"<scope>{scope}</scope>" if scope else ""
+    if keywords is not None or threshold is not None:
+        attr = f' threshold="{threshold}"' if threshold is not None else ""
+        keys = "".join(f'<keyword key="{escape(k, quote=True)}" weight="{w}"/>' for k, w in (keywords or {}).items())
+        extra += f"<keywords{attr}>{keys}</keywords>"
     return (f'<urd id="{urd_id}" owner="{owner}"><uri timing="{timing}">{url}</uri>'
             f'<depth level="{depth}"/>{scope_el}{extra}</urd>')

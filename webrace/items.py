@@ -22,3 +22,6 @@ class Page(scrapy.Item):
     version = scrapy.Field()  # number of the stored version this page now is (None: no body stored)
     new_version = scrapy.Field()  # True: this fetch stored a new version
     digest = scrapy.Field()  # SHA-256 of that version's body (its name in the object store)
+    kept = scrapy.Field()  # True: that body is in the object store (False: dropped as irrelevant, or none)
+    relevant_to = scrapy.Field()  # owners who got an ACI for this version (only on new versions judged)
+    round = scrapy.Field()  # id of the crawl round that fetched it

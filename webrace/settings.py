@@ -34,6 +34,9 @@ WEBRACE_MAX_CRAWL_DELAY = 60.0
 WEBRACE_RECRAWL = True
 # Keep running: start each URD again when it falls due (the seed's mini-crawler).
 WEBRACE_CONTINUOUS = False
+# A new version relevant to none of its owners (their URDs have keywords, none matched enough)
+# is not kept: its body is dropped from the object store, its meta-info stays (the seed's way).
+WEBRACE_DROP_IRRELEVANT = True
 # `scrapy store gc` keeps this many newest versions of each URL.
 WEBRACE_KEEP_VERSIONS = 3
 
@@ -81,6 +84,8 @@ DOWNLOADER_MIDDLEWARES = {
 SPIDER_MIDDLEWARES = {
     # depth is per URD and kept by the spider's frontier; Scrapy's counter would mislead
     "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
+    # sees the spider's items first: judges new versions for their owners, emits ACIs
+    "webrace.annotation.middleware.AnnotationMiddleware": 950,
 }
 EXTENSIONS = {
     "webrace.summary.CrawlSummary": 500,

@@ -37,6 +37,7 @@ class Urd:
     lastcheck: int | None = None  # epoch milliseconds of the last completed crawl
     scope: str = "host"
     keywords: tuple[Keyword, ...] = ()
+    threshold: Decimal | None = None  # relevance an ACI needs (None: any relevance above 0)
     urgent: bool = False
     protocol: str = "http"
     method: str = "pull"
@@ -67,8 +68,10 @@ class Urd:
             etree.SubElement(
                 root, "type", protocol=self.protocol, method=self.method, processtype=self.processtype
             )
-        if self.keywords:
+        if self.keywords or self.threshold is not None:
             kws = etree.SubElement(root, "keywords")
+            if self.threshold is not None:
+                kws.set("threshold", str(self.threshold))
             for kw in self.keywords:
                 etree.SubElement(kws, "keyword", key=kw.key, weight=str(kw.weight))
         etree.SubElement(root, "depth", level=str(self.depth))
@@ -168,6 +171,8 @@ def _from_element(element: etree._Element, source: str) -> Urd:
         Keyword(kw.get("key"), Decimal(kw.get("weight", "1")))
         for kw in element.iterfind("keywords/keyword")
     )
+    threshold = element.find("keywords")
+    threshold = threshold.get("threshold") if threshold is not None else None
     line = element.sourceline
     return Urd(
         id=element.get("id"),
@@ -178,6 +183,7 @@ def _from_element(element: etree._Element, source: str) -> Urd:
         depth=int(element.find("depth").get("level")),
         scope=scope.text.strip() if scope is not None else "host",
         keywords=keywords,
+        threshold=Decimal(threshold) if threshold is not None else None,
         urgent=urgency is not None and urgency.get("urgent") == "1",
         protocol=type_.get("protocol", "http") if type_ is not None else "http",
         method=type_.get("method", "pull") if type_ is not None else "pull",

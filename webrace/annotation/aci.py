@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from lxml import etree
@@ -30,10 +30,13 @@ class Aci:
     expired: bool = False
     format: str = "html"
     extension: str = "html"
+    title: str = ""  # the page's <title>, for feeds and the PIR page
+    # stable per owner, page and version: a field, so feed exports and `aci list` carry it
+    id: str = field(init=False, compare=False)
 
-    @property
-    def id(self) -> str:
-        return hashlib.sha1(f"{self.owner}\n{self.uri}\n{self.docbase}".encode()).hexdigest()[:16]
+    def __post_init__(self) -> None:
+        digest = hashlib.sha1(f"{self.owner}\n{self.uri}\n{self.docbase}".encode()).hexdigest()[:16]
+        object.__setattr__(self, "id", digest)
 
     def to_xml(self) -> str:
         root = etree.Element("aci", id=self.id, owner=self.owner, extension=self.extension, format=self.format,
@@ -43,7 +46,9 @@ class Aci:
         etree.SubElement(root, "urgency", urgent="1" if self.urgent else "0")
         etree.SubElement(root, "docbase").text = self.docbase
         etree.SubElement(root, "expired", expir="true" if self.expired else "false")
-        etree.SubElement(root, "summary").text = self.summary
+        etree.SubElement(root, "summary").text = _xml_safe(self.summary)
+        if self.title:
+            etree.SubElement(root, "title").text = _xml_safe(self.title)
         return etree.tostring(root, encoding="unicode")
 
     @classmethod
@@ -55,8 +60,13 @@ class Aci:
             version=int(root.get("version")), docbase=root.findtext("docbase"),
             summary=root.findtext("summary") or "", urgent=root.find("urgency").get("urgent") == "1",
             expired=root.find("expired").get("expir") == "true", format=root.get("format"),
-            extension=root.get("extension"),
+            extension=root.get("extension"), title=root.findtext("title") or "",
         )
+
+
+def _xml_safe(text: str) -> str:
+    """Page text may hold characters XML 1.0 cannot (control characters): drop them."""
+    return "".join(ch for ch in text if ch in "\t\n\r" or " " <= ch <= "\ud7ff" or "\ue000" <= ch <= "\ufffd")
 
 
 def summary(matches: Matches, keywords: list[str], limit: int = 300) -> str:

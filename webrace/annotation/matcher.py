@@ -53,12 +53,11 @@ class KeywordIndex:
         for profile, keywords in profiles.items():
             self.profiles += 1
             for key, weight in keywords:
-                key = " ".join(key.lower().split())
+                key = normalize_keyword(key)
                 if not key:
                     continue
-                if WORDS_KEY.fullmatch(key):  # "web-crawler" and "web crawler" are one keyword
-                    words = tuple(WORD.findall(key))
-                    key = " ".join(words)
+                if WORDS_KEY.fullmatch(key):
+                    words = tuple(key.split())
                     if len(words) == 1:
                         self.singles.add(key)
                     elif len(words) == 2:
@@ -103,6 +102,13 @@ class KeywordIndex:
                 relevance[profile] += weight * count
                 matched[profile].append(key)
         return Matches(text, dict(relevance), counts, dict(matched))
+
+
+def normalize_keyword(key: str) -> str:
+    """The form a keyword is matched and counted under (:attr:`Matches.counts`): lower case,
+    whitespace collapsed, and "web-crawler" / "web  crawler" both ``"web crawler"``."""
+    key = " ".join(key.lower().split())
+    return " ".join(WORD.findall(key)) if WORDS_KEY.fullmatch(key) else key
 
 
 def _keyword_pattern(keyword: str) -> re.Pattern[str]:

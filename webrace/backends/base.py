@@ -91,6 +91,12 @@ class MetaInfoStore(ABC):
     def referenced_digests(self) -> set[str]:
         """Digests some version still points to."""
 
+    @abstractmethod
+    def drop_version(self, expected: MetaInfo, meta: MetaInfo, version: Version) -> bool | None:
+        """If the URL's record is still ``expected``: replace it with ``meta`` and remove
+        ``version``, in one transaction, and return whether another version still points to
+        its digest. None (and nothing changed) when the record is no longer ``expected``."""
+
     def close(self) -> None:  # noqa: B027 - optional hook
         pass
 

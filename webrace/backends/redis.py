@@ -8,6 +8,8 @@ Keys (``P`` is the prefix, default ``webrace:``):
 - ``P meta``              hash: URL -> meta-info XML (the seed's record, as in SQLite)
 - ``P versions:<URL>``    list: the URL's versions, oldest first, one JSON object each
 - ``P object:<sha256>``   string: a stored body, zlib-compressed
+- ``P refs``              hash: digest -> number of versions pointing to it (drops, prune)
+- ``P aci`` / ``P aci:owner:<owner>`` / ``P aci:undelivered``  the ACI store (``RedisAciStore``)
 - ``P round:<id>:...``    a round's URDs and shared frontier (``redisfrontier``, ``redisrounds``)
 """
 
@@ -65,6 +67,8 @@ class RedisMetaInfoStore(MetaInfoStore):
         self.client = client
         self.prefix = key_prefix
         self.meta_key = f"{key_prefix}meta"
+        self.refs_key = f"{key_prefix}refs"
+        self._drop = client.register_script(_DROP_VERSION)
 
     def _versions_key(self, url: str) -> str:
         return f"{self.prefix}versions:{url}"
@@ -78,6 +82,7 @@ class RedisMetaInfoStore(MetaInfoStore):
         pipe.hset(self.meta_key, meta.url, meta.to_xml())
         if new_version is not None:
             pipe.rpush(self._versions_key(meta.url), json.dumps(_as_record(new_version)))
+            pipe.hincrby(self.refs_key, new_version.digest, 1)
         pipe.execute()
 
     def versions(self, url: str) -> list[Version]:
@@ -96,12 +101,34 @@ class RedisMetaInfoStore(MetaInfoStore):
             pipe = self.client.pipeline(transaction=True)
             for v in old:
                 pipe.lrem(self._versions_key(url), 1, json.dumps(_as_record(v)))
+                pipe.hincrby(self.refs_key, v.digest, -1)
             pipe.execute()
             dropped.extend(old)
         return dropped
 
     def referenced_digests(self) -> set[str]:
         return {v.digest for url in self.urls() for v in self.versions(url)}
+
+    def drop_version(self, expected: MetaInfo, meta: MetaInfo, version: Version) -> bool | None:
+        result = self._drop(keys=[self.meta_key, self._versions_key(meta.url), self.refs_key],
+                            args=[meta.url, expected.to_xml(), meta.to_xml(), json.dumps(_as_record(version)),
+                                  version.digest])
+        return None if result is None or int(result) < 0 else int(result) > 0
+
+
+# KEYS: meta hash, the URL's versions list, refs hash. ARGV: url, expected meta XML, new meta
+# XML, the version's JSON record, its digest. Returns -1 when the record changed, else how
+# many versions still point to the digest.
+_DROP_VERSION = """
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return -1 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+if redis.call('LREM', KEYS[2], 1, ARGV[4]) > 0 then
+  local left = redis.call('HINCRBY', KEYS[3], ARGV[5], -1)
+  if left <= 0 then redis.call('HDEL', KEYS[3], ARGV[5]) end
+  return math.max(left, 0)
+end
+return tonumber(redis.call('HGET', KEYS[3], ARGV[5]) or '0')
+"""
 
 
 def _as_record(v: Version) -> dict[str, Any]:

@@ -162,6 +162,16 @@ class SqliteMetaInfoStore(MetaInfoStore):
     def referenced_digests(self) -> set[str]:
         return {d for (d,) in self.conn.execute("SELECT DISTINCT digest FROM version")}
 
+    def drop_version(self, expected: MetaInfo, meta: MetaInfo, version: Version) -> bool | None:
+        with _Transaction(self.conn):
+            row = self.conn.execute("SELECT xml FROM metainfo WHERE url = ?", (meta.url,)).fetchone()
+            if row is None or row[0] != expected.to_xml():
+                return None
+            self.conn.execute("UPDATE metainfo SET xml = ? WHERE url = ?", (meta.to_xml(), meta.url))
+            self.conn.execute("DELETE FROM version WHERE url = ? AND number = ?", (version.url, version.number))
+            return self.conn.execute("SELECT 1 FROM version WHERE digest = ? LIMIT 1",
+                                     (version.digest,)).fetchone() is not None
+
     def close(self) -> None:
         self.conn.close()
 

@@ -275,6 +275,7 @@ class UrdSpider(scrapy.Spider):
             version=version,
             new_version=new_version,
             digest=meta.digest,
+            kept=version is not None and not meta.dropped,
         )
 
     def _extract(self, rnd: Round, response: HtmlResponse) -> list[str]:
@@ -397,7 +398,15 @@ class UrdSpider(scrapy.Spider):
 
     def _complete(self, rnd: Round, node: Node, item: Page) -> Page:
         item.update(self._owners(rnd, node))
+        item["round"] = rnd.id
         return item
+
+    def round_urds(self, round_id: str | None) -> dict[str, Urd] | None:
+        """The URDs of a round this spider crawls (for the annotation middleware)."""
+        if self.round is not None and self.round.id == round_id:
+            return self.round.urds
+        rnd = self.shared_rounds.get(round_id or "")
+        return rnd.urds if rnd is not None else None
 
     def _owners(self, rnd: Round, node: Node) -> dict[str, Any]:
         """``owners``, ``urd_ids`` and ``urgent`` of the URDs a page is fetched for."""

@@ -71,7 +71,7 @@ class ObjectCache:
 
     def check(self, meta: MetaInfo) -> str | None:
         """Why the stored body of ``meta`` cannot be trusted (``missing``/``corrupt``), or None."""
-        if not meta.digest:
+        if not meta.digest or meta.dropped:  # a dropped body is not expected to be there
             return None
         try:
             return None if self.objects.intact(meta.digest, meta.objcrc) else "corrupt"
@@ -107,13 +107,18 @@ class ObjectCache:
         if not (200 <= status < 300 and store_body):
             meta = MetaInfo(url, status, fetched, header, tuple(links), ip, size=newest.size if newest else 0,
                             digest=newest.digest if newest else None, version=newest.number if newest else None,
-                            objcrc=previous.objcrc if previous and newest else None)
+                            objcrc=previous.objcrc if previous and newest else None,
+                            dropped=bool(previous and newest and previous.dropped))
             self.index.put(meta)  # no validators: next time, fetch in full
             return Recorded(meta, newest.number if newest else None, False, False)
         digest = digest_of(body)
         meta = MetaInfo(url, status, fetched, header, tuple(links), ip, size=len(body),
                         lastmodified=lastmodified, etag=etag, digest=digest)
         if newest is not None and newest.digest == digest:
+            if previous is not None and previous.dropped:  # still the body nobody wanted: not kept
+                meta = replace(meta, version=newest.number, dropped=True)
+                self.index.put(meta)
+                return Recorded(meta, newest.number, False, True)
             _, _, crc = self.objects.put(body, digest, repair=True)  # the stored copy may have been damaged
             meta = replace(meta, version=newest.number, objcrc=crc)
             self.index.put(meta)
@@ -131,6 +136,22 @@ class ObjectCache:
         if updated != meta:
             self.index.put(updated)
         return updated
+
+    def drop(self, meta: MetaInfo) -> bool:
+        """Do not keep the body of ``meta``'s newest version (it was relevant to no owner):
+        the version is removed, the meta-info stays with its digest and validators (so the
+        next re-crawl is still conditional, and an unchanged body is recognised), marked
+        ``dropped``. The object is deleted unless another version still points to it.
+        Nothing happens when the URL's record is no longer ``meta`` (a newer fetch won)."""
+        if meta.version is None or not meta.digest or meta.dropped:
+            return False
+        version = Version(meta.url, meta.version, meta.digest, meta.fetched, meta.size, meta.status)
+        referenced = self.index.drop_version(meta, replace(meta, dropped=True, objcrc=None), version)
+        if referenced is None:
+            return False
+        if not referenced:  # index first, object second: a crash leaves garbage, never a dangling version
+            self.objects.delete(meta.digest)
+        return True
 
     def forget_validators(self, meta: MetaInfo) -> None:
         """Make the next request for this URL unconditional (its stored body is unusable)."""

@@ -27,6 +27,7 @@ class MetaInfo:
     digest: str | None = None  # newest stored body
     version: int | None = None  # number of the newest stored version
     objcrc: int | None = None  # CRC-32 of that version's stored file (cheap integrity check)
+    dropped: bool = False  # that body was relevant to no owner and was not kept (digest stays)
 
     @property
     def kbytes(self) -> int:
@@ -76,6 +77,8 @@ class MetaInfo:
             root.set("version", str(self.version))
         if self.objcrc is not None:
             root.set("objcrc", str(self.objcrc))
+        if self.dropped:
+            root.set("dropped", "true")
         return etree.tostring(root, encoding="unicode")
 
     @classmethod
@@ -99,6 +102,7 @@ class MetaInfo:
             digest=get("digest"),
             version=int(root.get("version")) if root.get("version") else None,
             objcrc=int(root.get("objcrc")) if root.get("objcrc") else None,
+            dropped=root.get("dropped") in ("true", "1"),
         )
 
 

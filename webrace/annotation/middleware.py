@@ -1,0 +1,138 @@
+"""Annotation in the crawl: a spider middleware between the ``urd`` spider and the engine.
+
+Every :class:`~webrace.items.Page` the spider emits with a *new* version (a 304 or an
+unchanged body makes none) is judged by the filtering processor for the owners on the item
+(the spider emits it only once its owners are final). The body is read back from the object
+store and matched in a worker thread, so the reactor keeps downloading while a large page is
+judged. Then, on the reactor thread:
+
+- each ACI is kept in the ACI store and emitted as an item after its page (feed exports
+  write both; ``FEEDS`` ``item_classes`` can split them);
+- a page relevant to no owner has its body dropped from the object store when
+  ``WEBRACE_DROP_IRRELEVANT`` is on (the meta-info stays, so the next re-crawl is still a
+  conditional GET);
+- the page item gets ``relevant_to`` (owners who got an ACI) and ``kept`` (its body is
+  stored).
+
+Stats: ``webrace/acis``, ``webrace/annotated``, ``webrace/irrelevant``,
+``webrace/bodies_dropped``, ``webrace/annotate_failed``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import Any
+
+from scrapy.crawler import Crawler
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.threads import deferToThread
+
+from webrace.annotation.filtering import FilteringProcessor, Judgement, Version
+from webrace.backends import open_aci_store
+from webrace.items import Page
+from webrace.store.objects import ObjectCorrupt, ObjectMissing
+
+logger = logging.getLogger(__name__)
+
+
+class AnnotationMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.drop_irrelevant = crawler.settings.getbool("WEBRACE_DROP_IRRELEVANT")
+        self.processor = FilteringProcessor()
+        self._store: Any = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> AnnotationMiddleware:
+        from scrapy import signals
+
+        mw = cls(crawler)
+        crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
+        return mw
+
+    # Universal middleware: the async path judges in a thread; the sync one (used only when
+    # a sync-only middleware forces it) judges inline.
+
+    def process_spider_output(self, response: Any, result: Iterable[Any]) -> Iterator[Any]:
+        for obj in result:
+            job = self._job(obj)
+            if job is None:
+                yield obj
+            else:
+                yield from self._finish(*job, self._judge(*job))
+
+    async def process_spider_output_async(self, response: Any, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        async for obj in result:
+            job = self._job(obj)
+            if job is None:
+                yield obj
+                continue
+            judgement = await maybe_deferred_to_future(deferToThread(self._judge, *job))
+            for out in self._finish(*job, judgement):
+                yield out
+
+    # -- the work ------------------------------------------------------------------------
+
+    def _job(self, obj: Any) -> tuple[Page, Any, dict, list, Any] | None:
+        """What judging ``obj`` needs, read on the reactor thread; None: not to be judged."""
+        if not isinstance(obj, Page) or not obj.get("new_version") or not obj.get("digest"):
+            return None
+        spider = self.crawler.spider
+        round_urds = spider.round_urds(obj.get("round")) if hasattr(spider, "round_urds") else None
+        urds = [round_urds[i] for i in obj.get("urd_ids") or () if i in round_urds] if round_urds else []
+        if not urds:
+            return None
+        cache = spider.cache
+        meta = cache.lookup(obj["url"])
+        if meta is None or meta.digest != obj["digest"] or meta.version != obj.get("version"):
+            return None  # a newer fetch replaced it already: that one is judged instead
+        return obj, meta, round_urds, urds, cache
+
+    def _judge(self, page: Page, meta: Any, round_urds: dict, urds: list, cache: Any) -> Judgement | None:
+        """In a worker thread: read the body back and judge it; None when it cannot be read."""
+        try:
+            body = cache.objects.get(meta.digest)
+        except (ObjectMissing, ObjectCorrupt, OSError) as exc:
+            logger.warning("Cannot annotate %s: stored body unreadable: %s", page["url"], exc)
+            return None
+        version = Version(page["url"], body, meta.header_value("Content-Type") or "", page.get("content_type") or "",
+                          meta.digest, meta.version, meta.fetched, meta.size)
+        try:
+            index = self.processor.index(page.get("round"), round_urds.values())
+            return self.processor.judge(version, urds, index)
+        except Exception:  # a bug must not cost the page its item: logged, counted, page emitted
+            logger.exception("Annotating %s failed", page["url"])
+            return None
+
+    def _finish(self, page: Page, meta: Any, round_urds: dict, urds: list, cache: Any,
+                judgement: Judgement | None) -> Iterator[Any]:
+        """On the reactor thread: keep the ACIs, drop an irrelevant body, emit."""
+        if judgement is None:
+            self.stats.inc_value("webrace/annotate_failed")
+            yield page
+            return
+        if judgement.filtered:
+            self.stats.inc_value("webrace/annotated")
+        page["relevant_to"] = sorted(a.owner for a in judgement.acis)
+        if judgement.acis:
+            self.stats.inc_value("webrace/acis", self.store.add(judgement.acis))
+        elif judgement.irrelevant:
+            self.stats.inc_value("webrace/irrelevant")
+            if self.drop_irrelevant and cache.drop(meta):
+                self.stats.inc_value("webrace/bodies_dropped")
+                page["kept"] = False
+        yield page
+        yield from judgement.acis
+
+    @property
+    def store(self) -> Any:
+        if self._store is None:
+            self._store = open_aci_store(self.crawler.settings)
+        return self._store
+
+    def spider_closed(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
