@@ -36,3 +36,88 @@ def test_two_owners_get_their_own_aci_with_their_own_relevance(site, project):
         stored = store.list("alice")
         assert [a.relevance for a in stored] == [11]
         schema("aci").validate(stored[0].to_xml())
+
+
+def objects(project) -> list:
+    root = project.data / "objects"
+    return [p for p in root.rglob("*") if p.is_file()] if root.exists() else []
+
+
+def test_irrelevant_body_is_dropped_but_the_recrawl_stays_conditional(site, project):
+    site.validators = True
+    site.add("/", "<html><body><p>Nothing about coffee here.</p></body></html>")
+    project.add_urds(urd("a", "alice", site.url("/"), keywords={"java": 1}))
+    first = project.crawl()
+    page = first.pages[0]
+    assert first.acis == [] and page["relevant_to"] == [] and page["kept"] is False
+    assert first.stat("webrace/bodies_dropped") == 1 and objects(project) == []
+    assert project.scrapy("store", "versions", site.url("/")).returncode == 1  # no version kept
+    site.clear_hits()
+    next_round(project)
+    second = project.crawl()
+    hit = [h for h in site.hits if h.path == "/"][0]
+    assert hit.headers.get("If-None-Match") and hit.status == 304  # still a conditional GET
+    assert second.pages[0]["not_modified"] and second.acis == []
+    # the page changes and becomes relevant: a new version, numbered after the dropped one, kept
+    site.add("/", "<html><body><p>Java, at last.</p></body></html>")
+    next_round(project)
+    third = project.crawl()
+    assert third.pages[0]["version"] == 2 and third.pages[0]["kept"] is True
+    assert [a["owner"] for a in third.acis] == ["alice"]
+    assert "Java, at last." in project.scrapy("store", "get", site.url("/")).stdout
+
+
+def test_drop_irrelevant_can_be_turned_off(site, project):
+    site.add("/", "<html><body><p>Nothing about coffee here.</p></body></html>")
+    project.add_urds(urd("a", "alice", site.url("/"), keywords={"java": 1}))
+    run = project.crawl(WEBRACE_DROP_IRRELEVANT=False)
+    assert run.pages[0]["kept"] is True and run.stat("webrace/irrelevant") == 1 and len(objects(project)) == 1
+
+
+def test_no_aci_for_a_304_or_an_unchanged_body(site, project):
+    site.validators = True
+    site.add("/", JAVA_PAGE)
+    project.add_urds(urd("a", "alice", site.url("/"), keywords={"java": 1}))
+    assert len(project.crawl().acis) == 1
+    next_round(project)
+    second = project.crawl()
+    assert second.pages[0]["not_modified"] and second.acis == []
+    site.validators = False  # the server stops answering conditionally: 200, same body
+    next_round(project)
+    third = project.crawl()
+    assert third.pages[0]["status"] == 200 and not third.pages[0]["new_version"] and third.acis == []
+    with SqliteAciStore(project.data / "aci.sqlite") as store:
+        assert len(store.list("alice")) == 1
+
+
+def test_threshold_and_owners_without_keywords(site, project):
+    site.add("/", JAVA_PAGE)  # java x3, research x1, python x1
+    project.add_urds(
+        urd("high", "alice", site.url("/"), keywords={"java": 1}, threshold=4),  # 3 < 4: no ACI
+        urd("low", "bob", site.url("/"), keywords={"java": 1}, threshold=3),  # 3 >= 3: an ACI
+        urd("archive", "carol", site.url("/")),  # no keywords: no ACI, the page is kept for her
+    )
+    run = project.crawl()
+    assert [(a["owner"], a["relevance"]) for a in run.acis] == [("bob", 3)]
+    assert run.pages[0]["owners"] == ["alice", "bob", "carol"] and run.pages[0]["kept"] is True
+
+
+def test_an_owner_with_two_urds_gets_one_aci_with_the_union_of_their_keywords(site, project):
+    site.add("/", JAVA_PAGE)
+    project.add_urds(urd("one", "alice", site.url("/"), keywords={"java": 1, "python": 2}),
+                     urd("two", "alice", site.url("/"), keywords={"java": 4, "research": 1}))
+    run = project.crawl()
+    assert [(a["owner"], a["relevance"]) for a in run.acis] == [("alice", 4 * 3 + 2 * 1 + 1 * 1)]
+
+
+def test_hostile_text_never_crashes_the_processor(site, project):
+    # declared UTF-8, not UTF-8; a keyword full of regex metacharacters; NUL and control bytes
+    body = (b"<html><head><meta charset='utf-8'><title>\x01bad\xff</title></head><body><p>"
+            b"caf\xe9 \xff\xfe C++ (a|b)* C++ \x00 \x07 end</p></body></html>")
+    site.add("/", body, content_type="text/html; charset=utf-8")
+    project.add_urds(urd("a", "alice", site.url("/"), keywords={"c++": 2, "(a|b)*": 1, ".*": 100}))
+    run = project.crawl()
+    assert run.returncode == 0 and "Traceback" not in run.stderr
+    assert [(a["owner"], a["relevance"]) for a in run.acis] == [("alice", 2 * 2 + 1)]
+    with SqliteAciStore(project.data / "aci.sqlite") as store:
+        schema("aci").validate(store.list("alice")[0].to_xml())

@@ -95,3 +95,55 @@ def test_unreachable_redis_is_one_clear_error_naming_the_url_without_its_passwor
 ])
 def test_safe_url_hides_passwords(url, shown):
     assert safe_url(url) == shown
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def object_cache(request, tmp_path, redis_prefix):
+    from webrace.backends.redis import RedisObjectStore
+    from webrace.store.cache import ObjectCache
+    from webrace.store.objects import ObjectStore
+
+    if request.param == "sqlite":
+        cache = ObjectCache(SqliteMetaInfoStore(tmp_path / "cache.sqlite"), ObjectStore(tmp_path / "objects"))
+    else:
+        client = redis.Redis.from_url(REDIS_URL)
+        cache = ObjectCache(RedisMetaInfoStore(client, redis_prefix), RedisObjectStore(client, redis_prefix))
+    yield cache
+    cache.close()
+
+
+def fetch(cache, url, body, at):
+    return cache.record_fetch(url, 200, body, fetched=at, header="HTTP/1.1 200 OK", links=[], etag='"e"')
+
+
+def test_dropping_an_irrelevant_body_keeps_the_metainfo_and_a_shared_object(object_cache):
+    kept = fetch(object_cache, "http://a.test/", b"same body", 1)  # relevant to someone: kept
+    other = fetch(object_cache, "http://b.test/", b"same body", 2)
+    assert object_cache.drop(other.meta)
+    meta = object_cache.lookup("http://b.test/")
+    assert meta.dropped and meta.digest == other.meta.digest and meta.etag == '"e"' and meta.version == 1
+    assert object_cache.versions("http://b.test/") == []
+    assert object_cache.check(meta) is None  # a dropped body is not "missing": re-crawl stays conditional
+    assert object_cache.objects.exists(kept.meta.digest)  # a.test's version still points to it
+    alone = fetch(object_cache, "http://c.test/", b"nobody cares", 3)
+    assert object_cache.drop(alone.meta)
+    assert not object_cache.objects.exists(alone.meta.digest)
+
+
+def test_an_unchanged_dropped_body_is_not_stored_again_and_a_new_one_gets_the_next_number(object_cache):
+    first = fetch(object_cache, "http://a.test/", b"v1", 1)
+    object_cache.drop(first.meta)
+    again = fetch(object_cache, "http://a.test/", b"v1", 2)
+    assert again.unchanged and not again.new_version and again.meta.dropped
+    assert not object_cache.objects.exists(first.meta.digest)
+    second = fetch(object_cache, "http://a.test/", b"v2", 3)
+    assert second.new_version and second.version == 2 and not second.meta.dropped
+    assert [v.number for v in object_cache.versions("http://a.test/")] == [2]
+
+
+def test_drop_does_nothing_when_a_newer_fetch_replaced_the_record(object_cache):
+    first = fetch(object_cache, "http://a.test/", b"v1", 1)
+    fetch(object_cache, "http://a.test/", b"v2", 2)
+    assert not object_cache.drop(first.meta)
+    assert [v.number for v in object_cache.versions("http://a.test/")] == [1, 2]
+    assert object_cache.objects.exists(first.meta.digest)
