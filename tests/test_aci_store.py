@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+import uuid
+
+import pytest
+import redis
 from conftest import urd
 
 from webrace.annotation.aci import Aci
+from webrace.backends.redis import RedisAciStore
 from webrace.backends.sqlite import SqliteAciStore
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def aci_store(request, tmp_path):
+    if request.param == "sqlite":
+        store = SqliteAciStore(tmp_path / "aci.sqlite")
+        yield store
+        store.close()
+        return
+    client = redis.Redis.from_url(REDIS_URL)
+    prefix = f"webrace-test-{uuid.uuid4().hex[:12]}:"
+    yield RedisAciStore(client, prefix)
+    keys = list(client.scan_iter(match=f"{prefix}*"))
+    if keys:
+        client.delete(*keys)
 
 
 def aci(owner: str, at: int, relevance: float, docbase: str, uri: str = "http://a.test/") -> Aci:
@@ -13,21 +35,25 @@ def aci(owner: str, at: int, relevance: float, docbase: str, uri: str = "http://
                docbase=docbase, summary="s")
 
 
-def test_acis_are_listed_newest_first_with_filters_and_kept_once(tmp_path):
-    with SqliteAciStore(tmp_path / "aci.sqlite") as store:
+def test_acis_are_listed_newest_first_with_filters_and_kept_once(aci_store):
+    with aci_store as store:
         assert store.add([aci("alice", 1, 5, "a" * 64), aci("alice", 3, 1, "b" * 64), aci("bob", 2, 9, "a" * 64)]) == 3
         assert store.add([aci("alice", 1, 5, "a" * 64)]) == 0  # the same owner, page and version
         assert [a.updatetime for a in store.list("alice")] == [3, 1]
         assert [a.updatetime for a in store.list("alice", since=2)] == [3]
         assert [a.updatetime for a in store.list("alice", min_relevance=2)] == [1]
         assert store.list("carol") == []
+        assert store.owners() == ["alice", "bob"]
+        first = store.list("alice")[0]
+        assert store.get(first.id) == first and store.get("nope") is None
 
 
-def test_ack_marks_delivered_and_frees_the_digests(tmp_path):
-    with SqliteAciStore(tmp_path / "aci.sqlite") as store:
+def test_ack_marks_delivered_and_frees_the_digests(aci_store):
+    with aci_store as store:
         first, second = aci("alice", 1, 5, "a" * 64), aci("bob", 2, 9, "b" * 64)
         store.add([first, second])
         assert store.undelivered_digests() == {"a" * 64, "b" * 64}
+        assert store.ack("bob", [first.id]) == 0  # not bob's
         assert store.ack("alice", [first.id]) == 1
         assert store.ack("alice", [first.id]) == 0
         assert store.undelivered_digests() == {"b" * 64}

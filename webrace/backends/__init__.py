@@ -38,7 +38,12 @@ def open_metainfo_store(settings: Any) -> MetaInfoStore:
 
 
 def open_aci_store(settings: Any) -> AciStore:
-    """The ACI store (embedded; kept where `scrapy aci` and `scrapy store gc` run)."""
+    """The ACI store: in Redis with ``REDIS_URL`` (every worker adds to one store), else
+    embedded (``WEBRACE_DATA_DIR/aci.sqlite``)."""
+    if settings.get("REDIS_URL"):
+        from webrace.backends.redis import RedisAciStore, connect, prefix
+
+        return RedisAciStore(connect(settings), prefix(settings))
     from webrace.backends.sqlite import SqliteAciStore
 
     return SqliteAciStore(data_dir(settings) / "aci.sqlite")

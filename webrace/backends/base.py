@@ -120,6 +120,13 @@ class AciStore(ABC):
         """The owner's ACIs updated at or after ``since`` (epoch ms), newest first."""
 
     @abstractmethod
+    def get(self, aci_id: str) -> Aci | None: ...
+
+    @abstractmethod
+    def owners(self) -> list[str]:
+        """Every owner with at least one ACI, sorted."""
+
+    @abstractmethod
     def ack(self, owner: str, ids: Iterable[str] | None = None) -> int:
         """Mark the owner's ACIs (all when ``ids`` is None) delivered; return how many."""
 

@@ -16,14 +16,15 @@ Keys (``P`` is the prefix, default ``webrace:``):
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from scrapy_redis.connection import get_redis_from_settings
 
-from webrace.backends.base import MetaInfoStore, Version
+from webrace.annotation.aci import Aci
+from webrace.backends.base import AciStore, MetaInfoStore, Version
 from webrace.store.metainfo import MetaInfo
 from webrace.store.objects import CompressedObjects, ObjectMissing
 
@@ -176,3 +177,54 @@ class RedisObjectStore(CompressedObjects):
 
     def sweep(self) -> int:
         return 0  # nothing half-written can exist
+
+
+class RedisAciStore(AciStore):
+    """ACIs in Redis, so that workers on every machine add to one store:
+    ``P aci`` (hash id -> ACI XML), ``P aci:owner:<owner>`` (sorted set of ids by update
+    time), ``P aci:undelivered`` (hash id -> digest of the version it points to)."""
+
+    def __init__(self, client: redis.Redis, key_prefix: str = DEFAULT_PREFIX) -> None:
+        self.client = client
+        self.key = f"{key_prefix}aci"
+        self.owner_prefix = f"{key_prefix}aci:owner:"
+        self.undelivered = f"{key_prefix}aci:undelivered"
+        self._add = client.register_script(_ADD_ACI)
+
+    def add(self, acis: Iterable[Aci]) -> int:
+        added = 0
+        for a in acis:
+            added += int(self._add(keys=[self.key, self.owner_prefix + a.owner, self.undelivered],
+                                   args=[a.id, a.to_xml(), a.updatetime, a.docbase]))
+        return added
+
+    def list(self, owner: str, since: int = 0, min_relevance: float = 0.0) -> list[Aci]:
+        ids = self.client.zrangebyscore(self.owner_prefix + owner, since, "+inf")
+        if not ids:
+            return []
+        acis = [Aci.from_xml(_text(x)) for x in self.client.hmget(self.key, ids) if x]
+        return sorted((a for a in acis if a.relevance >= min_relevance), key=lambda a: (-a.updatetime, a.id))
+
+    def get(self, aci_id: str) -> Aci | None:
+        xml = self.client.hget(self.key, aci_id)
+        return Aci.from_xml(_text(xml)) if xml else None
+
+    def owners(self) -> list[str]:
+        return sorted(_text(k)[len(self.owner_prefix):] for k in self.client.scan_iter(match=f"{self.owner_prefix}*"))
+
+    def ack(self, owner: str, ids: Iterable[str] | None = None) -> int:
+        mine = {_text(i) for i in self.client.zrange(self.owner_prefix + owner, 0, -1)}
+        chosen = [i for i in (mine if ids is None else ids) if i in mine]
+        return int(self.client.hdel(self.undelivered, *chosen)) if chosen else 0
+
+    def undelivered_digests(self) -> set[str]:
+        return {_text(d) for d in self.client.hvals(self.undelivered)}
+
+
+# KEYS: ACI hash, the owner's sorted set, undelivered hash. ARGV: id, XML, update time, digest.
+_ADD_ACI = """
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[4])
+return 1
+"""

@@ -211,6 +211,13 @@ class SqliteAciStore(AciStore):
             "ORDER BY updatetime DESC, id", (owner, since, min_relevance))
         return [Aci.from_xml(x) for (x,) in rows]
 
+    def get(self, aci_id: str) -> Aci | None:
+        row = self.conn.execute("SELECT xml FROM aci WHERE id = ?", (aci_id,)).fetchone()
+        return Aci.from_xml(row[0]) if row else None
+
+    def owners(self) -> list[str]:
+        return [o for (o,) in self.conn.execute("SELECT DISTINCT owner FROM aci ORDER BY owner")]
+
     def ack(self, owner: str, ids: Iterable[str] | None = None) -> int:
         with _Transaction(self.conn):
             if ids is None:

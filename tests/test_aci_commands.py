@@ -1,0 +1,145 @@
+"""`scrapy aci list|feed|ack`, `scrapy pir serve` and `store gc` after acknowledgement."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import pytest
+from conftest import urd
+from lxml import etree
+
+from webrace.xmlutil import schema
+
+ATOM = "{http://www.w3.org/2005/Atom}"
+
+
+def page(title: str, text: str, script: str = "") -> str:
+    return f"<html><head><title>{title}</title>{script}</head><body><p>{text}</p><img src='logo.png'></body></html>"
+
+
+@pytest.fixture
+def crawled(site, project):
+    """Two crawls: /news then /jobs changes; alice gets three ACIs, bob one."""
+    site.html("/", ["/news.html", "/jobs.html"], text="Home")
+    site.add("/news.html", page("News", "Java crawlers and more java."))
+    site.add("/jobs.html", page("Jobs", "We hire. Python too.", "<script>document.title='owned'</script>"))
+    project.add_urds(urd("a", "alice", site.url("/"), depth=1, keywords={"java": 2, "hire": 1}),
+                     urd("b", "bob", site.url("/"), depth=1, keywords={"python": 5}))
+    first = project.crawl()
+    assert first.returncode == 0, first.stderr
+    site.add("/jobs.html", page("Jobs again", "We hire Java people."))
+    assert project.scrapy("urd", "due", "--all").returncode == 0
+    second = project.crawl()
+    return first, second
+
+
+def aci_list(project, *args):
+    result = project.scrapy("aci", "list", "--format", "jsonl", *args)
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_aci_list_jsonl_has_every_field_newest_first_with_filters(crawled, project):
+    first, second = crawled
+    alice = aci_list(project, "--owner", "alice")
+    assert [(a["title"], a["relevance"]) for a in alice][0] == ("Jobs again", 1 + 2)
+    assert {(a["title"], a["relevance"]) for a in alice} == {("Jobs again", 3), ("News", 4), ("Jobs", 1)}
+    assert set(alice[0]) >= {"id", "owner", "extension", "format", "relevance", "updatetime", "filesize", "uri",
+                             "urgent", "docbase", "expired", "summary", "version"}
+    assert [a["updatetime"] for a in alice] == sorted((a["updatetime"] for a in alice), reverse=True)
+    assert {a["id"] for a in alice} == {a["id"] for a in first.acis + second.acis if a["owner"] == "alice"}
+    assert [a["title"] for a in aci_list(project, "--owner", "alice", "--min-relevance", "3.5")] == ["News"]
+    assert aci_list(project, "--owner", "alice", "--since", "2999-01-01") == []
+    assert len(aci_list(project, "--owner", "alice", "--since", "1h")) == 3
+    assert [a["relevance"] for a in aci_list(project, "--owner", "bob")] == [5]
+
+
+def test_aci_list_xml_validates_and_table_is_readable(crawled, project):
+    xml = project.scrapy("aci", "list", "--owner", "alice", "--format", "xml")
+    schema("aci").validate(xml.stdout)
+    assert len(etree.fromstring(xml.stdout.encode())) == 3
+    table = project.scrapy("aci", "list", "--owner", "alice")
+    assert table.stdout.splitlines()[0].split()[:3] == ["UPDATED", "RELEVANCE", "URGENT"]
+    missing = project.scrapy("aci", "list")
+    assert missing.returncode != 0 and "--owner" in missing.stderr
+
+
+def test_atom_feed_parses_and_lists_the_owners_acis(crawled, project):
+    result = project.scrapy("aci", "feed", "--owner", "alice")
+    assert result.returncode == 0, result.stderr
+    feed = etree.fromstring(result.stdout.encode())
+    assert feed.tag == f"{ATOM}feed"
+    entries = feed.findall(f"{ATOM}entry")
+    ids = {a["id"] for a in aci_list(project, "--owner", "alice")}
+    assert {e.findtext(f"{ATOM}id").rsplit(":", 1)[1] for e in entries} == ids
+    assert [e.findtext(f"{ATOM}title") for e in entries][0] == "Jobs again"
+    assert all(e.find(f"{ATOM}link").get("href").startswith("http://127.0.0.1:") for e in entries)
+    for required in ("id", "title", "updated"):
+        assert feed.findtext(f"{ATOM}{required}")
+
+
+def get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, dict(response.headers), response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read().decode()
+
+
+def test_pir_page_lists_the_acis_newest_first_and_its_links_serve_the_stored_versions(crawled, project, site):
+    server = subprocess.Popen([sys.executable, "-m", "scrapy", "pir", "serve", "--port", "0"], cwd=project.root,
+                              env=project.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = server.stdout.readline()
+        base = line.split(" on ", 1)[1].split("/ ", 1)[0]
+        assert base.startswith("http://127.0.0.1:")
+        status, _, index = get(base + "/")
+        assert status == 200 and "/owner/alice" in index and "/owner/bob" in index
+        status, headers, html = get(base + "/owner/alice")
+        assert status == 200
+        titles = [t for t in ("Jobs again", "News", "Jobs<") if t in html]
+        assert html.index("Jobs again") < html.index("News")  # newest first
+        assert len(titles) == 3
+        links = etree.HTML(html).xpath("//a[starts-with(@href, '/aci/')]/@href")
+        assert len(links) == 3
+        bodies = {}
+        for link in links:
+            status, headers, body = get(base + link)
+            assert status == 200 and headers["Content-Type"].startswith("text/html")
+            assert "sandbox" in headers["Content-Security-Policy"]  # the archived page's scripts never run
+            bodies[link] = body
+        assert any("We hire Java people." in b for b in bodies.values())
+        old_jobs = next(b for b in bodies.values() if "Python too." in b)
+        assert f'<base href="{site.url("/jobs.html")}">' in old_jobs  # relative links go to the site
+        status, headers, feed = get(base + "/owner/alice/feed.atom")
+        assert status == 200 and headers["Content-Type"].startswith("application/atom+xml")
+        assert len(etree.fromstring(feed.encode()).findall(f"{ATOM}entry")) == 3
+        assert get(base + "/aci/nope")[0] == 404 and get(base + "/owner/nobody")[0] == 404
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_ack_then_gc_drops_the_acknowledged_old_version_and_keeps_an_unacknowledged_one(site, project):
+    project.add_urds(urd("a", "alice", site.url("/"), keywords={"java": 1}))
+    acis = []
+    for n in range(3):
+        site.html("/", text=f"java edition {n}")
+        if n:
+            project.scrapy("urd", "due", "--all")
+        acis.extend(project.crawl().acis)
+    assert [a["version"] for a in acis] == [1, 2, 3]
+    ack = project.scrapy("aci", "ack", "--owner", "alice", acis[0]["id"])
+    assert ack.returncode == 0 and "Acknowledged 1" in ack.stdout
+    gc = project.scrapy("store", "gc", "--keep", "1")
+    assert "dropped 1 version(s)" in gc.stdout, gc.stdout + gc.stderr
+    versions = project.scrapy("store", "versions", site.url("/")).stdout.splitlines()[1:]
+    assert [line.split()[0] for line in versions] == ["2", "3"]  # 1 acknowledged and gone, 2 not yet read
+    assert project.scrapy("aci", "ack", "--owner", "alice", "--all").stdout.startswith("Acknowledged 2")
+    assert "dropped 1 version(s)" in project.scrapy("store", "gc", "--keep", "1").stdout
+    bad = project.scrapy("aci", "ack", "--owner", "alice")
+    assert bad.returncode != 0 and "--all" in bad.stderr
