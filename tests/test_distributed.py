@@ -241,3 +241,23 @@ def test_every_key_a_round_writes_is_under_the_prefix(wide_site, tmp_path):
         assert keys and all(k.startswith("team-a:") for k in keys)
     finally:
         server.kill()
+
+
+def test_workers_annotate_into_the_shared_aci_store(wide_site, tmp_path, redis_env):
+    scheduler = worker_project(tmp_path, "scheduler", redis_env)
+    # every page's title is its path: alice cares about p7, bob (start page only) about p3
+    scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1, keywords={"p7": 2}),
+                       urd("u2", "bob", wide_site.url("/"), depth=0, keywords={"p3": 1}))
+    schedule(scheduler)
+    a, b = worker_project(tmp_path, "a", redis_env), worker_project(tmp_path, "b", redis_env)
+    (pa, oa), (pb, ob) = start_worker(a), start_worker(b)
+    run_a, run_b = finish(a, pa, oa), finish(b, pb, ob)
+    assert run_a.returncode == 0 and run_b.returncode == 0, run_a.stderr[-2000:] + run_b.stderr[-2000:]
+    acis = run_a.acis + run_b.acis
+    assert [(x["owner"], x["uri"], x["relevance"]) for x in acis] == [("alice", wide_site.url("/p7.html"), 2)]
+    listed = scheduler.scrapy("aci", "list", "--owner", "alice", "--format", "jsonl").stdout.splitlines()
+    assert [json.loads(line)["id"] for line in listed] == [acis[0]["id"]]  # in Redis, for every machine
+    pages = {p["url"]: p for p in run_a.pages + run_b.pages}
+    assert pages[wide_site.url("/p7.html")]["kept"] and not pages[wide_site.url("/")]["kept"]
+    assert scheduler.scrapy("store", "versions", wide_site.url("/")).returncode == 1  # body dropped
+    assert scheduler.scrapy("store", "versions", wide_site.url("/p7.html")).returncode == 0

@@ -75,11 +75,15 @@ def summary(matches: Matches, keywords: list[str], limit: int = 300) -> str:
     text = matches.text
     windows: list[tuple[int, int]] = []
     for key in keywords:
-        spans = matches.spans(key)
-        if not spans:
+        span = matches.first_span(key)
+        if span is None:
             continue
-        start, end = spans[0]
+        start, end = span
         lo, hi = max(0, start - SNIPPET), min(len(text), end + SNIPPET)
+        while 0 < lo < start and not text[lo - 1].isspace():  # whole words at the edges
+            lo += 1
+        while end < hi < len(text) and not text[hi].isspace():
+            hi -= 1
         if not any(lo < b and a < hi for a, b in windows):
             windows.append((lo, hi))
         if len(windows) == MAX_SNIPPETS:

@@ -63,26 +63,47 @@ class Judgement:
         return self.filtered and not self.acis and not self.archived
 
 
+@dataclass(frozen=True)
+class RoundIndex:
+    """A round's keyword index, and each URD's keywords as matched (normalised) with weights."""
+
+    keywords: KeywordIndex
+    weights: dict[str, dict[str, float]]  # URD id -> normalised keyword -> weight
+
+    @classmethod
+    def build(cls, urds: Iterable[Urd]) -> RoundIndex:
+        weights: dict[str, dict[str, float]] = {}
+        for urd in urds:
+            if not urd.keywords:
+                continue
+            mine = weights[urd.id] = {}
+            for kw in urd.keywords:
+                key = normalize_keyword(kw.key)
+                if key:
+                    mine[key] = max(mine.get(key, float("-inf")), float(kw.weight))
+        return cls(KeywordIndex({i: list(w.items()) for i, w in weights.items()}), weights)
+
+
 class FilteringProcessor:
     def __init__(self) -> None:
-        self._indexes: OrderedDict[Hashable, KeywordIndex] = OrderedDict()
+        self._indexes: OrderedDict[Hashable, RoundIndex] = OrderedDict()
         self._lock = threading.Lock()
 
-    def index(self, key: Hashable, urds: Iterable[Urd]) -> KeywordIndex:
+    def index(self, key: Hashable, urds: Iterable[Urd]) -> RoundIndex:
         """The keyword index of a round (``key``: the round's id), built on first use."""
         with self._lock:
             index = self._indexes.get(key)
             if index is not None:
                 self._indexes.move_to_end(key)
                 return index
-        index = KeywordIndex({u.id: [(k.key, k.weight) for k in u.keywords] for u in urds if u.keywords})
+        index = RoundIndex.build(urds)
         with self._lock:
             self._indexes[key] = index
             while len(self._indexes) > INDEXES_KEPT:
                 self._indexes.popitem(last=False)
         return index
 
-    def judge(self, version: Version, urds: Sequence[Urd], index: KeywordIndex) -> Judgement:
+    def judge(self, version: Version, urds: Sequence[Urd], index: RoundIndex) -> Judgement:
         """ACIs for the owners of ``urds`` (the URDs that reached the page) whose keywords
         the page matches enough."""
         filtering = [u for u in urds if u.keywords]
@@ -90,14 +111,14 @@ class FilteringProcessor:
         if not filtering:
             return Judgement([], False, archived)
         text, title = text_and_title(version.body, version.content_type)
-        matches = index.match(text) if text else Matches(text)
+        matches = index.keywords.match(text) if text else Matches(text)
         by_owner: dict[str, list[Urd]] = defaultdict(list)
         for urd in filtering:
             by_owner[urd.owner].append(urd)
         extension, fmt = extension_of(version.url, version.media_type)
         acis = []
         for owner, owned in sorted(by_owner.items()):
-            relevance, weights = _relevance(matches, owned)
+            relevance, weights = _relevance(matches, owned, index)
             if relevance <= 0 or not _passes(relevance, owned):
                 continue
             matched = sorted((k for k, w in weights.items() if matches.counts.get(k)),
@@ -111,16 +132,14 @@ class FilteringProcessor:
         return Judgement(acis, True, archived)
 
 
-def _relevance(matches: Matches, urds: list[Urd]) -> tuple[float, dict[str, float]]:
+def _relevance(matches: Matches, urds: list[Urd], index: RoundIndex) -> tuple[float, dict[str, float]]:
     """An owner's relevance and keyword weights: the union of their URDs' keywords."""
+    if len(urds) == 1:  # the index summed it already
+        return matches.relevance.get(urds[0].id, 0.0), index.weights.get(urds[0].id, {})
     weights: dict[str, float] = {}
     for urd in urds:
-        for kw in urd.keywords:
-            key = normalize_keyword(kw.key)
-            if key:
-                weights[key] = max(weights.get(key, float("-inf")), float(kw.weight))
-    if len(urds) == 1:  # the index summed it already
-        return matches.relevance.get(urds[0].id, 0.0), weights
+        for key, weight in index.weights.get(urd.id, {}).items():
+            weights[key] = max(weights.get(key, float("-inf")), weight)
     return sum(w * matches.counts.get(k, 0) for k, w in weights.items()), weights
 
 

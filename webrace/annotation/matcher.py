@@ -37,9 +37,39 @@ class Matches:
     counts: dict[str, int] = field(default_factory=dict)  # keyword -> occurrences
     keywords: dict[str, list[str]] = field(default_factory=dict)  # profile -> its matched keywords
 
+    _spans: dict[str, list[tuple[int, int]]] = field(default_factory=dict, repr=False)
+    _first: dict[str | tuple[str, str], tuple[int, int]] | None = field(default=None, repr=False)
+
+    def first_span(self, keyword: str) -> tuple[int, int] | None:
+        """Where ``keyword`` first occurs. One pass over the page's words answers every one-
+        and two-word keyword (summaries for thousands of owners cost one scan, not one each)."""
+        key = normalize_keyword(keyword)
+        words = key.split() if WORDS_KEY.fullmatch(key) else None
+        if words is None or len(words) > 2:
+            spans = self.spans(key)
+            return spans[0] if spans else None
+        if self._first is None:
+            first: dict[str | tuple[str, str], tuple[int, int]] = {}
+            previous = None
+            for m in WORD.finditer(self.text.lower()):
+                word, span = m.group(), m.span()
+                first.setdefault(word, span)
+                if previous is not None:
+                    first.setdefault((previous[0], word), (previous[1][0], span[1]))
+                previous = (word, span)
+            self._first = first
+        return self._first.get(words[0] if len(words) == 1 else (words[0], words[1]))
+
     def spans(self, keyword: str) -> list[tuple[int, int]]:
-        """Where ``keyword`` occurs in the text (start, end), in order."""
-        return [(m.start(1), m.end(1)) for m in _keyword_pattern(keyword).finditer(self.text.lower())]
+        """Where ``keyword`` occurs in the text (start, end), in order. Remembered: many
+        owners share keywords, and each owner's summary asks."""
+        found = self._spans.get(keyword)
+        if found is None:
+            lowered = self.__dict__.get("_lowered")
+            if lowered is None:
+                lowered = self.__dict__["_lowered"] = self.text.lower()
+            found = self._spans[keyword] = [(m.start(1), m.end(1)) for m in _keyword_pattern(keyword).finditer(lowered)]
+        return found
 
 
 class KeywordIndex:

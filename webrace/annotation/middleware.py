@@ -79,6 +79,8 @@ class AnnotationMiddleware:
         """What judging ``obj`` needs, read on the reactor thread; None: not to be judged."""
         if not isinstance(obj, Page) or not obj.get("new_version") or not obj.get("digest"):
             return None
+        if not _textual(obj.get("content_type") or ""):
+            return None  # no text to match (an image, a PDF...): kept as it is, no ACI
         spider = self.crawler.spider
         round_urds = spider.round_urds(obj.get("round")) if hasattr(spider, "round_urds") else None
         urds = [round_urds[i] for i in obj.get("urd_ids") or () if i in round_urds] if round_urds else []
@@ -136,3 +138,9 @@ class AnnotationMiddleware:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+
+def _textual(media_type: str) -> bool:
+    """Media types whose body is text the filtering processor can read."""
+    return (media_type.startswith("text/") or media_type in ("", "application/xhtml+xml", "application/xml")
+            or media_type.endswith("+xml"))

@@ -110,8 +110,13 @@ def run_demo(root: Path, base: str, server: demo_server.DemoServer, kept: bool) 
     # Scrapy's log goes to the terminal: its progress, then WebRACE's "URL Stats" summary.
     settings = [arg for name, value in CRAWL_SETTINGS.items() for arg in ("-s", f"{name}={value}")]
     scrapy(root, "crawl", "urd", "-O", "pages.jsonl", *settings)
-    summary, pages = read_results(root)
+    summary, items = read_results(root)
+    pages = [item for item in items if "owners" in item]
+    acis = [item for item in items if "docbase" in item]
     report(summary, pages, base, server)
+    print_acis(acis, pages, base, summary.get("stats", {}))
+    if acis:
+        scrapy(root, "aci", "list", "--owner", acis[0]["owner"])
     print_files(root, kept)
     if not pages:
         print("\nDemo failed: the crawl fetched no page.", file=sys.stderr)
@@ -175,6 +180,22 @@ def print_pages(pages: list[dict[str, Any]], base: str) -> None:
         print("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
 
 
+def print_acis(acis: list[dict[str, Any]], pages: list[dict[str, Any]], base: str, stats: dict[str, Any]) -> None:
+    """What each owner is told: the ACIs the filtering processor made from their keywords."""
+    print(f"\nACIs (what is relevant to whom): {len(acis)}")
+    rows = sorted(((a["owner"], f"{a['relevance']:g}", page_path(a["uri"], base), a.get("title") or "") for a in acis),
+                  key=lambda r: (r[0], -float(r[1]), r[2]))
+    header = ("OWNER", "RELEVANCE", "PATH", "TITLE")
+    if rows:
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
+            print("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    dropped = stats.get("webrace/bodies_dropped", 0)
+    kept = sum(1 for p in pages if p.get("kept"))
+    print(f"Bodies kept: {kept} of {len(pages)}; {dropped} relevant to no owner were dropped "
+          "(their meta-info stays, so the next round is still a conditional GET).")
+
+
 def page_path(url: str, base: str) -> str:
     """The path of a page on the demo site; any other URL in full (there should be none)."""
     if not url.startswith(base + "/"):
@@ -217,8 +238,9 @@ def print_files(root: Path, kept: bool) -> None:
     print(f"\nFiles, in {root}:")
     for name, what in (
         ("urds.xml", "the URDs added, with this run's address"),
-        ("pages.jsonl", "one JSON object per fetched page (url, owners, depth, status, links...)"),
+        ("pages.jsonl", "one JSON object per fetched page (url, owners, depth, status, links...) and per ACI"),
         ("data/urd.sqlite", "the URD-DB (`scrapy urd list` with WEBRACE_DATA_DIR=data)"),
+        ("data/aci.sqlite", "the ACIs (`scrapy aci list --owner alice`, `scrapy pir serve`)"),
         ("data/last-crawl.json", "the crawl summary, for scripts"),
     ):
         print(f"  {name:<21} {what}")
