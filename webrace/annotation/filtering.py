@@ -21,12 +21,13 @@ No Scrapy here: it runs in a worker thread, on plain values.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from html import unescape
 
-from lxml import etree, html
 from w3lib.encoding import html_to_unicode
 
 from webrace.annotation.aci import Aci, extension_of, summary
@@ -162,12 +163,12 @@ def text_and_title(body: bytes, content_type: str) -> tuple[str, str]:
 
 
 def _title(text: str) -> str:
-    head = text[:65536]  # the title is near the top; never parse a huge page twice
-    if "<title" not in head.lower():
+    """The first ``<title>``'s text, entities decoded (looked for near the top only)."""
+    found = _TITLE.search(text, 0, 65536)
+    if not found:
         return ""
-    try:
-        root = html.document_fromstring(head)
-    except (etree.ParserError, ValueError):
-        return ""
-    title = root.findtext(".//title") or ""
-    return " ".join(title.split())[:300]
+    return " ".join(_TAG.sub(" ", unescape(found.group(1))).split())[:300]
+
+
+_TITLE = re.compile(r"<title\b[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 WORD = re.compile(r"\w+")
+FEW_KEYWORDS = 8  # summaries for up to this many keywords search for each; beyond, one pass for all
 WORDS_KEY = re.compile(r"\w+(?:[\s-]+\w+)*")  # words separated by spaces or hyphens
 
 
@@ -37,7 +38,7 @@ class Matches:
     counts: dict[str, int] = field(default_factory=dict)  # keyword -> occurrences
     keywords: dict[str, list[str]] = field(default_factory=dict)  # profile -> its matched keywords
 
-    _spans: dict[str, list[tuple[int, int]]] = field(default_factory=dict, repr=False)
+    _spans: dict[str, list[tuple[int, int]]] = field(default_factory=dict, repr=False)  # first spans found
     _first: dict[str | tuple[str, str], tuple[int, int]] | None = field(default=None, repr=False)
 
     def first_span(self, keyword: str) -> tuple[int, int] | None:
@@ -45,8 +46,11 @@ class Matches:
         and two-word keyword (summaries for thousands of owners cost one scan, not one each)."""
         key = normalize_keyword(keyword)
         words = key.split() if WORDS_KEY.fullmatch(key) else None
-        if words is None or len(words) > 2:
-            spans = self.spans(key)
+        if words is None or len(words) > 2 or (self._first is None and len(self._spans) < FEW_KEYWORDS):
+            if key not in self._spans:  # a search stops at the first occurrence: cheap for a few keys
+                found = _keyword_pattern(key).search(self._lower())
+                self._spans[key] = [found.span(1)] if found else []
+            spans = self._spans[key]
             return spans[0] if spans else None
         if self._first is None:
             first: dict[str | tuple[str, str], tuple[int, int]] = {}
@@ -61,15 +65,14 @@ class Matches:
         return self._first.get(words[0] if len(words) == 1 else (words[0], words[1]))
 
     def spans(self, keyword: str) -> list[tuple[int, int]]:
-        """Where ``keyword`` occurs in the text (start, end), in order. Remembered: many
-        owners share keywords, and each owner's summary asks."""
-        found = self._spans.get(keyword)
-        if found is None:
-            lowered = self.__dict__.get("_lowered")
-            if lowered is None:
-                lowered = self.__dict__["_lowered"] = self.text.lower()
-            found = self._spans[keyword] = [(m.start(1), m.end(1)) for m in _keyword_pattern(keyword).finditer(lowered)]
-        return found
+        """Where ``keyword`` occurs in the text (start, end), in order."""
+        return [(m.start(1), m.end(1)) for m in _keyword_pattern(keyword).finditer(self._lower())]
+
+    def _lower(self) -> str:
+        lowered = self.__dict__.get("_lowered")
+        if lowered is None:
+            lowered = self.__dict__["_lowered"] = self.text.lower()
+        return lowered
 
 
 class KeywordIndex:
