@@ -58,7 +58,7 @@ class UrlExtractor:
             if not raw or raw.startswith("#") or raw in seen_raw:
                 continue
             seen_raw.add(raw)
-            verdict, url = self._judge(raw, base_url)
+            verdict, url = self.judge(raw, base_url)
             if verdict is None:
                 if url not in kept:
                     if len(kept) >= self.max_links:
@@ -70,7 +70,7 @@ class UrlExtractor:
                 result.rejected.append((url, verdict))
         return result
 
-    def _judge(self, raw: str, base_url: str) -> tuple[str | None, str]:
+    def judge(self, raw: str, base_url: str) -> tuple[str | None, str]:
         """(None, canonical URL) for a link to keep, else (counter name, URL as far as
         it could be resolved)."""
         if self.ignore_types.ignored(raw):

@@ -37,6 +37,9 @@ WEBRACE_CONTINUOUS = False
 # A new version relevant to none of its owners (their URDs have keywords, none matched enough)
 # is not kept: its body is dropped from the object store, its meta-info stays (the seed's way).
 WEBRACE_DROP_IRRELEVANT = True
+# A Scout rules template (XML, webrace/schemas/template.xsd) whose rules see every document
+# of `scrapy crawl urd` (`-a template=FILE` too); None = no rules.
+WEBRACE_RULES_TEMPLATE = None
 # `scrapy store gc` keeps this many newest versions of each URL.
 WEBRACE_KEEP_VERSIONS = 3
 

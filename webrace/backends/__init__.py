@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from webrace.backends.base import AciStore, MetaInfoStore, UrdStore, Version
+from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, UrdStore, Version
 
 
 def data_dir(settings: Any) -> Path:
@@ -49,5 +49,17 @@ def open_aci_store(settings: Any) -> AciStore:
     return SqliteAciStore(data_dir(settings) / "aci.sqlite")
 
 
-__all__ = ["AciStore", "MetaInfoStore", "UrdStore", "Version", "data_dir", "open_aci_store",
-           "open_metainfo_store", "open_urd_store"]
+def open_results_store(settings: Any) -> ResultsStore:
+    """Scout's results table: in Redis with ``REDIS_URL`` (shared by every worker), else
+    ``WEBRACE_DATA_DIR/results.sqlite``."""
+    if settings.get("REDIS_URL"):
+        from webrace.backends.redis import RedisResultsStore, connect, prefix
+
+        return RedisResultsStore(connect(settings), prefix(settings))
+    from webrace.backends.sqlite import SqliteResultsStore
+
+    return SqliteResultsStore(data_dir(settings) / "results.sqlite")
+
+
+__all__ = ["AciStore", "MetaInfoStore", "ResultsStore", "UrdStore", "Version", "data_dir", "open_aci_store",
+           "open_metainfo_store", "open_results_store", "open_urd_store"]

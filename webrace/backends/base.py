@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from webrace.annotation.aci import Aci
@@ -133,6 +133,44 @@ class AciStore(ABC):
     @abstractmethod
     def undelivered_digests(self) -> set[str]:
         """Stored bodies an undelivered ACI points to: `store gc` must keep them."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        pass
+
+
+SESSION = ""  # the URL under which results of a rule's close() are recorded (seq 0)
+
+
+class ResultsStore(ABC):
+    """Scout's results table: each rule's results per document, keyed by rule name and URL,
+    kept across crawls. Documents get a sequence number (1, 2, ...) the first time any rule
+    records a result for them, the same for every rule and every later crawl."""
+
+    def __enter__(self) -> ResultsStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @abstractmethod
+    def seq(self, url: str) -> int:
+        """The document's sequence number, assigned on first use."""
+
+    @abstractmethod
+    def put(self, rule: str, url: str, seq: int, results: list, at_ms: int) -> None:
+        """Record (replace) ``rule``'s results for the document."""
+
+    @abstractmethod
+    def get(self, rule: str, url: str) -> list | None:
+        """``rule``'s results for ``url``; None when it has recorded none."""
+
+    @abstractmethod
+    def rows(self, rule: str | None = None) -> Iterator[tuple[str, str, int, list]]:
+        """(rule, url, seq, results) of ``rule`` (or every rule), by rule then seq."""
+
+    @abstractmethod
+    def rules(self) -> list[str]:
+        """Names of the rules with recorded results, sorted."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         pass

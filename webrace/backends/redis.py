@@ -10,6 +10,7 @@ Keys (``P`` is the prefix, default ``webrace:``):
 - ``P object:<sha256>``   string: a stored body, zlib-compressed
 - ``P refs``              hash: digest -> number of versions pointing to it (drops, prune)
 - ``P aci`` / ``P aci:owner:<owner>`` / ``P aci:undelivered``  the ACI store (``RedisAciStore``)
+- ``P results:doc`` / ``P results:rule:<name>`` / ``P results:rules``  Scout's results table
 - ``P round:<id>:...``    a round's URDs and shared frontier (``redisfrontier``, ``redisrounds``)
 """
 
@@ -24,7 +25,7 @@ import redis
 from scrapy_redis.connection import get_redis_from_settings
 
 from webrace.annotation.aci import Aci
-from webrace.backends.base import AciStore, MetaInfoStore, Version
+from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, Version
 from webrace.store.metainfo import MetaInfo
 from webrace.store.objects import CompressedObjects, ObjectMissing
 
@@ -227,4 +228,52 @@ if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[4])
 return 1
+"""
+
+
+class RedisResultsStore(ResultsStore):
+    """The results table in Redis: ``P results:doc`` (hash URL -> seq; the last seq given
+    is ``P results:docseq``), ``P results:rule:<name>`` (hash URL -> JSON ``{"seq",
+    "results", "updated"}``), ``P results:rules`` (set of rule names)."""
+
+    def __init__(self, client: redis.Redis, key_prefix: str = DEFAULT_PREFIX) -> None:
+        self.client = client
+        self.docs = f"{key_prefix}results:doc"
+        self.counter = f"{key_prefix}results:docseq"
+        self.rule_prefix = f"{key_prefix}results:rule:"
+        self.names = f"{key_prefix}results:rules"
+        self._seq = client.register_script(_ASSIGN_SEQ)
+
+    def seq(self, url: str) -> int:
+        return int(self._seq(keys=[self.docs, self.counter], args=[url]))
+
+    def put(self, rule: str, url: str, seq: int, results: list, at_ms: int) -> None:
+        record = json.dumps({"seq": seq, "results": results, "updated": at_ms}, ensure_ascii=False)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hset(self.rule_prefix + rule, url, record)
+        pipe.sadd(self.names, rule)
+        pipe.execute()
+
+    def get(self, rule: str, url: str) -> list | None:
+        raw = self.client.hget(self.rule_prefix + rule, url)
+        return json.loads(raw)["results"] if raw else None
+
+    def rows(self, rule: str | None = None) -> Iterator[tuple[str, str, int, list]]:
+        for name in [rule] if rule is not None else self.rules():
+            stored = self.client.hgetall(self.rule_prefix + name)
+            records = [(_text(url), json.loads(raw)) for url, raw in stored.items()]
+            for url, record in sorted(records, key=lambda r: r[1]["seq"]):
+                yield name, url, record["seq"], record["results"]
+
+    def rules(self) -> list[str]:
+        return sorted(_text(r) for r in self.client.smembers(self.names))
+
+
+# KEYS: URL -> seq hash, counter. ARGV: URL. The URL's seq, assigned on first use.
+_ASSIGN_SEQ = """
+local seq = redis.call('HGET', KEYS[1], ARGV[1])
+if seq then return tonumber(seq) end
+seq = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[1], ARGV[1], seq)
+return seq
 """

@@ -1,5 +1,6 @@
-"""``scrapy crawl``, with one check first: in distributed mode, a Redis that cannot be
-reached is one clear error naming the URL (Scrapy would print a traceback per component)."""
+"""``scrapy crawl``, with checks first, each one clear error instead of Scrapy's tracebacks:
+in distributed mode, a Redis that cannot be reached (named without its password); a rules
+template that cannot be used (every problem with file and line), before any request."""
 
 from __future__ import annotations
 
@@ -20,4 +21,18 @@ class Command(ScrapyCrawl):
                 print(f"error: {exc}", file=sys.stderr)
                 self.exitcode = 1
                 return
+        if args and args[0] == "urd":
+            from webrace.scout.crawl import template_path
+            from webrace.scout.template import TemplateError, load_template
+
+            path = template_path(self.settings, (opts.spargs or {}).get("template"))
+            if path:
+                try:
+                    load_template(path)
+                except TemplateError as exc:
+                    for problem in exc.problems:
+                        print(f"error: {problem}", file=sys.stderr)
+                    print("Nothing was crawled.", file=sys.stderr)
+                    self.exitcode = 1
+                    return
         super().run(args, opts)

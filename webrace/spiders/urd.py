@@ -7,7 +7,9 @@ downloaded once and its item names every owner. Each page's links go through the
 extractor pipe (:mod:`webrace.extractor`), then each URD's own scope and depth decide
 which links it follows.
 
-Spider arguments: ``-a urd=ID[,ID...]`` crawls these URDs now, due or not.
+Spider arguments: ``-a urd=ID[,ID...]`` crawls these URDs now, due or not;
+``-a template=FILE`` runs the rules of a Scout template over every document
+(``WEBRACE_RULES_TEMPLATE`` too).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from webrace.frontier import DONE, FAILED, Frontier, Node, Offer
 from webrace.items import Page
 from webrace.middlewares.exclusion import IGNORED
 from webrace.middlewares.recrawl import CONDITIONAL, LOOKED_UP
+from webrace.scout.crawl import CrawlRules
 from webrace.store.cache import ObjectCache
 from webrace.store.metainfo import MetaInfo
 from webrace.urd import Urd, now_millis
@@ -70,9 +73,11 @@ class Round:
 class UrdSpider(scrapy.Spider):
     name = "urd"
 
-    def __init__(self, urd: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, urd: str | None = None, template: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.only_ids = [i.strip() for i in (urd or "").split(",") if i.strip()]
+        self.template_arg = template
+        self.scout: CrawlRules | None = None
         self.cache: ObjectCache | None = None
         self.continuous = False
         self.rounds = 0
@@ -91,6 +96,7 @@ class UrdSpider(scrapy.Spider):
             max_url_length=settings.getint("WEBRACE_MAX_URL_LENGTH"),
             max_links=settings.getint("WEBRACE_MAX_LINKS_PER_PAGE"),
         )
+        spider.scout = CrawlRules.load(settings, crawler.stats, spider.template_arg)  # TemplateError: refused
         spider.cache = ObjectCache.from_settings(settings)
         spider.continuous = settings.getbool("WEBRACE_CONTINUOUS")
         if settings.get("REDIS_URL"):
@@ -99,6 +105,8 @@ class UrdSpider(scrapy.Spider):
 
             spider.registry = RoundRegistry(connect(settings), prefix(settings))
         crawler.signals.connect(spider.on_closed, signal=signals.spider_closed)
+        if spider.scout is not None:
+            crawler.signals.connect(spider.close_rules, signal=signals.spider_closed)
         crawler.signals.connect(spider.on_idle, signal=signals.spider_idle)
         return spider
 
@@ -198,17 +206,31 @@ class UrdSpider(scrapy.Spider):
 
     # -- a fetched page ------------------------------------------------------------------
 
-    def parse_page(self, response: Response) -> Iterator[Page | scrapy.Request]:
+    async def parse_page(self, response: Response) -> AsyncIterator[Any]:
         rnd, node = self._node(response.request)
         if response.url != node.url and not rnd.frontier.alias(response.url, node):
             self._inc("duplicate")  # a redirect to a page this round already has
-            yield from self._release(rnd, rnd.frontier.finish(node, DONE)[0])
+            for out in self._release(rnd, rnd.frontier.finish(node, DONE)[0]):
+                yield out
             return
         item = (self._not_modified(rnd, node, response) if response.status == 304
                 else self._fetched(rnd, node, response))
         if item is None:
-            yield from self._release(rnd, rnd.frontier.finish(node, FAILED)[0])
+            for out in self._release(rnd, rnd.frontier.finish(node, FAILED)[0]):
+                yield out
             return
+        if self.scout is not None:  # before the links are followed: rules may add some
+            outcome = await self._run_rules(response, item)
+            if outcome is not None:
+                for result in outcome.results:
+                    if result.results:
+                        yield result
+                self._add_enqueued(node, response.url, outcome.enqueued)
+        for out in self._expand(rnd, node, item):
+            yield out
+
+    def _expand(self, rnd: Round, node: Node, item: Page) -> Iterator[Page | scrapy.Request]:
+        """Follow a stored page's links for its URDs, then release what can be released."""
         self._inc("pages")
         rnd.held[node.url] = (node, item)  # owners are filled in on release (see _release)
         requests, expanded, budgets = [], {}, dict(node.budgets)
@@ -220,6 +242,47 @@ class UrdSpider(scrapy.Spider):
                 break
         yield from requests
         yield from self._release(rnd, ended, node)
+
+    async def _run_rules(self, response: Response, item: Page) -> Any:
+        """The template's rules over this document: the response's body, or for a 304 the
+        stored one (read in the rules thread)."""
+        if 200 <= response.status < 300:
+            headers = {k.decode("latin-1"): b", ".join(v).decode("latin-1") for k, v in response.headers.items()}
+            return await self.scout.process(response.url, response.body, headers, response.status, item["version"])
+        if response.status != 304:
+            return None
+        meta = response.request.meta[CONDITIONAL]["meta"]
+        cache = self.cache
+
+        def stored() -> bytes | None:
+            if meta.dropped or not meta.digest:
+                return None
+            try:
+                return cache.objects.get(meta.digest)
+            except (LookupError, ValueError, OSError) as exc:
+                logger.warning("Rules skip %s: stored body unreadable: %s", response.url, exc)
+                return None
+
+        return await self.scout.process(response.url, stored, meta.headers(), meta.status, meta.version)
+
+    def _add_enqueued(self, node: Node, base_url: str, urls: list[str]) -> None:
+        """URLs rules enqueued become links of the page (through the same checks as its
+        own links), so the URDs' scope and depth decide which are crawled."""
+        known = set(node.links)
+        for raw in urls:
+            verdict, url = self.extractor.judge(str(raw).strip(), base_url)
+            if verdict is not None:
+                self._inc("rules/enqueue_refused")
+            elif url not in known:
+                known.add(url)
+                node.links.append(url)
+
+    async def close_rules(self, spider: scrapy.Spider) -> None:
+        """The rules' ``close()`` when the crawl ends (their results go to the table)."""
+        if spider is self and self.scout is not None:
+            done = await self.scout.close()
+            if done:
+                logger.info("Rules closed: %s", ", ".join(f"{r.rule} ({len(r.results)} results)" for r in done))
 
     def _fetched(self, rnd: Round, node: Node, response: Response) -> Page:
         """A full response: extract its links, store it, describe it."""

@@ -50,6 +50,15 @@ class MetaInfo:
                 return line[len(prefix):].strip()
         return None
 
+    def headers(self) -> dict[str, str]:
+        """The stored response's headers (the lines after the status line), by name."""
+        found: dict[str, str] = {}
+        for line in self.header.splitlines()[1:]:
+            name, sep, value = line.partition(":")
+            if sep:
+                found[name.strip()] = value.strip()
+        return found
+
     def revalidated(self, etag: str | None, lastmodified: str | None) -> MetaInfo:
         """After a 304: validators the 304 may have refreshed."""
         return replace(self, etag=etag or self.etag, lastmodified=lastmodified or self.lastmodified)
