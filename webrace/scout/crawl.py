@@ -31,18 +31,23 @@ def template_path(settings: Any, argument: str | None) -> str | None:
 
 
 class CrawlRules:
-    def __init__(self, template: Template, settings: Any, stats: Any) -> None:
+    def __init__(self, template: Template, crawler: Any) -> None:
+        settings = crawler.settings
         self.engine = RuleEngine(template, lambda: open_results_store(settings))
-        self.stats = stats
+        self.crawler = crawler
         self.pool = ThreadPool(minthreads=1, maxthreads=1, name="webrace-rules")
         self.pool.start()
         logger.info("Rules from %s: %s", template.source,
                     ", ".join(f"{r.name} ({type(r).__name__})" for r in self.engine.rules))
 
     @classmethod
-    def load(cls, settings: Any, stats: Any, argument: str | None) -> CrawlRules | None:
-        path = template_path(settings, argument)
-        return cls(load_template(path), settings, stats) if path else None
+    def load(cls, crawler: Any, argument: str | None) -> CrawlRules | None:
+        path = template_path(crawler.settings, argument)
+        return cls(load_template(path), crawler) if path else None
+
+    @property
+    def stats(self) -> Any:
+        return self.crawler.stats
 
     async def process(self, url: str, body: bytes | Callable[[], bytes | None], headers: Mapping[str, str],
                       status: int, version: int | None) -> Outcome | None:

@@ -96,7 +96,7 @@ class UrdSpider(scrapy.Spider):
             max_url_length=settings.getint("WEBRACE_MAX_URL_LENGTH"),
             max_links=settings.getint("WEBRACE_MAX_LINKS_PER_PAGE"),
         )
-        spider.scout = CrawlRules.load(settings, crawler.stats, spider.template_arg)  # TemplateError: refused
+        spider.scout = CrawlRules.load(crawler, spider.template_arg)  # TemplateError: refused
         spider.cache = ObjectCache.from_settings(settings)
         spider.continuous = settings.getbool("WEBRACE_CONTINUOUS")
         if settings.get("REDIS_URL"):
