@@ -261,3 +261,20 @@ def test_workers_annotate_into_the_shared_aci_store(wide_site, tmp_path, redis_e
     assert pages[wide_site.url("/p7.html")]["kept"] and not pages[wide_site.url("/")]["kept"]
     assert scheduler.scrapy("store", "versions", wide_site.url("/")).returncode == 1  # body dropped
     assert scheduler.scrapy("store", "versions", wide_site.url("/p7.html")).returncode == 0
+
+
+def test_workers_run_rules_into_the_shared_results_table(wide_site, tmp_path, redis_env):
+    scheduler = worker_project(tmp_path, "scheduler", redis_env)
+    scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1))
+    schedule(scheduler)
+    template = scheduler.write("template.xml", '<template><rule name="Visits" class="rule_fixtures.Visits"/>'
+                                               '</template>')
+    a, b = worker_project(tmp_path, "a", redis_env), worker_project(tmp_path, "b", redis_env)
+    (pa, oa) = start_worker(a, WEBRACE_RULES_TEMPLATE=template)
+    (pb, ob) = start_worker(b, WEBRACE_RULES_TEMPLATE=template)
+    run_a, run_b = finish(a, pa, oa), finish(b, pb, ob)
+    assert run_a.returncode == 0 and run_b.returncode == 0, run_a.stderr[-2000:] + run_b.stderr[-2000:]
+    exported = scheduler.scrapy("results", "export", "-o", "-", "--rule", "Visits")
+    rows = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert sorted(r["url"] for r in rows) == sorted(wide_site.url(p) for p in all_paths())  # each page once
+    assert sorted(r["seq"] for r in rows) == list(range(1, len(all_paths()) + 1))  # one numbering for all workers
