@@ -19,6 +19,7 @@ No Scrapy here: rules run in a worker thread during the crawl and in-process off
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -41,7 +42,8 @@ class Tag:
     attrs: Mapping[str, str]
 
 
-_NOT_TEXT = {"script", "style", "noscript", "template"}
+_TEXT_XPATH = etree.XPath("//text()[not(ancestor::script or ancestor::style or ancestor::noscript "
+                          "or ancestor::template)]")
 
 
 @dataclass
@@ -81,13 +83,12 @@ class Doc:
         """The text of the document (no tags, scripts or styles), whitespace as in the page."""
         if self._tree is None:
             return ""
-        parts: list[str] = []
-        for el in self._tree.iter():
-            if el is not self._tree and isinstance(el.tag, str) and el.tag not in _NOT_TEXT and el.text:
-                parts.append(el.text)
-            if el.tail and el is not self._tree:
-                parts.append(el.tail)
-        return " ".join(p for p in parts if p.strip())
+        return " ".join(t for t in _TEXT_XPATH(self._tree) if t.strip())
+
+    @cached_property
+    def plain_text(self) -> bool:
+        """Whether :attr:`text` is plain ASCII (where Python's re and RE2 agree)."""
+        return is_plain(self.text)
 
     @cached_property
     def tags(self) -> list[Tag]:
@@ -99,7 +100,9 @@ class Doc:
     @cached_property
     def selector(self) -> Selector:
         """A parsel selector over the document (CSS and XPath)."""
-        return Selector(text=self.unicode_body or "<html></html>", base_url=self.url)
+        if self._tree is None:
+            return Selector(text="<html></html>", base_url=self.url)
+        return Selector(root=self._tree, type="html", base_url=self.url)  # the same tree: one parse
 
     @cached_property
     def links(self) -> list[str]:
@@ -114,6 +117,15 @@ class Doc:
             if href and not href.startswith("#"):
                 seen.setdefault(urljoin(base, href).split("#", 1)[0], None)
         return list(seen)
+
+
+# Characters on which Python's re and RE2 classify differently even in ASCII (\s and \v...).
+_ODD = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+
+
+def is_plain(text: str) -> bool:
+    """ASCII without control characters other than tab, newline, carriage return, form feed."""
+    return text.isascii() and not _ODD.search(text)
 
 
 class ResultsView:

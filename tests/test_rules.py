@@ -160,3 +160,31 @@ def test_results_are_json_whatever_the_rule_returns():
     assert as_results(None) == [] and as_results("one") == ["one"] and as_results({"a": 1}) == [{"a": 1}]
     assert as_results(Point(1)) == [{"x": 1}] and as_results(iter([1, (2, 3)])) == [1, [2, 3]]
     assert as_results([object()])[0].startswith("<object object")
+
+
+PATTERNS = [r"\b[A-Z][A-Z]+\b", r"((\(\d{3}\))|(\d{3})){0,1}(\s){0,1}(\d{3}-\d{4})", r"\w+@\w+\.\w{2,3}",
+            r"(University\s+of\s+([A-Z][A-Za-z]*\s+)+)|(([A-Z][A-Za-z]*\s+)+University)", r"[^aeiou\s]{3,}",
+            r"(?i)the\s+\w+", r"\d+(\.\d+)?", r"^\w+", r"\w+$", r"a|ab|abc", r"(x)?y", r".{5}"]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_regexprule_gives_pythons_answers_whichever_engine_runs(pattern):
+    import random
+
+    rng = random.Random(pattern)
+    alphabet = "aeiouxyzbcdABCDEUTH0123456789 .-@()\t\n"
+    for _ in range(30):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 300)))
+        page = f"<html><body><p>{text}</p></body></html>".encode()
+        auto = RegExpRule("A", {"pattern": pattern, "maxresults": "100000"})
+        python = RegExpRule("P", {"pattern": pattern, "engine": "re", "maxresults": "100000"})
+        assert auto.fast is not None  # RE2 takes every one of these
+        doc = Doc("http://a.test/", 1, page)
+        assert list(auto.process_doc(doc)) == list(python.process_doc(doc))
+
+
+def test_non_ascii_text_and_re2_refused_patterns_fall_back_to_python():
+    doc = Doc("http://a.test/", 1, "<p>ÉCOLE and NKU</p>".encode())
+    assert list(RegExpRule("A", {"pattern": r"\b[A-Z][A-Z]+\b"}).process_doc(doc)) == ["NKU"]  # not "COLE"
+    backref = RegExpRule("B", {"pattern": r"(\w)\1"})
+    assert backref.fast is None and list(backref.process_doc(Doc("u", 1, b"<p>book</p>"))) == ["oo"]

@@ -76,10 +76,10 @@ class CrawlRules:
         finally:
             self.pool.stop()
         self._sync_stats()
-        for name, seconds in self.engine.seconds.items():
-            self.stats.set_value(f"rules/seconds/{name}", round(seconds, 3))
         return done
 
     def _sync_stats(self) -> None:
-        for key, value in self.engine.stats.items():
+        for key, value in list(self.engine.stats.items()):
             self.stats.set_value(key, value)
+        for name, seconds in list(self.engine.seconds.items()):
+            self.stats.set_value(f"rules/seconds/{name}", round(seconds, 3))
