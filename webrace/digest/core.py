@@ -19,7 +19,7 @@ same tree. No Scrapy here.
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
@@ -33,18 +33,33 @@ class DigestError(ValueError):
     """Input that cannot be encoded, or a digest that cannot be read."""
 
 
-@dataclass(eq=False)
 class PageDigest:
-    ST: array  # children per node
-    TM: array  # node -> index in TL
-    AM: array  # node -> index in AL + 1 (0: none)
-    CM: array  # node -> index in CL + 1 (0: none)
-    TL: list[str]
-    AL: list[tuple[tuple[str, str], ...]]
-    CL: list[str]
-    kind: str = "html"  # or "xml"
-    doctype: str = ""
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    """The containers. ``AL`` and ``CL`` may be given as functions that produce them: a
+    digest loaded from its binary form reads its content and attributes only when asked
+    (structure sentinels never pay for the text)."""
+
+    def __init__(self, ST: array, TM: array, AM: array, CM: array, TL: list[str],  # noqa: N803 - the seed's names
+                 AL: list[tuple[tuple[str, str], ...]] | Callable[[], list], CL: list[str] | Callable[[], list[str]],
+                 kind: str = "html", doctype: str = "") -> None:
+        self.ST, self.TM, self.AM, self.CM, self.TL = ST, TM, AM, CM, TL
+        self._al, self._cl = AL, CL
+        self.kind, self.doctype = kind, doctype
+        self._cache: dict[str, Any] = {}
+
+    @property
+    def AL(self) -> list[tuple[tuple[str, str], ...]]:  # noqa: N802
+        if callable(self._al):
+            self._al = self._al()
+        return self._al
+
+    @property
+    def CL(self) -> list[str]:  # noqa: N802
+        if callable(self._cl):
+            self._cl = self._cl()
+        return self._cl
+
+    def __repr__(self) -> str:
+        return f"<PageDigest {self.kind} nodes={self.size} labels={len(self.TL)}>"
 
     @property
     def size(self) -> int:
@@ -54,8 +69,8 @@ class PageDigest:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PageDigest):
             return NotImplemented
-        return (self.kind, self.doctype, self.ST, self.TM, self.AM, self.CM, self.TL, self.AL, self.CL) == (
-            other.kind, other.doctype, other.ST, other.TM, other.AM, other.CM, other.TL, other.AL, other.CL)
+        return (self.kind, self.doctype, self.ST, self.TM, self.AM, self.CM, self.TL, list(self.AL), self.CL) == (
+            other.kind, other.doctype, other.ST, other.TM, other.AM, other.CM, other.TL, list(other.AL), other.CL)
 
     __hash__ = None  # type: ignore[assignment]
 
