@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, UrdStore, Version
+from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore, Version
 
 
 def data_dir(settings: Any) -> Path:
@@ -61,5 +61,13 @@ def open_results_store(settings: Any) -> ResultsStore:
     return SqliteResultsStore(data_dir(settings) / "results.sqlite")
 
 
-__all__ = ["AciStore", "MetaInfoStore", "ResultsStore", "UrdStore", "Version", "data_dir", "open_aci_store",
-           "open_metainfo_store", "open_results_store", "open_urd_store"]
+def open_sentinel_store(settings: Any) -> SentinelStore:
+    """Sentinels, their page digests and notifications (``WEBRACE_DATA_DIR/sentinels.sqlite``;
+    kept where `scrapy sentinel` and the crawl run)."""
+    from webrace.backends.sqlite import SqliteSentinelStore
+
+    return SqliteSentinelStore(data_dir(settings) / "sentinels.sqlite")
+
+
+__all__ = ["AciStore", "MetaInfoStore", "ResultsStore", "SentinelStore", "UrdStore", "Version", "data_dir",
+           "open_aci_store", "open_metainfo_store", "open_results_store", "open_sentinel_store", "open_urd_store"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from webrace.annotation.aci import Aci
 from webrace.store.metainfo import MetaInfo
@@ -171,6 +172,61 @@ class ResultsStore(ABC):
     @abstractmethod
     def rules(self) -> list[str]:
         """Names of the rules with recorded results, sorted."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        pass
+
+
+class SentinelStore(ABC):
+    """Sentinels, the page digests they last saw (by the digest's SHA-256), and the
+    notifications they gave each owner."""
+
+    def __enter__(self) -> SentinelStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @abstractmethod
+    def add(self, sentinels: Iterable[Any]) -> list[str]:
+        """Keep these sentinels (an id already present is replaced, its history kept);
+        return their ids. New ones are due now."""
+
+    @abstractmethod
+    def remove(self, ids: Iterable[str]) -> list[str]: ...
+
+    @abstractmethod
+    def all(self, owner: str | None = None) -> list[tuple[Any, int, str | None]]:
+        """(sentinel, next due epoch ms, SHA-256 of the digest it last saw), by URL then id."""
+
+    @abstractmethod
+    def due(self, now_ms: int) -> list[tuple[Any, str | None]]:
+        """(sentinel, last seen digest) of the sentinels due at ``now_ms``."""
+
+    @abstractmethod
+    def make_due(self, ids: Iterable[str] | None, at_ms: int) -> list[str]: ...
+
+    @abstractmethod
+    def checked(self, ids: Iterable[str], at_ms: int, seen: str | None = None) -> None:
+        """These sentinels were evaluated at ``at_ms`` (next due: ``at_ms + every``); with
+        ``seen``, the digest they now compare against."""
+
+    @abstractmethod
+    def put_digest(self, sha: str, data: bytes) -> None: ...
+
+    @abstractmethod
+    def get_digest(self, sha: str) -> bytes | None: ...
+
+    @abstractmethod
+    def gc_digests(self) -> int:
+        """Delete digests no sentinel compares against; return how many."""
+
+    @abstractmethod
+    def add_notifications(self, notes: Iterable[Any]) -> int: ...
+
+    @abstractmethod
+    def notifications(self, owner: str, since: int = 0) -> list[dict]:
+        """The owner's notifications (as dicts), newest first."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         pass

@@ -7,9 +7,10 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from webrace.annotation.aci import Aci
-from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, UrdStore, Version
+from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore, Version
 from webrace.store.metainfo import MetaInfo
 from webrace.urd import Urd
 
@@ -288,6 +289,119 @@ class SqliteResultsStore(ResultsStore):
 
     def rules(self) -> list[str]:
         return [r for (r,) in self.conn.execute("SELECT DISTINCT rule FROM result ORDER BY rule")]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+_SENTINEL_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sentinel (
+    id        TEXT PRIMARY KEY,
+    owner     TEXT NOT NULL,
+    url       TEXT NOT NULL,
+    next_due  INTEGER NOT NULL,
+    seen      TEXT,
+    json      TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sentinel_due ON sentinel(next_due);
+CREATE INDEX IF NOT EXISTS sentinel_url ON sentinel(url);
+CREATE TABLE IF NOT EXISTS pagedigest (
+    sha   TEXT PRIMARY KEY,
+    data  BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS notification (
+    id        TEXT PRIMARY KEY,
+    owner     TEXT NOT NULL,
+    sentinel  TEXT NOT NULL,
+    at        INTEGER NOT NULL,
+    json      TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS notification_owner ON notification(owner, at);
+"""
+
+
+class SqliteSentinelStore(SentinelStore):
+    def __init__(self, path: str | Path) -> None:
+        from webrace.sentinels.model import Sentinel
+
+        self.sentinel_cls = Sentinel
+        self.conn = connect(Path(path))
+        self.conn.executescript(_SENTINEL_SCHEMA)
+
+    def add(self, sentinels: Iterable[Any]) -> list[str]:
+        ids = []
+        with _Transaction(self.conn):
+            for s in sentinels:
+                self.conn.execute(
+                    "INSERT INTO sentinel (id, owner, url, next_due, seen, json) VALUES (?, ?, ?, 0, NULL, ?) "
+                    "ON CONFLICT(id) DO UPDATE SET json = excluded.json", (s.id, s.owner, s.url, s.to_json()))
+                ids.append(s.id)
+        return ids
+
+    def remove(self, ids: Iterable[str]) -> list[str]:
+        removed = []
+        with _Transaction(self.conn):
+            for i in ids:
+                if self.conn.execute("DELETE FROM sentinel WHERE id = ?", (i,)).rowcount:
+                    removed.append(i)
+        return removed
+
+    def all(self, owner: str | None = None) -> list[tuple[Any, int, str | None]]:
+        where = " WHERE owner = ?" if owner else ""
+        query = f"SELECT json, next_due, seen FROM sentinel{where} ORDER BY url, id"
+        rows = self.conn.execute(query, (owner,) if owner else ())
+        return [(self.sentinel_cls.from_json(j), due, seen) for j, due, seen in rows]
+
+    def due(self, now_ms: int) -> list[tuple[Any, str | None]]:
+        rows = self.conn.execute("SELECT json, seen FROM sentinel WHERE next_due <= ? ORDER BY url, id", (now_ms,))
+        return [(self.sentinel_cls.from_json(j), seen) for j, seen in rows]
+
+    def make_due(self, ids: Iterable[str] | None, at_ms: int) -> list[str]:
+        with _Transaction(self.conn):
+            if ids is None:
+                self.conn.execute("UPDATE sentinel SET next_due = ?", (at_ms,))
+                return [i for (i,) in self.conn.execute("SELECT id FROM sentinel ORDER BY id")]
+            return [i for i in ids if self.conn.execute("UPDATE sentinel SET next_due = ? WHERE id = ?",
+                                                        (at_ms, i)).rowcount]
+
+    def checked(self, ids: Iterable[str], at_ms: int, seen: str | None = None) -> None:
+        with _Transaction(self.conn):
+            for i in ids:
+                row = self.conn.execute("SELECT json FROM sentinel WHERE id = ?", (i,)).fetchone()
+                if row is None:
+                    continue  # removed meanwhile
+                every = self.sentinel_cls.from_json(row[0]).every
+                if seen is None:
+                    self.conn.execute("UPDATE sentinel SET next_due = ? WHERE id = ?", (at_ms + every, i))
+                else:
+                    self.conn.execute("UPDATE sentinel SET next_due = ?, seen = ? WHERE id = ?",
+                                      (at_ms + every, seen, i))
+
+    def put_digest(self, sha: str, data: bytes) -> None:
+        with _Transaction(self.conn):
+            self.conn.execute("INSERT OR IGNORE INTO pagedigest (sha, data) VALUES (?, ?)", (sha, data))
+
+    def get_digest(self, sha: str) -> bytes | None:
+        row = self.conn.execute("SELECT data FROM pagedigest WHERE sha = ?", (sha,)).fetchone()
+        return bytes(row[0]) if row else None
+
+    def gc_digests(self) -> int:
+        with _Transaction(self.conn):
+            return self.conn.execute("DELETE FROM pagedigest WHERE sha NOT IN "
+                                     "(SELECT seen FROM sentinel WHERE seen IS NOT NULL)").rowcount
+
+    def add_notifications(self, notes: Iterable[Any]) -> int:
+        with _Transaction(self.conn):
+            before = self.conn.total_changes
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO notification (id, owner, sentinel, at, json) VALUES (?, ?, ?, ?, ?)",
+                [(n.id, n.owner, n.sentinel, n.at, json.dumps(n.to_dict(), ensure_ascii=False)) for n in notes])
+            return self.conn.total_changes - before
+
+    def notifications(self, owner: str, since: int = 0) -> list[dict]:
+        rows = self.conn.execute("SELECT json FROM notification WHERE owner = ? AND at >= ? ORDER BY at DESC, id",
+                                 (owner, since))
+        return [json.loads(j) for (j,) in rows]
 
     def close(self) -> None:
         self.conn.close()
