@@ -40,6 +40,9 @@ WEBRACE_DROP_IRRELEVANT = True
 # A Scout rules template (XML, webrace/schemas/template.xsd) whose rules see every document
 # of `scrapy crawl urd` (`-a template=FILE` too); None = no rules.
 WEBRACE_RULES_TEMPLATE = None
+# Sentinels fire at multiples of this many seconds (intervals are rounded up to it), so that
+# sentinels on one URL fall due together and share one fetch.
+WEBRACE_SENTINEL_TICK = 60
 # `scrapy store gc` keeps this many newest versions of each URL.
 WEBRACE_KEEP_VERSIONS = 3
 
@@ -87,7 +90,9 @@ DOWNLOADER_MIDDLEWARES = {
 SPIDER_MIDDLEWARES = {
     # depth is per URD and kept by the spider's frontier; Scrapy's counter would mislead
     "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
-    # sees the spider's items first: judges new versions for their owners, emits ACIs
+    # sees the spider's items first: new versions of watched URLs, before annotation may drop a body
+    "webrace.sentinels.crawl.SentinelMiddleware": 960,
+    # judges new versions for their owners, emits ACIs
     "webrace.annotation.middleware.AnnotationMiddleware": 950,
 }
 EXTENSIONS = {

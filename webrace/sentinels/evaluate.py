@@ -170,10 +170,13 @@ def _changes(s: Sentinel, before: _View, after: _View, texts_old: list[str] | No
         added, removed = _text_delta(texts_old, texts_new)
         if s.type == "content":
             return {"added": added, "removed": removed} if added or removed else None
-        nodes = annotation("all", s.where, s.ignore)
-        if not (added or removed or _marked(nodes)):
+        # text through the ignore rules; shape and attributes from Sdiff
+        marked = [ann for ann in (annotation("structure", s.where, s.ignore),
+                                  annotation("attributes", s.where, s.ignore)) if _marked(ann)]
+        if not (added or removed or marked):
             return None
-        return {"added": added, "removed": removed, "nodes": _labels(after.digest, nodes)}
+        return {"added": added, "removed": removed,
+                "nodes": [label for ann in marked for label in _labels(after.digest, ann)]}
     if s.type == "keyword":
         needle = re.compile(r"(?<!\w)" + re.escape(s.pattern) + r"(?!\w)", re.IGNORECASE)
         was, now = len(needle.findall(" ".join(texts_old))), len(needle.findall(" ".join(texts_new)))

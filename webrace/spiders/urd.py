@@ -37,7 +37,7 @@ from scrapy.utils.response import get_base_url
 from twisted.internet import error as twisted_errors
 from twisted.python.failure import Failure
 
-from webrace.backends import open_urd_store
+from webrace.backends import open_sentinel_store, open_urd_store
 from webrace.conf import conf_list
 from webrace.extractor import UrlExtractor
 from webrace.frontier import DONE, FAILED, Frontier, Node, Offer
@@ -45,6 +45,7 @@ from webrace.items import Page
 from webrace.middlewares.exclusion import IGNORED
 from webrace.middlewares.recrawl import CONDITIONAL, LOOKED_UP
 from webrace.scout.crawl import CrawlRules
+from webrace.sentinels.crawl import due_sentinels
 from webrace.store.cache import ObjectCache
 from webrace.store.metainfo import MetaInfo
 from webrace.urd import Urd, now_millis
@@ -68,6 +69,8 @@ class Round:
     owners_changed: bool = False
     seen: set[str] = field(default_factory=set)  # every URL this round came to know (`discovered`)
     not_followed: dict[str, str] = field(default_factory=dict)  # link -> why no URD follows it
+    sentinels: dict[str, list] = field(default_factory=dict)  # URL -> [(sentinel, digest it last saw)] due
+    sentinels_taken: set[str] = field(default_factory=set)  # ids evaluated on a new version
 
 
 class UrdSpider(scrapy.Spider):
@@ -116,14 +119,28 @@ class UrdSpider(scrapy.Spider):
         if self.registry is not None:
             logger.info("Distributed mode: taking pages of the rounds `scrapy urd schedule` opens")
             return
-        for request in self._start_round(self._load_urds(now_millis())):
+        for request in self._start_round(*self._due_work(now_millis())):
             yield request
 
-    def _start_round(self, urds: list[Urd]) -> list[scrapy.Request]:
+    def _due_work(self, now: int) -> tuple[list[Urd], dict[str, list]]:
+        """The URDs to crawl now, plus pseudo-URDs fetching the URLs of due sentinels."""
+        urds = self._load_urds(now)
+        sentinels: dict[str, list] = {}
+        if not (self.only_ids and not self.rounds):
+            extra, sentinels = due_sentinels(self.crawler.settings, now)
+            if extra:
+                self.crawler.stats.inc_value("sentinels/due", sum(len(g) for g in sentinels.values()))
+            urds += extra
+        if not urds and not self.continuous:
+            self._log_nothing_due()
+        return urds, sentinels
+
+    def _start_round(self, urds: list[Urd], sentinels: dict[str, list] | None = None) -> list[scrapy.Request]:
         if not urds:
             return []
         self.rounds += 1
-        rnd = self.round = Round(f"local-{self.rounds}", {u.id: u for u in urds}, Frontier(), now_millis())
+        rnd = self.round = Round(f"local-{self.rounds}", {u.id: u for u in urds}, Frontier(), now_millis(),
+                                 sentinels=sentinels or {})
         owners = sorted({u.owner for u in urds})
         self.crawler.stats.set_value("webrace/urds", len(urds))
         self.crawler.stats.set_value("webrace/owners", ",".join(owners))
@@ -171,18 +188,17 @@ class UrdSpider(scrapy.Spider):
                 if missing:
                     logger.error("No URD with id %s (see `scrapy urd list`)", ", ".join(missing))
                 return [u for u in urds if u is not None]
-            due = store.due(now)
-            if not due and not self.continuous:
-                pending = store.all()
-                if not pending:
-                    logger.info("No URD registered: add some with `scrapy urd add FILE`")
-                else:
-                    soonest = min(pending, key=lambda u: u.next_due)
-                    logger.info(
-                        "No URD is due; %d registered, next due: %s at %s",
-                        len(pending), soonest.id, _iso(soonest.next_due),
-                    )
-            return due
+            return store.due(now)
+
+    def _log_nothing_due(self) -> None:
+        with open_urd_store(self.crawler.settings) as store:
+            pending = store.all()
+        if not pending:
+            logger.info("No URD registered: add some with `scrapy urd add FILE` (and no sentinel is due)")
+        else:
+            soonest = min(pending, key=lambda u: u.next_due)
+            logger.info("No URD is due (nor any sentinel); %d registered, next due: %s at %s",
+                        len(pending), soonest.id, _iso(soonest.next_due))
 
     def _request(self, rnd: Round, node: Node) -> scrapy.Request:
         context = {
@@ -464,6 +480,15 @@ class UrdSpider(scrapy.Spider):
         item["round"] = rnd.id
         return item
 
+    def take_sentinels(self, round_id: str | None, url: str) -> list | None:
+        """The sentinels due in this round on ``url`` (for the sentinel middleware), once."""
+        rnd = self.round if self.round is not None and self.round.id == round_id else None
+        if rnd is None or url not in rnd.sentinels:
+            return None
+        group = rnd.sentinels.pop(url)
+        rnd.sentinels_taken.update(s.id for s, _ in group)
+        return group
+
     def round_urds(self, round_id: str | None) -> dict[str, Urd] | None:
         """The URDs of a round this spider crawls (for the annotation middleware)."""
         if self.round is not None and self.round.id == round_id:
@@ -500,6 +525,10 @@ class UrdSpider(scrapy.Spider):
         if self.round is not None:
             with open_urd_store(self.crawler.settings) as store:
                 store.mark_checked(self.round.urds, self.round.started_ms)
+            left = [s.id for group in self.round.sentinels.values() for s, _ in group]
+            if left:  # fetched without a new version (304, same body) or failed: checked, nothing changed
+                with open_sentinel_store(self.crawler.settings) as sentinels:
+                    sentinels.checked(left, self.round.started_ms)
             logger.info("Round %d done", self.rounds)
             self.round = None
         if self.continuous and self.registry is None:
@@ -513,7 +542,7 @@ class UrdSpider(scrapy.Spider):
         if self.round is not None:
             return
         now = now_millis()
-        requests = self._start_round(self._load_urds(now))
+        requests = self._start_round(*self._due_work(now))
         for request in requests:
             self.crawler.engine.crawl(request)
         if requests:

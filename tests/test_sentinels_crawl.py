@@ -1,0 +1,112 @@
+"""Sentinels in `scrapy crawl urd` and `scrapy sentinel ...`."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import urd
+
+PAGE = """<html><body><div id="news"><p>Old headline</p><a href="/s1">story</a></div>
+<div id="clock"><p>Updated 10:01</p></div></body></html>"""
+
+
+def sentinel(project, *args) -> list[str]:
+    done = project.scrapy("sentinel", "add", *args)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def notifications(project, owner):
+    done = project.scrapy("sentinel", "notifications", "--owner", owner, "--format", "jsonl")
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def again(project):
+    assert project.scrapy("sentinel", "due", "--all").returncode == 0
+    assert project.scrapy("urd", "due", "--all").returncode == 0
+
+
+def test_many_sentinels_on_one_url_share_one_fetch_and_notify_their_owners(site, project):
+    site.validators = True
+    site.add("/page", PAGE)
+    url = site.url("/page")
+    ids = []
+    for n in range(30):
+        ids += sentinel(project, "--owner", f"user{n}", "--url", url, "--type", "content", "--where", "css:#news")
+    ids += sentinel(project, "--owner", "alice", "--url", url, "--type", "links", "--on", "added")
+    ids += sentinel(project, "--owner", "bob", "--url", url, "--type", "any", "--ignore", r"Updated \d\d:\d\d")
+    project.add_urds(urd("u", "carol", url))  # a URD on the same page: still one fetch
+    first = project.crawl()
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert site.count("/page") == 1  # 32 sentinels and a URD, one request
+    assert first.stat("sentinels/due") == 32 and not [i for i in first.items if "sentinel" in i]
+    # a change inside #news: every content sentinel there and bob fire; alice's links only on a new link
+    site.add("/page", PAGE.replace("Old headline", "New headline").replace("10:01", "10:02"))
+    again(project)
+    second = project.crawl()
+    assert site.count("/page") == 2
+    notes = [i for i in second.items if "sentinel" in i]
+    assert sorted(n["owner"] for n in notes) == sorted([f"user{n}" for n in range(30)] + ["bob"])
+    assert second.stat("sentinels/groups") == 1  # one encode, one previous digest
+    (mine,) = notifications(project, "user7")
+    assert mine["type"] == "content" and mine["url"] == url and mine["changes"] == {
+        "added": ["New headline"], "removed": ["Old headline"]}
+    assert mine["before"] == "Old headline" and mine["after"] == "New headline"
+    # only the clock changes: bob ignores it, nobody is told
+    site.add("/page", PAGE.replace("Old headline", "New headline").replace("10:01", "10:03"))
+    again(project)
+    third = project.crawl()
+    assert [i for i in third.items if "sentinel" in i] == []
+    # a new link without text: alice (links) and bob (any: the shape changed); no text changed
+    site.add("/page", PAGE.replace("Old headline", "New headline").replace(
+        '<a href="/s1">story</a>', '<a href="/s1">story</a><a href="/s2"></a>'))
+    again(project)
+    fourth = project.crawl()
+    assert {(n["owner"], n["type"]) for n in fourth.items if "sentinel" in n} == {("alice", "links"), ("bob", "any")}
+    assert notifications(project, "alice")[0]["changes"] == {"added": ["/s2"]}
+
+
+def test_an_unchanged_page_is_a_304_and_nobody_is_told(site, project):
+    site.validators = True
+    site.add("/page", PAGE)
+    sentinel(project, "--owner", "alice", "--url", site.url("/page"), "--type", "any")
+    project.crawl()
+    again(project)
+    second = project.crawl()
+    assert site.statuses()["/page"] == 304 and [i for i in second.items if "sentinel" in i] == []
+    listed = [json.loads(line) for line in project.scrapy("sentinel", "list", "--format", "jsonl").stdout.splitlines()]
+    assert listed[0]["next_due"] > 0 and listed[0]["seen"]  # checked; compares against the first version
+
+
+def test_sentinels_are_not_due_again_before_their_interval(site, project):
+    site.add("/page", PAGE)
+    sentinel(project, "--owner", "alice", "--url", site.url("/page"), "--every", "1h")
+    project.crawl()
+    project.crawl()
+    assert site.count("/page") == 1
+
+
+def test_add_checks_everything_and_takes_thousands_of_urls_in_one_call(site, project):
+    bad = project.scrapy("sentinel", "add", "--owner", "a", "--url", site.url("/"), "--type", "regex",
+                         "--pattern", "(unclosed")
+    assert bad.returncode == 1 and "not a valid regular expression" in bad.stderr and "No sentinel" in bad.stderr
+    bad_where = project.scrapy("sentinel", "add", "--owner", "a", "--url", site.url("/"), "--where", "css:##")
+    assert bad_where.returncode == 1 and "not a CSS selector" in bad_where.stderr
+    urls = project.write("urls.txt", "# watched\n" + "\n".join(site.url(f"/p{n}") for n in range(2000)))
+    ids = sentinel(project, "--owner", "a", "--urls", str(urls), "--type", "content", "--every", "90s")
+    assert len(set(ids)) == 2000
+    listed = project.scrapy("sentinel", "list", "--format", "jsonl").stdout.splitlines()
+    assert len(listed) == 2000 and json.loads(listed[0])["every"] == 120_000  # rounded up to the 60 s tick
+    broken = project.write("broken.txt", "http://ok.test/\nnot a url\n")
+    refused = project.scrapy("sentinel", "add", "--owner", "a", "--urls", str(broken))
+    assert refused.returncode == 1 and "broken.txt:2" in refused.stderr
+    assert project.scrapy("sentinel", "remove", ids[0]).stdout.startswith("Removed 1")
+
+
+def test_a_location_that_matches_nothing_is_reported_when_added(site, project):
+    site.add("/page", PAGE)
+    project.add_urds(urd("u", "carol", site.url("/page")))
+    project.crawl()
+    added = project.scrapy("sentinel", "add", "--owner", "a", "--url", site.url("/page"), "--where", "css:#missing")
+    assert added.returncode == 0 and "matches nothing on the stored version" in added.stderr

@@ -1,0 +1,208 @@
+"""``scrapy sentinel add | list | remove | due | notifications``: change monitors on pages."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from webrace.backends import open_sentinel_store
+from webrace.sentinels.model import TYPES, SentinelError, make, parse_duration
+from webrace.urd import now_millis
+from webrace.urls import BadURL, normalize
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return ("add --owner O (--url U | --urls FILE) --type T [--where css:SEL|xpath:EXPR] [--pattern P] "
+                "[--every DURATION] [--on added|removed] [--ignore X]... | list [--owner O] [--format table|jsonl] | "
+                "remove ID... | due (--all | ID...) | notifications --owner O [--since T] [--format table|jsonl]")
+
+    def short_desc(self) -> str:
+        return "Watch pages for changes (Page Digest sentinels) and read the notifications"
+
+    def long_desc(self) -> str:
+        return (
+            f"add: one sentinel per URL (--url, or --urls FILE with one URL per line); types: {', '.join(TYPES)}; "
+            "prints the new ids. --where restricts it to a region, --ignore (repeatable) to leave out a region "
+            "(css:/xpath:) or text matching a regular expression, --on fires only when text/links/images/matches "
+            "are added or removed; --every rounds up to a multiple of WEBRACE_SENTINEL_TICK. `scrapy crawl urd` "
+            "fetches the URLs of due sentinels and evaluates them on every new version. "
+            "list, remove ID..., due --all|ID... (due now). notifications --owner O: newest first; jsonl: one "
+            "JSON object per notification (sentinel, owner, url, type, changes, before, after, at, version)."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--owner", metavar="O")
+        parser.add_argument("--url", metavar="U")
+        parser.add_argument("--urls", metavar="FILE", help="one URL per line (# comments)")
+        parser.add_argument("--type", default="any", metavar="T", help=f"one of {', '.join(TYPES)} (default any)")
+        parser.add_argument("--where", metavar="LOCATION", help="css:SELECTOR or xpath:EXPRESSION")
+        parser.add_argument("--pattern", metavar="P", help="keyword (keyword type) or regular expression (regex)")
+        parser.add_argument("--every", metavar="DURATION", help="how often: 90s, 15m, 1h, 1d (default: the tick)")
+        parser.add_argument("--on", default="any", choices=("any", "added", "removed"))
+        parser.add_argument("--ignore", action="append", default=[], metavar="X",
+                            help="css:/xpath: region or regular expression to ignore (repeatable)")
+        parser.add_argument("--all", action="store_true", help="with `due`: every sentinel")
+        parser.add_argument("--since", metavar="T", help="with `notifications`: 24h, 7d, an ISO date or epoch ms")
+        parser.add_argument("--format", choices=("table", "jsonl"), default="table")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if not args:
+            raise UsageError("missing subcommand: add, list, remove, due or notifications")
+        action, rest = args[0], args[1:]
+        handler = {"add": self.add, "list": self.list, "remove": self.remove, "rm": self.remove, "due": self.due,
+                   "notifications": self.notifications}.get(action)
+        if handler is None:
+            raise UsageError(f"unknown subcommand {action!r}: expected add, list, remove, due or notifications")
+        with open_sentinel_store(self.settings) as store:
+            handler(store, rest, opts)
+
+    def add(self, store: Any, rest: list[str], opts: argparse.Namespace) -> None:
+        if rest:
+            raise UsageError("`add` takes options only")
+        if not opts.owner:
+            raise UsageError("`add` needs --owner")
+        if bool(opts.url) == bool(opts.urls):
+            raise UsageError("`add` needs --url URL or --urls FILE (one of them)")
+        raw = [(1, opts.url)] if opts.url else _read_urls(opts.urls)
+        problems, sentinels = [], []
+        tick = max(int(self.settings.getfloat("WEBRACE_SENTINEL_TICK") * 1000), 1)
+        try:
+            every = parse_duration(opts.every) if opts.every else None
+        except SentinelError as exc:
+            raise UsageError(f"--every: {exc}") from None
+        now = now_millis()
+        for n, url in raw:
+            try:
+                canonical = normalize(url)
+            except BadURL as exc:
+                problems.append(f"{opts.urls or '--url'}:{n}: not a URL WebRACE can fetch: {exc}")
+                continue
+            try:
+                sentinels.append(make(opts.owner, canonical, opts.type, opts.where, opts.pattern, opts.on,
+                                      tuple(opts.ignore), every, tick, now))
+            except SentinelError as exc:
+                problems.append(f"error: {exc}")
+                break  # the same options fail for every URL
+        if problems:
+            for problem in problems:
+                print(problem if problem.startswith("error:") else f"error: {problem}", file=sys.stderr)
+            print("No sentinel was added.", file=sys.stderr)
+            self.exitcode = 1
+            return
+        ids = store.add(sentinels)
+        for sentinel_id in ids:
+            print(sentinel_id)
+        if every is not None and sentinels and sentinels[0].every != every:
+            print(f"note: interval rounded up to {sentinels[0].every / 1000:g} s (a multiple of "
+                  f"WEBRACE_SENTINEL_TICK = {tick / 1000:g} s)", file=sys.stderr)
+        self._check_regions(sentinels)
+        print(f"Added {len(ids)} sentinel(s)", file=sys.stderr)
+
+    def _check_regions(self, sentinels: list) -> None:
+        """Say so when a location matches nothing on the stored version (it will fire when
+        the region appears)."""
+        if not sentinels or not sentinels[0].where:
+            return
+        from webrace import digest as D
+        from webrace.store.cache import ObjectCache
+
+        with ObjectCache.from_settings(self.settings) as cache:
+            for sentinel in sentinels[:100]:
+                try:
+                    _, body = cache.get(sentinel.url)
+                except Exception:  # not stored yet, or no body: nothing to say
+                    continue
+                region = D.mask(D.encode(body), sentinel.where)
+                if region is not None and not any(region):
+                    print(f"warning: {sentinel.where} matches nothing on the stored version of {sentinel.url}: "
+                          "the sentinel will fire when that region appears", file=sys.stderr)
+
+    def list(self, store: Any, rest: list[str], opts: argparse.Namespace) -> None:
+        if rest:
+            raise UsageError("`list` takes no arguments")
+        rows = store.all(opts.owner)
+        if opts.format == "jsonl":
+            for sentinel, due, seen in rows:
+                print(json.dumps({**json.loads(sentinel.to_json()), "next_due": due, "seen": seen}))
+            return
+        if not rows:
+            print("No sentinel", file=sys.stderr)
+            return
+        print(f"{'ID':<12} {'OWNER':<10} {'TYPE':<10} {'EVERY':>7} {'NEXT DUE':<20} URL / WHERE")
+        now = now_millis()
+        for sentinel, due, _ in rows:
+            when = "now" if due <= now else _iso(due)
+            detail = " ".join(filter(None, [sentinel.where, sentinel.pattern and f"pattern={sentinel.pattern!r}",
+                                            sentinel.on != "any" and f"on={sentinel.on}"]))
+            print(f"{sentinel.id:<12} {sentinel.owner:<10} {sentinel.type:<10} {sentinel.every // 1000:>6}s "
+                  f"{when:<20} {sentinel.url} {detail}".rstrip())
+
+    def remove(self, store: Any, rest: list[str], opts: argparse.Namespace) -> None:
+        if not rest:
+            raise UsageError("`remove` needs sentinel ids")
+        removed = store.remove(rest)
+        missing = [i for i in rest if i not in removed]
+        print(f"Removed {len(removed)} sentinel(s)")
+        if missing:
+            print(f"error: no sentinel with id {', '.join(missing)}", file=sys.stderr)
+            self.exitcode = 1
+
+    def due(self, store: Any, rest: list[str], opts: argparse.Namespace) -> None:
+        if opts.all == bool(rest):
+            raise UsageError("`due` takes --all or sentinel ids")
+        made = store.make_due(None if opts.all else rest, now_millis())
+        print(f"{len(made)} sentinel(s) due now")
+        missing = [i for i in rest if i not in made]
+        if missing:
+            print(f"error: no sentinel with id {', '.join(missing)}", file=sys.stderr)
+            self.exitcode = 1
+
+    def notifications(self, store: Any, rest: list[str], opts: argparse.Namespace) -> None:
+        if rest:
+            raise UsageError("`notifications` takes options only")
+        if not opts.owner:
+            raise UsageError("`notifications` needs --owner")
+        from webrace.commands.aci import parse_since
+
+        since = parse_since(opts.since, now_millis()) if opts.since else 0
+        notes = store.notifications(opts.owner, since)
+        if opts.format == "jsonl":
+            for note in notes:
+                print(json.dumps(note, ensure_ascii=False))
+            return
+        if not notes:
+            print(f"No notification for {opts.owner}", file=sys.stderr)
+            return
+        for note in notes:
+            where = f" {note['where']}" if note.get("where") else ""
+            print(f"{_iso(note['at'])}  {note['type']}{where}  {note['url']}  (sentinel {note['sentinel']})")
+            for key in ("removed", "added", "nodes"):
+                for value in note["changes"].get(key, [])[:5]:
+                    sign = {"removed": "-", "added": "+", "nodes": "~"}[key]
+                    print(f"    {sign} {value[:150]}")
+
+
+def _read_urls(path: str) -> list[tuple[int, str]]:
+    """(line number, URL) of every URL line of ``path``."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return [(n, line.strip()) for n, line in enumerate(lines, 1) if line.strip() and not line.lstrip().startswith("#")]

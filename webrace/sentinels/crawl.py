@@ -1,0 +1,160 @@
+"""Sentinels in ``scrapy crawl urd``.
+
+At the start of a round the due sentinels join it: their URLs are fetched like a URD's
+start page with depth 0 (one pseudo-URD per URL and owner, so a URL watched by many
+sentinels, or also reached by a URD, is fetched once: the frontier coalesces them), through
+the object cache (a conditional GET). Every new version of a watched URL then goes through
+:class:`SentinelMiddleware`: one encode of the new version, one load of each previous
+digest the due sentinels compare against, one grouped evaluation; the notifications are
+kept per owner and emitted as items. A 304 or an unchanged body changes nothing: those
+sentinels are only marked checked when the round ends.
+
+Stats: ``sentinels/due``, ``sentinels/groups``, ``sentinels/evaluated``,
+``sentinels/skipped``, ``sentinels/fired``, ``sentinels/unchanged``, ``sentinels/failed``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import defaultdict
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import Any
+
+from scrapy.crawler import Crawler
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.threads import deferToThread
+
+from webrace import digest as D
+from webrace.backends import open_sentinel_store
+from webrace.items import Page
+from webrace.sentinels.evaluate import GroupStats, Notification, evaluate
+from webrace.sentinels.model import Sentinel
+from webrace.urd import Urd
+
+logger = logging.getLogger(__name__)
+
+
+def due_sentinels(settings: Any, now_ms: int) -> tuple[list[Urd], dict[str, list[tuple[Sentinel, str | None]]]]:
+    """Pseudo-URDs fetching the URLs of the sentinels due now, and those sentinels by URL."""
+    with open_sentinel_store(settings) as store:
+        due = store.due(now_ms)
+    by_url: dict[str, list[tuple[Sentinel, str | None]]] = defaultdict(list)
+    for sentinel, seen in due:
+        by_url[sentinel.url].append((sentinel, seen))
+    urds = {}
+    for url, group in by_url.items():
+        for sentinel, _ in group:
+            key = hashlib.sha1(f"{sentinel.owner}\n{url}".encode()).hexdigest()[:12]
+            urd = urds.get(key)
+            every = sentinel.every if urd is None else min(urd.timing, sentinel.every)
+            urds[key] = Urd(id=f"sentinel-{key}", owner=sentinel.owner, url=url, timing=every, depth=0)
+    return list(urds.values()), dict(by_url)
+
+
+def is_xml(media_type: str) -> bool:
+    return media_type in ("application/xml", "text/xml") or (media_type.endswith("+xml")
+                                                             and media_type != "application/xhtml+xml")
+
+
+class SentinelMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self._store: Any = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SentinelMiddleware:
+        from scrapy import signals
+
+        mw = cls(crawler)
+        crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
+        return mw
+
+    @property
+    def store(self) -> Any:
+        if self._store is None:
+            self._store = open_sentinel_store(self.crawler.settings)
+        return self._store
+
+    def process_spider_output(self, response: Any, result: Iterable[Any]) -> Iterator[Any]:
+        for obj in result:
+            job = self._job(obj)
+            if job is None:
+                yield obj
+            else:
+                yield obj
+                yield from self._finish(job, self._work(*job[1:]))
+
+    async def process_spider_output_async(self, response: Any, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        async for obj in result:
+            job = self._job(obj)
+            if job is None:
+                yield obj
+                continue
+            outcome = await maybe_deferred_to_future(deferToThread(self._work, *job[1:]))
+            yield obj
+            for note in self._finish(job, outcome):
+                yield note
+
+    def _job(self, obj: Any) -> tuple | None:
+        """On the reactor thread: the due sentinels of a new version, and the previous
+        digests they compare against."""
+        if not isinstance(obj, Page) or not obj.get("new_version") or not obj.get("digest"):
+            return None
+        spider = self.crawler.spider
+        take = getattr(spider, "take_sentinels", None)
+        group = take(obj.get("round"), obj["url"]) if take else None
+        if not group:
+            return None
+        meta = spider.cache.lookup(obj["url"])
+        if meta is None or meta.digest != obj["digest"]:
+            return None
+        previous = {seen: self.store.get_digest(seen) for seen in {seen for _, seen in group if seen}}
+        return obj, group, previous, meta, spider.cache
+
+    def _work(self, group: list, previous: dict, meta: Any, cache: Any) -> Any:
+        """In a worker thread: encode the new version once, evaluate each subgroup once."""
+        try:
+            body = cache.objects.get(meta.digest)
+            kind = "xml" if is_xml((meta.header_value("Content-Type") or "").split(";")[0].strip().lower()) else "html"
+            new = D.encode(body, kind, meta.header_value("Content-Type"))
+            data = D.dumps(new)
+            sha = hashlib.sha256(data).hexdigest()
+            stats, notes = GroupStats(), []
+            by_seen: dict[str | None, list[Sentinel]] = defaultdict(list)
+            for sentinel, seen in group:
+                by_seen[seen].append(sentinel)
+            for seen, sentinels in by_seen.items():
+                blob = previous.get(seen) if seen else None
+                old = D.loads(blob) if blob else None
+                notes += evaluate(sentinels, old, new, at=meta.fetched, version=meta.version, stats=stats)
+            return sha, data, notes, stats, len(by_seen)
+        except Exception as exc:  # a page the digest cannot take must not cost the crawl its item
+            logger.warning("Sentinels on %s not evaluated: %s", meta.url, exc)
+            return None
+
+    def _finish(self, job: tuple, outcome: Any) -> Iterator[Notification]:
+        page, group, _, meta, _ = job
+        stats = self.crawler.stats
+        ids = [s.id for s, _ in group]
+        if outcome is None:
+            stats.inc_value("sentinels/failed", len(ids))
+            self.store.checked(ids, meta.fetched)
+            return
+        sha, data, notes, group_stats, groups = outcome
+        self.store.put_digest(sha, data)
+        self.store.add_notifications(notes)
+        self.store.checked(ids, meta.fetched, seen=sha)
+        stats.inc_value("sentinels/groups", groups)
+        stats.inc_value("sentinels/evaluated", group_stats.evaluated)
+        stats.inc_value("sentinels/skipped", group_stats.skipped)
+        stats.inc_value("sentinels/fired", group_stats.fired)
+        if group_stats.unchanged:
+            stats.inc_value("sentinels/unchanged")
+        yield from notes
+
+    def spider_closed(self) -> None:
+        if self._store is not None:
+            self._store.gc_digests()
+            self._store.close()
+            self._store = None
