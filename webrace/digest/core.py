@@ -149,8 +149,13 @@ class PageDigest:
     # -- back to a tree -----------------------------------------------------------------
 
     def to_tree(self) -> tuple[Any, list[Any]]:
-        """An lxml tree of the digest and, per node, its element (text nodes: None)."""
-        return _build(self)
+        """An lxml tree of the digest and, per node, its element (text nodes: None). The
+        digest of a page just encoded keeps the tree it was made from; otherwise the decoded
+        markup is parsed by lxml (C) and matched node by node, or built node by node."""
+        tree = self._cache.get("tree")
+        if tree is None:
+            tree = self._cache["tree"] = _reparse(self) or _build(self)
+        return tree
 
 
 def _make_parser(kind: str, encoding: str | None = None) -> Any:
@@ -206,18 +211,21 @@ def from_tree(root: Any, kind: str = "html", doctype: str = "") -> PageDigest:
     st_append, tm_append, am_append, cm_append = st.append, tm.append, am.append, cm.append
     comment_tag, pi_tag = etree.Comment, etree.ProcessingInstruction
     stack: list[tuple[Any, int]] = [(root, -1)]
+    elements: list[Any] = []
     while stack:
         item, parent = stack.pop()
         index = len(st)
         if parent >= 0:
             st[parent] += 1
         if isinstance(item, str):  # a text node
+            elements.append(None)
             st_append(0)
             tm_append(labels.setdefault(TEXT, len(labels)))
             am_append(0)
             contents.append(_clean(item))
             cm_append(len(contents))
             continue
+        elements.append(item)
         tag = item.tag
         if tag is comment_tag:
             label, content, attrs = COMMENT, item.text or "", None
@@ -242,12 +250,39 @@ def from_tree(root: Any, kind: str = "html", doctype: str = "") -> PageDigest:
             stack.append((child, index))
         if item.text:
             stack.append((item.text, index))
-    return PageDigest(st, tm, am, cm, list(labels), list(attr_lists), contents, kind, doctype)
+    digest = PageDigest(st, tm, am, cm, list(labels), list(attr_lists), contents, kind, doctype)
+    digest._cache["tree"] = (root, elements)  # the tree it was made from: location masks need no rebuild
+    return digest
 
 
 def _clean(text: str) -> str:
     """Text as the digest keeps it: NUL (the binary format's separator) becomes U+FFFD."""
     return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
+def _reparse(digest: PageDigest) -> tuple[Any, list[Any]] | None:
+    """The tree by parsing the decoded markup, if it matches the digest node for node."""
+    if digest.kind != "html" or not digest.size:
+        return None
+    root = parse(decode(digest))
+    if root is None:
+        return None
+    elements: list[Any] = [None] * digest.size
+    text = digest._label_index(TEXT)
+    nodes = root.iter()
+    for i, label_index in enumerate(digest.TM):
+        if label_index == text:
+            continue
+        el = next(nodes, None)
+        if el is None:
+            return None
+        label = digest.TL[label_index]
+        tag = el.tag
+        if not (tag == label or (label == COMMENT and tag is etree.Comment)
+                or (label == PI and tag is etree.ProcessingInstruction)):
+            return None
+        elements[i] = el
+    return (root, elements) if next(nodes, None) is None else None
 
 
 def _build(digest: PageDigest) -> tuple[Any, list[Any]]:

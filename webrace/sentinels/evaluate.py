@@ -135,6 +135,7 @@ def evaluate(sentinels: Iterable[Sentinel], old: PageDigest | None, new: PageDig
             diffs[key] = sdiff(old, new, facet, after.mask(where, ignore))
         return diffs[key]
 
+    memo: dict[tuple, Any] = {}  # comparisons shared by sentinels with the same region and parameters
     notes = []
     for s in group:
         texts_old = texts_new = None
@@ -144,7 +145,10 @@ def evaluate(sentinels: Iterable[Sentinel], old: PageDigest | None, new: PageDig
                 stats.skipped += 1  # the general comparison found no text change here
                 continue
         stats.evaluated += 1
-        changes = _changes(s, before, after, texts_old, texts_new, annotation)
+        key = (s.type, s.where, s.ignore, s.pattern)
+        if key not in memo:
+            memo[key] = _changes(s, before, after, texts_old, texts_new, annotation)
+        changes = memo[key]
         if changes is None:
             continue
         if s.on != "any" and not changes.get(s.on):
