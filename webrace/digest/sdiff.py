@@ -146,11 +146,19 @@ def mask(digest: PageDigest, where: str | None, tree: Any = None) -> bytearray |
     marks = bytearray(digest.size)
     if root is None:
         return marks
-    matched = {id(el) for el in select(root, where)}
-    for i, el in enumerate(elements):
-        if el is not None and id(el) in matched and not marks[i]:
-            for j in digest.subtree(i):
-                marks[j] = 1
+    found = select(root, where)
+    if not found:
+        return marks
+    index = digest._cache.get("element_index")
+    if index is None or index[0] is not elements:
+        positions = {id(el): i for i, el in enumerate(elements) if el is not None}
+        index = digest._cache["element_index"] = (elements, positions)
+    positions = index[1]
+    sizes = digest.subtree_sizes
+    for el in found:
+        i = positions.get(id(el))
+        if i is not None and not marks[i]:
+            marks[i:i + sizes[i]] = b"\x01" * sizes[i]  # the element and everything below it
     return marks
 
 

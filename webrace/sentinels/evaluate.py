@@ -182,9 +182,8 @@ def _changes(s: Sentinel, before: _View, after: _View, texts_old: list[str] | No
         return {"added": added, "removed": removed,
                 "nodes": [label for ann in marked for label in _labels(after.digest, ann)]}
     if s.type == "keyword":
-        needle = re.compile(r"(?<!\w)" + re.escape(s.pattern) + r"(?!\w)", re.IGNORECASE)
-        was, now = len(needle.findall(" ".join(texts_old))), len(needle.findall(" ".join(texts_new)))
-        if (was == 0) == (now == 0):
+        was, now = _has_word(" ".join(texts_old), s.pattern), _has_word(" ".join(texts_new), s.pattern)
+        if was == now:
             return None
         return {"added": [s.pattern]} if now else {"removed": [s.pattern]}
     if s.type == "regex":
@@ -202,6 +201,20 @@ def _changes(s: Sentinel, before: _View, after: _View, texts_old: list[str] | No
     facet = "structure" if s.type == "structure" else "attributes"
     nodes = annotation(facet, s.where, s.ignore)
     return {"nodes": _labels(after.digest, nodes)} if _marked(nodes) else None
+
+
+def _has_word(text: str, word: str) -> bool:
+    """Whether ``word`` occurs in ``text`` as a whole word, ignoring case (str.find in C,
+    then a look at the two neighbours)."""
+    haystack, needle = text.lower(), word.lower()
+    at = haystack.find(needle)
+    while at >= 0:
+        end = at + len(needle)
+        if (at == 0 or not (haystack[at - 1].isalnum() or haystack[at - 1] == "_")) and (
+                end == len(haystack) or not (haystack[end].isalnum() or haystack[end] == "_")):
+            return True
+        at = haystack.find(needle, at + 1)
+    return False
 
 
 def _marked(ann: Any) -> bool:
