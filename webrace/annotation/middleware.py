@@ -21,57 +21,36 @@ Stats: ``webrace/acis``, ``webrace/annotated``, ``webrace/irrelevant``,
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from scrapy.crawler import Crawler
-from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet.threads import deferToThread
 
 from webrace.annotation.filtering import FilteringProcessor, Judgement, Version
 from webrace.backends import open_aci_store
 from webrace.items import Page
+from webrace.middlewares.threaded import ThreadedItemMiddleware
 from webrace.store.objects import ObjectCorrupt, ObjectMissing
 
 logger = logging.getLogger(__name__)
 
 
-class AnnotationMiddleware:
+class AnnotationMiddleware(ThreadedItemMiddleware):
     def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
+        super().__init__(crawler)
         self.stats = crawler.stats
         self.drop_irrelevant = crawler.settings.getbool("WEBRACE_DROP_IRRELEVANT")
         self.processor = FilteringProcessor()
         self._store: Any = None
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> AnnotationMiddleware:
-        from scrapy import signals
+    def job(self, obj: Any) -> tuple | None:
+        return self._job(obj)
 
-        mw = cls(crawler)
-        crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
-        return mw
+    def work(self, job: tuple) -> Judgement | None:
+        return self._judge(*job)
 
-    # Universal middleware: the async path judges in a thread; the sync one (used only when
-    # a sync-only middleware forces it) judges inline.
-
-    def process_spider_output(self, response: Any, result: Iterable[Any]) -> Iterator[Any]:
-        for obj in result:
-            job = self._job(obj)
-            if job is None:
-                yield obj
-            else:
-                yield from self._finish(*job, self._judge(*job))
-
-    async def process_spider_output_async(self, response: Any, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        async for obj in result:
-            job = self._job(obj)
-            if job is None:
-                yield obj
-                continue
-            judgement = await maybe_deferred_to_future(deferToThread(self._judge, *job))
-            for out in self._finish(*job, judgement):
-                yield out
+    def finish(self, job: tuple, result: Judgement | None) -> Iterator[Any]:
+        return self._finish(*job, result)
 
     # -- the work ------------------------------------------------------------------------
 
@@ -134,7 +113,7 @@ class AnnotationMiddleware:
             self._store = open_aci_store(self.crawler.settings)
         return self._store
 
-    def spider_closed(self) -> None:
+    def closed(self) -> None:
         if self._store is not None:
             self._store.close()
             self._store = None

@@ -18,16 +18,15 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from scrapy.crawler import Crawler
-from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet.threads import deferToThread
 
 from webrace import digest as D
 from webrace.backends import open_sentinel_store
 from webrace.items import Page
+from webrace.middlewares.threaded import ThreadedItemMiddleware
 from webrace.sentinels.evaluate import GroupStats, Notification, evaluate
 from webrace.sentinels.model import Sentinel
 from webrace.urd import Urd
@@ -57,18 +56,10 @@ def is_xml(media_type: str) -> bool:
                                                              and media_type != "application/xhtml+xml")
 
 
-class SentinelMiddleware:
+class SentinelMiddleware(ThreadedItemMiddleware):
     def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
+        super().__init__(crawler)
         self._store: Any = None
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> SentinelMiddleware:
-        from scrapy import signals
-
-        mw = cls(crawler)
-        crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
-        return mw
 
     @property
     def store(self) -> Any:
@@ -76,25 +67,15 @@ class SentinelMiddleware:
             self._store = open_sentinel_store(self.crawler.settings)
         return self._store
 
-    def process_spider_output(self, response: Any, result: Iterable[Any]) -> Iterator[Any]:
-        for obj in result:
-            job = self._job(obj)
-            if job is None:
-                yield obj
-            else:
-                yield obj
-                yield from self._finish(job, self._work(*job[1:]))
+    def job(self, obj: Any) -> tuple | None:
+        return self._job(obj)
 
-    async def process_spider_output_async(self, response: Any, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        async for obj in result:
-            job = self._job(obj)
-            if job is None:
-                yield obj
-                continue
-            outcome = await maybe_deferred_to_future(deferToThread(self._work, *job[1:]))
-            yield obj
-            for note in self._finish(job, outcome):
-                yield note
+    def work(self, job: tuple) -> Any:
+        return self._work(*job[1:])
+
+    def finish(self, job: tuple, result: Any) -> Iterator[Any]:
+        yield job[0]
+        yield from self._finish(job, result)
 
     def _job(self, obj: Any) -> tuple | None:
         """On the reactor thread: the due sentinels of a new version, and the previous
@@ -153,7 +134,7 @@ class SentinelMiddleware:
             stats.inc_value("sentinels/unchanged")
         yield from notes
 
-    def spider_closed(self) -> None:
+    def closed(self) -> None:
         if self._store is not None:
             self._store.gc_digests()
             self._store.close()
