@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email.utils import formatdate, parsedate_to_datetime
@@ -267,3 +268,19 @@ def urd(urd_id: str, owner: str, url: str, depth: int = 0, scope: str | None = N
         extra += f"<keywords{attr}>{keys}</keywords>"
     return (f'<urd id="{urd_id}" owner="{owner}"><uri timing="{timing}">{url}</uri>'
             f'<depth level="{depth}"/>{scope_el}{extra}</urd>')
+
+
+REDIS_URL = "redis://127.0.0.1:6379/0"  # the Redis every machine of ours runs; tests use their own prefix
+
+
+@pytest.fixture
+def redis_prefix() -> Iterator[str]:
+    """A key prefix of this test's own on the local Redis, its keys removed afterwards."""
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL)
+    prefix = f"webrace-test-{uuid.uuid4().hex[:12]}:"
+    yield prefix
+    keys = list(client.scan_iter(match=f"{prefix}*"))
+    if keys:
+        client.delete(*keys)

@@ -2,32 +2,20 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 import redis
-from conftest import urd
+from conftest import REDIS_URL, urd
 
 from webrace.annotation.aci import Aci
 from webrace.backends.redis import RedisAciStore
 from webrace.backends.sqlite import SqliteAciStore
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
-
 
 @pytest.fixture(params=["sqlite", "redis"])
-def aci_store(request, tmp_path):
+def aci_store(request, tmp_path, redis_prefix):
     if request.param == "sqlite":
-        store = SqliteAciStore(tmp_path / "aci.sqlite")
-        yield store
-        store.close()
-        return
-    client = redis.Redis.from_url(REDIS_URL)
-    prefix = f"webrace-test-{uuid.uuid4().hex[:12]}:"
-    yield RedisAciStore(client, prefix)
-    keys = list(client.scan_iter(match=f"{prefix}*"))
-    if keys:
-        client.delete(*keys)
+        return SqliteAciStore(tmp_path / "aci.sqlite")
+    return RedisAciStore(redis.Redis.from_url(REDIS_URL), redis_prefix)
 
 
 def aci(owner: str, at: int, relevance: float, docbase: str, uri: str = "http://a.test/") -> Aci:

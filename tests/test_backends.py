@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 import redis
+from conftest import REDIS_URL
 from scrapy.settings import Settings
 
 from webrace.backends import open_metainfo_store
@@ -13,19 +12,6 @@ from webrace.backends.base import Version
 from webrace.backends.redis import RedisMetaInfoStore, RedisUnavailable, connect, safe_url
 from webrace.backends.sqlite import SqliteMetaInfoStore
 from webrace.store.metainfo import MetaInfo
-
-REDIS_URL = "redis://127.0.0.1:6379/0"
-
-
-@pytest.fixture
-def redis_prefix():
-    """A key prefix of this test's own, removed afterwards."""
-    client = redis.Redis.from_url(REDIS_URL)
-    prefix = f"webrace-test-{uuid.uuid4().hex[:12]}:"
-    yield prefix
-    keys = list(client.scan_iter(match=f"{prefix}*"))
-    if keys:
-        client.delete(*keys)
 
 
 @pytest.fixture(params=["sqlite", "redis"])

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 import redis
+from conftest import REDIS_URL
 
 from rules import Doc, RegExpRule
 from webrace.backends.redis import RedisResultsStore
 from webrace.backends.sqlite import SqliteResultsStore
 from webrace.scout.engine import RuleEngine, as_results
 from webrace.scout.template import TemplateError, parse_template
-
-REDIS_URL = "redis://127.0.0.1:6379/0"
 
 ISSUE_FORM = rb"""<template><var name="USPHONENUMBER">\d{3}-\d{4}</var><rule name="PhoneNumber"
 class="rules.RegExpRule"><param name="pattern">${USPHONENUMBER}</param></rule>
@@ -94,18 +91,13 @@ def test_doc_separates_tags_and_text_and_resolves_links():
 
 
 @pytest.fixture(params=["sqlite", "redis"])
-def results_store(request, tmp_path):
+def results_store(request, tmp_path, redis_prefix):
     if request.param == "sqlite":
         store = SqliteResultsStore(tmp_path / "results.sqlite")
         yield store
         store.close()
         return
-    client = redis.Redis.from_url(REDIS_URL)
-    prefix = f"webrace-test-{uuid.uuid4().hex[:12]}:"
-    yield RedisResultsStore(client, prefix)
-    keys = list(client.scan_iter(match=f"{prefix}*"))
-    if keys:
-        client.delete(*keys)
+    yield RedisResultsStore(redis.Redis.from_url(REDIS_URL), redis_prefix)
 
 
 def test_results_store_keeps_results_by_rule_and_document_with_stable_seqs(results_store):
