@@ -66,6 +66,9 @@ class Command(ScrapyCommand):
         if not args:
             raise UsageError("missing subcommand: add, list, remove, due or notifications")
         action, rest = args[0], args[1:]
+        if self.settings.get("REDIS_URL") and action in ("add", "due"):
+            print("warning: sentinels are evaluated by embedded crawls only for now (not by distributed workers): "
+                  "run `scrapy crawl urd` without REDIS_URL where this data directory is", file=sys.stderr)
         handler = {"add": self.add, "list": self.list, "remove": self.remove, "rm": self.remove, "due": self.due,
                    "notifications": self.notifications}.get(action)
         if handler is None:
