@@ -1,0 +1,143 @@
+"""XPack: round trips under C14N, each operator alone, node count and tags from the packed
+file, malformed and hostile input, corrupt packed files."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from webrace import xpack
+from webrace.xpack import operators as op
+
+NAMES = ["a", "b", "item", "title", "x:link", "y:node", "data-row"]
+TEXT = st.text(alphabet=st.sampled_from("ab \n\t<>&\"'é€;]"), max_size=10)
+
+
+def esc(text: str, quote: bool = False) -> str:
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace('"', "&quot;") if quote else text
+
+
+@st.composite
+def element(draw, depth=0):
+    name = draw(st.sampled_from(NAMES))
+    attrs = draw(st.dictionaries(st.sampled_from(["id", "href", "x:ref", "class", "y:val"]), TEXT, max_size=3))
+    attr_text = "".join(f' {k}="{esc(v, True)}"' for k, v in attrs.items())
+    ns = ' xmlns:x="urn:x"' if draw(st.booleans()) and depth == 0 else ""
+    parts = []
+    for _ in range(draw(st.integers(0, 4 if depth < 4 else 0))):
+        kind = draw(st.sampled_from(["el", "el", "text", "cdata", "comment", "pi", "entity"]))
+        if kind == "el":
+            parts.append(draw(element(depth + 1)))
+        elif kind == "text":
+            parts.append(esc(draw(TEXT)))
+        elif kind == "cdata":
+            parts.append(f"<![CDATA[{draw(TEXT).replace(']]>', '')}]]>")
+        elif kind == "comment":
+            parts.append(f"<!--{draw(TEXT).replace('-', '')}-->")
+        elif kind == "pi":
+            parts.append(f"<?proc {esc(draw(TEXT)).replace('?', '')}?>")
+        else:
+            parts.append(draw(st.sampled_from(["&amp;", "&lt;", "&#233;", "&#x20AC;", "&e;"])))
+    return f"<{name}{ns}{attr_text}>{''.join(parts)}</{name}>"
+
+
+def document(body: str) -> bytes:
+    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE root [<!ENTITY e "entity text">]>\n<!--before-->'
+            f'<root xmlns="urn:default" xmlns:x="urn:x" xmlns:y="urn:y">{body}</root>\n<?after data?>').encode()
+
+
+def round_trips(data: bytes) -> None:
+    packed = xpack.pack(data)
+    assert xpack.canonical(xpack.unpack(packed)) == xpack.canonical(data)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(element(), max_size=4))
+def test_unpack_of_pack_is_the_same_document_under_c14n(elements):
+    round_trips(document("".join(elements)))
+
+
+EDGE_CASES = {
+    "namespaces": b'<r xmlns="urn:a" xmlns:p="urn:p"><p:x p:k="1"><y xmlns="urn:b" xmlns:q="urn:q"/></p:x></r>',
+    "unused declaration": b'<r xmlns:unused="urn:u"><a/></r>',
+    "attribute order": b'<r z="1" a="2" m="3"><x b="&amp;&lt;&quot;" a="\'"/></r>',
+    "comments and PIs": b"<!--a--><?p1 x?><r><!--in--><?p2?>t<!----></r><!--z--><?p3 y z?>",
+    "CDATA": b"<r><![CDATA[<not> & markup]]>after<![CDATA[]]></r>",
+    "entities": b'<!DOCTYPE r [<!ENTITY a "A&amp;B"><!ENTITY b "&a;-&a;">]><r t="&a;">&b; &#x1F600;</r>',
+    "mixed content": b"<p>one <b>two</b> three <i>four <u>five</u></i> six</p>",
+    "whitespace": b"<r>\n  <a>  x  </a>\n\t<b/>\r\n  </r>",
+    "empty": b"<r/>",
+    "deep": b"<r>" + b"<d>" * 200 + b"x" + b"</d>" * 200 + b"</r>",
+    "wide": b"<r>" + b"".join(b'<i n="%d" href="http://example.org/p/%d">%d</i>' % (n, n % 7, n) for n in range(3000))
+            + b"</r>",
+    "unicode": "<r ü='ä'>日本語 <ß/>\u00a0</r>".encode(),
+}
+
+
+@pytest.mark.parametrize("name", EDGE_CASES)
+def test_round_trip_on_edge_cases(name):
+    round_trips(EDGE_CASES[name])
+
+
+def test_each_operator_is_reversible_alone():
+    tree = op.parse(EDGE_CASES["namespaces"])
+    packed = op.page_pack(tree)
+    from lxml import etree
+
+    assert etree.tostring(op.page_unpack(packed), method="c14n") == etree.tostring(tree, method="c14n")
+    wide = op.page_pack(op.parse(EDGE_CASES["wide"]))
+    for structure in (packed.structure, wide.structure, op.page_pack(op.parse(EDGE_CASES["deep"])).structure):
+        assert op.path_unpack(op.path_pack(structure)) == list(structure)
+    names, ids = op.name_pack(wide.names)
+    assert op.name_unpack(names, ids) == wide.names and len(names) < len(wide.names)
+    urls = [f"http://example.org/{random.Random(n).choice('abc')}/{n % 5}" for n in range(200)]
+    data, count, ids = op.url_pack(urls)
+    assert op.url_unpack(data, count, ids) == urls and count == 15
+    pairs = [pair for attrs in wide.attributes.values() for pair in attrs]
+    assert op.attribute_unpack(*op.attribute_pack(pairs)) == pairs
+    texts, ids = op.content_pack(["x", "y", "x", "x"])
+    assert texts == ["x", "y"] and op.content_unpack(texts, ids) == ["x", "y", "x", "x"]
+
+
+def test_node_count_and_tags_come_from_the_packed_file():
+    packed = xpack.pack(EDGE_CASES["wide"])
+    info = xpack.stat(packed)
+    assert info["nodes"] == 1 + 1 + 3000 * 2  # document, root, 3,000 items with a text each
+    assert info["tags"] == ["r", "i"]
+    doc = xpack.PackedDocument(packed)
+    doc.tags()
+    assert set(doc._cache) == {"names"}  # nothing else was decompressed
+    assert set(info["containers"]) >= {"structure", "names", "content", "attrvalues"}
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    (b"<r><a></r>", "line 1, column"),
+    (b"<r>", "line 1"),
+    (b"", "not well-formed"),
+    (b'<!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]><r>&x;</r>', "not well-formed"),
+    (b'<!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">'
+     b'<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">'
+     b'<!ENTITY e "&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;"><!ENTITY f "&e;&e;&e;&e;&e;&e;&e;&e;&e;&e;">'
+     b'<!ENTITY g "&f;&f;&f;&f;&f;&f;&f;&f;&f;&f;"><!ENTITY h "&g;&g;&g;&g;&g;&g;&g;&g;&g;&g;">]><l>&h;</l>',
+     "amplification"),
+])
+def test_malformed_and_hostile_xml_is_refused_clearly(data, message):
+    with pytest.raises(xpack.XPackError, match=message):
+        xpack.pack(data)
+
+
+def test_corrupt_or_truncated_packed_files_are_refused():
+    packed = xpack.pack(EDGE_CASES["wide"])
+    for bad in (packed[:3], packed[:40], packed[:-1], b"XXXX" + packed[4:], packed + b"x"):
+        with pytest.raises(xpack.XPackError):
+            xpack.unpack(bad)
+    rng = random.Random(11)
+    for _ in range(300):
+        flipped = bytearray(packed)
+        flipped[rng.randrange(len(flipped))] ^= 1 << rng.randrange(8)
+        with pytest.raises(xpack.XPackError):
+            xpack.unpack(bytes(flipped))
