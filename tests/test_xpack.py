@@ -4,6 +4,7 @@ file, malformed and hostile input, corrupt packed files."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -141,3 +142,102 @@ def test_corrupt_or_truncated_packed_files_are_refused():
         flipped[rng.randrange(len(flipped))] ^= 1 << rng.randrange(8)
         with pytest.raises(xpack.XPackError):
             xpack.unpack(bytes(flipped))
+
+
+CATALOG = b"""<?xml version="1.0"?>
+<catalog xmlns:dc="http://purl.org/dc/elements/1.1/" version="2">
+  <!-- books -->
+  <book id="b1" lang="en"><dc:title>Alpha</dc:title><price>10</price><tag>x</tag><tag>y</tag></book>
+  <book id="b2" lang="fr"><dc:title>Beta</dc:title><price cur="EUR">12</price><note>n<b>bold</b>tail</note></book>
+  <shelf><book id="b3"><dc:title>Gamma</dc:title><tag>z</tag></book><book id="b4" lang="en"/></shelf>
+  <magazine id="m1"><dc:title>Delta</dc:title></magazine>
+</catalog>"""
+
+QUERIES = [
+    "/catalog", "/catalog/book", "//book", "//book[1]", "//book[2]", "/catalog/book[2]", "//book[@lang]",
+    "//book[@lang='en']", '//book[@lang="fr"]/price', "//book/@id", "//@id", "//@lang", "/catalog/*",
+    "//*", "//*[1]", "//dc:title", "//dc:title/text()", "//book/dc:title/text()", "//text()", "/catalog/shelf/book",
+    "/catalog//book", "/catalog/shelf//dc:title", "//note/text()", "//note/b/text()", "//book[@id='b3']/tag",
+    "//book[@lang='en'][1]", "//book[1][@lang='en']", "//tag[2]", "//price/@cur", "/catalog/@version",
+    "//missing", "//book[9]", "//shelf/book[2]/@id", "//*/@id",
+]
+
+
+def lxml_answer(data: bytes, expression: str) -> list:
+    from lxml import etree
+
+    tree = op.parse(data)
+    elements: list = []
+    op.page_pack(tree, elements)
+    index = {id(el): i for i, el in enumerate(elements) if el is not None}
+    found = tree.xpath(expression, namespaces={"dc": "http://purl.org/dc/elements/1.1/"})
+    answer = []
+    for item in found:
+        if isinstance(item, etree._Element):
+            answer.append(("element", index[id(item)]))
+        elif getattr(item, "is_attribute", False):
+            answer.append(("attribute", str(item)))
+        else:
+            answer.append(("text", str(item)))
+    return answer
+
+
+@pytest.mark.parametrize("expression", QUERIES)
+def test_queries_on_the_packed_file_equal_lxmls(expression):
+    doc = xpack.PackedDocument(xpack.pack(CATALOG))
+    assert doc.query(expression) == lxml_answer(CATALOG, expression)
+
+
+def test_queries_decompress_only_what_they_need():
+    doc = xpack.PackedDocument(xpack.pack(EDGE_CASES["wide"]))
+    assert len(doc.query("//i")) == 3000
+    assert "content" not in doc._cache and "attrvalues" not in doc._cache
+
+
+@pytest.mark.parametrize(("expression", "message"), [
+    ("count(//a)", "only absolute paths"), ("//a[last()]", "not supported"), ("//a/..", "not supported"),
+    ("//a[b]", "not supported"), ("//zz:a", "prefix 'zz' is not declared"), ("//text()/a", "must be the last"),
+    ("//a | //b", "not supported"), ("/", "empty step"),
+])
+def test_queries_outside_the_subset_are_refused_clearly(expression, message):
+    doc = xpack.PackedDocument(xpack.pack(CATALOG))
+    with pytest.raises(xpack.XPackError, match=re.escape(message)):
+        doc.query(expression)
+
+
+def xpack_cli(tmp_path, *args, scrapy: bool = False):
+    import os
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "scrapy", "xpack", *args] if scrapy else \
+        [sys.executable, "-m", "webrace.xpack.cli", *args]
+    return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "SCRAPY_SETTINGS_MODULE": "webrace.settings"})
+
+
+@pytest.mark.parametrize("scrapy", [False, True], ids=["xpack", "scrapy xpack"])
+def test_commands_pack_unpack_stat_and_query(tmp_path, scrapy):
+    import json
+
+    (tmp_path / "catalog.xml").write_bytes(CATALOG)
+    assert xpack_cli(tmp_path, "pack", "catalog.xml", "catalog.xpk", scrapy=scrapy).returncode == 0
+    assert xpack_cli(tmp_path, "unpack", "catalog.xpk", "again.xml", scrapy=scrapy).returncode == 0
+    assert xpack.canonical((tmp_path / "again.xml").read_bytes()) == xpack.canonical(CATALOG)
+    info = json.loads(xpack_cli(tmp_path, "stat", "catalog.xpk", "--json", scrapy=scrapy).stdout)
+    assert set(info) == {"nodes", "tags", "containers"} and "book" in info["tags"]
+    assert xpack_cli(tmp_path, "query", "catalog.xpk", "//book", "--count", scrapy=scrapy).stdout.strip() == "4"
+    titles = xpack_cli(tmp_path, "query", "catalog.xpk", "//dc:title/text()", scrapy=scrapy).stdout.split()
+    assert titles == ["Alpha", "Beta", "Gamma", "Delta"]
+
+
+def test_command_errors_leave_no_output_file(tmp_path):
+    (tmp_path / "bad.xml").write_bytes(b"<r>\n  <a></r>")
+    done = xpack_cli(tmp_path, "pack", "bad.xml", "bad.xpk")
+    assert done.returncode == 1 and "line 2, column" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.xml"]
+    (tmp_path / "junk.xpk").write_bytes(b"XPK1 not really")
+    done = xpack_cli(tmp_path, "unpack", "junk.xpk", "out.xml")
+    assert done.returncode == 1 and done.stderr.startswith("error:") and not (tmp_path / "out.xml").exists()
+    refused = xpack_cli(tmp_path, "query", "junk.xpk", "//a")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr

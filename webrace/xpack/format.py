@@ -171,7 +171,7 @@ class PackedDocument:
             at += stored
         if at != len(data):
             raise XPackError("truncated or corrupt XPack file (length)")
-        self._cache: dict[str, bytes] = {}
+        self._cache: dict[str, Any] = {}
 
     def container(self, name: str) -> bytes:
         found = self._cache.get(name)
@@ -201,15 +201,8 @@ class PackedDocument:
 
     # -- the whole document ---------------------------------------------------------------
 
-    def to_packed(self) -> Packed:
-        structure, _ = _read_array(self.container("structure"))
-        if len(structure) != self.nodes:
-            raise XPackError("corrupt XPack file (structure length)")
-        tag_ids, _ = _read_array(self.container("tags"))
-        names = name_unpack(_read_strings(self.container("names")), tag_ids)
-        if len(names) != self.nodes:
-            raise XPackError("corrupt XPack file (tags length)")
-        packed = Packed(list(structure), names)
+    def to_packed_attributes(self) -> dict[int, list[tuple[str, str]]]:
+        """Each element's attributes (the attribute containers only)."""
         attrs = self.container("attrs")
         nodes, at = _read_array(attrs)
         counts, at = _read_array(attrs, at)
@@ -225,22 +218,47 @@ class PackedDocument:
         values = prefix_undelta(values_data[4:], value_count)
         attr_names = _read_strings(self.container("attrnames"))
         pairs = list(zip(name_unpack(attr_names, name_ids), name_unpack(values, value_ids), strict=True))
-        pos = 0
+        found, pos = {}, 0
         for node, count in zip(nodes, counts, strict=True):
             if node >= self.nodes:
                 raise XPackError("corrupt XPack file (attribute owner)")
-            packed.attributes[node] = pairs[pos:pos + count]
+            found[node] = pairs[pos:pos + count]
             pos += count
+        return found
+
+    def to_packed_contents(self, names: list[str], tag_ids: Any) -> dict[int, str]:
+        """The text of every text, comment and PI node (the content containers only)."""
+        text_ids, _ = _read_array(self.container("contentids"))
+        texts = content_unpack(_read_strings(self.container("content")), text_ids)
+        content_nodes = [i for i, t in enumerate(tag_ids) if names[t] in (TEXT, COMMENT, PI)]
+        if len(content_nodes) != len(texts):
+            raise XPackError("corrupt XPack file (content)")
+        return dict(zip(content_nodes, texts, strict=True))
+
+    def query(self, expression: str) -> list[tuple[str, Any]]:
+        """XPath (the subset of :mod:`webrace.xpack.query`) without unpacking."""
+        from webrace.xpack.query import Evaluator
+
+        evaluator = self._cache.get("evaluator")
+        if evaluator is None:
+            evaluator = self._cache["evaluator"] = Evaluator(self)  # type: ignore[assignment]
+        return evaluator.run(expression)  # type: ignore[union-attr]
+
+    def to_packed(self) -> Packed:
+        structure, _ = _read_array(self.container("structure"))
+        if len(structure) != self.nodes:
+            raise XPackError("corrupt XPack file (structure length)")
+        tag_ids, _ = _read_array(self.container("tags"))
+        names = name_unpack(_read_strings(self.container("names")), tag_ids)
+        if len(names) != self.nodes:
+            raise XPackError("corrupt XPack file (tags length)")
+        packed = Packed(list(structure), names)
+        packed.attributes = self.to_packed_attributes()
         for line in self.container("namespaces").decode("utf-8", "surrogatepass").split("\n"):
             if line:
                 node, prefix, uri = line.split("\t", 2)
                 packed.namespaces.setdefault(int(node), []).append((prefix, uri))
-        text_ids, _ = _read_array(self.container("contentids"))
-        texts = content_unpack(_read_strings(self.container("content")), text_ids)
-        content_nodes = [i for i, name in enumerate(names) if name in (TEXT, COMMENT, PI)]
-        if len(content_nodes) != len(texts):
-            raise XPackError("corrupt XPack file (content)")
-        packed.contents = dict(zip(content_nodes, texts, strict=True))
+        packed.contents = self.to_packed_contents(list(_read_strings(self.container("names"))), tag_ids)
         return packed
 
 

@@ -58,9 +58,12 @@ def parse(data: bytes) -> Any:
         raise XPackError(f"not well-formed XML: line {line}, column {column}: {exc.msg}") from None
 
 
-def page_pack(tree: Any) -> Packed:
-    """phi: the document tree -> structure and node containers (no recursion)."""
+def page_pack(tree: Any, elements: list[Any] | None = None) -> Packed:
+    """phi: the document tree -> structure and node containers (no recursion). With
+    ``elements``, the lxml node of each packed node is appended to it (None for text)."""
     packed = Packed()
+    keep = elements.append if elements is not None else (lambda _: None)
+    keep(None)
     root = tree.getroot()
     top: list[Any] = []
     node = root
@@ -75,6 +78,7 @@ def page_pack(tree: Any) -> Packed:
     while stack:
         item, parent_ns = stack.pop()
         index = len(packed.names)
+        keep(None if isinstance(item, str) else item)
         if isinstance(item, str):
             packed.structure.append(0)
             packed.names.append(TEXT)

@@ -1,0 +1,103 @@
+"""``xpack pack IN OUT | unpack IN OUT | stat IN [--json] | query IN XPATH [--count]``: the
+same as ``scrapy xpack ...``, for people outside Scrapy. Errors are one line on stderr and
+exit status 1; no output file is left behind."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from webrace.xpack.format import CODECS, PackedDocument, pack, unpack
+from webrace.xpack.operators import XPackError
+
+
+def _read(path: str) -> bytes:
+    try:
+        return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise XPackError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _write(path: str, data: bytes) -> None:
+    """All or nothing: a temporary file in the same directory, renamed over the target."""
+    if path == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    target = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, target)
+    except OSError as exc:
+        if "tmp" in locals():
+            Path(tmp).unlink(missing_ok=True)
+        raise XPackError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="xpack", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="action", required=True)
+    for name in ("pack", "unpack"):
+        p = sub.add_parser(name)
+        p.add_argument("input")
+        p.add_argument("output")
+    p = sub.add_parser("stat")
+    p.add_argument("input")
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("query")
+    p.add_argument("input")
+    p.add_argument("xpath")
+    p.add_argument("--count", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        data = _read(args.input)
+        if args.action == "pack":
+            _write(args.output, pack(data))
+        elif args.action == "unpack":
+            _write(args.output, unpack(data))
+        elif args.action == "stat":
+            doc = PackedDocument(data)
+            info = {"nodes": doc.nodes, "tags": doc.tags(), "containers": doc.sizes()}
+            if args.json:
+                print(json.dumps(info, indent=2))
+            else:
+                print(f"nodes: {info['nodes']}\ntags: {' '.join(info['tags'])}")
+                for name, c in info["containers"].items():
+                    print(f"  {name:<11} {c['raw']:>9} -> {c['stored']:>9} bytes ({c['codec']})")
+                print(f"  {'total':<11} {sum(c['raw'] for c in info['containers'].values()):>9} -> {len(data):>9} "
+                      f"bytes (file, header included); codecs: {', '.join(CODECS.values())}")
+        else:
+            results = PackedDocument(data).query(args.xpath)
+            if args.count:
+                print(len(results))
+            else:
+                doc = PackedDocument(data)
+                for kind, value in results:
+                    print(value if kind != "element" else _describe(doc, value))
+    except XPackError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _describe(doc: PackedDocument, node: int) -> str:
+    """An element result, one line: its name and node number."""
+    from webrace.xpack.format import _read_array, _read_strings
+
+    names = _read_strings(doc.container("names"))
+    tags, _ = _read_array(doc.container("tags"))
+    return f"<{names[tags[node]]}> (node {node})"
+
+
+def main() -> None:
+    raise SystemExit(run(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()
