@@ -241,3 +241,10 @@ def test_command_errors_leave_no_output_file(tmp_path):
     assert done.returncode == 1 and done.stderr.startswith("error:") and not (tmp_path / "out.xml").exists()
     refused = xpack_cli(tmp_path, "query", "junk.xpk", "//a")
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
+
+
+def test_queries_name_default_namespace_elements_with_given_prefixes():
+    page = b'<html xmlns="http://www.w3.org/1999/xhtml"><body><p>a</p><p>b</p></body></html>'
+    doc = xpack.PackedDocument(xpack.pack(page))
+    ns = {"h": "http://www.w3.org/1999/xhtml"}
+    assert [v for _, v in doc.query("//h:p/text()", ns)] == ["a", "b"] and doc.query("//p") == []

@@ -284,14 +284,16 @@ class PackedDocument:
         texts = _uncolumns(self.container("contentcols"), self.container("content"), keys, len(names))
         return dict(zip(nodes, texts, strict=True))
 
-    def query(self, expression: str) -> list[tuple[str, Any]]:
-        """XPath (the subset of :mod:`webrace.xpack.query`) without unpacking."""
+    def query(self, expression: str, namespaces: dict[str, str] | None = None) -> list[tuple[str, Any]]:
+        """XPath (the subset of :mod:`webrace.xpack.query`) without unpacking. Prefixes are
+        the document's, plus ``namespaces`` (prefix -> URI, as lxml's ``xpath`` takes them:
+        the way to name elements in a default namespace, e.g. XHTML's)."""
         from webrace.xpack.query import Evaluator
 
         evaluator = self._cache.get("evaluator")
         if evaluator is None:
             evaluator = self._cache["evaluator"] = Evaluator(self)  # type: ignore[assignment]
-        return evaluator.run(expression)  # type: ignore[union-attr]
+        return evaluator.run(expression, namespaces)  # type: ignore[union-attr]
 
     def to_packed(self) -> Packed:
         structure, _ = _read_array(self.container("structure"))

@@ -161,9 +161,9 @@ class Evaluator:
     def is_element(self, i: int) -> bool:
         return not self.names[self.tags[i]].startswith("#")
 
-    def run(self, expression: str) -> list[tuple[str, Any]]:
+    def run(self, expression: str, namespaces: dict[str, str] | None = None) -> list[tuple[str, Any]]:
         """Results in document order: ("element", node), ("text", string) or ("attribute", string)."""
-        steps = compile_query(expression, self.namespaces())
+        steps = compile_query(expression, {**self.namespaces(), **(namespaces or {})})
         context = [0]
         for step in steps:
             if step.kind == "element":
