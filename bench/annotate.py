@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from timing import best_ms  # noqa: E402
+
 from webrace.annotation.filtering import FilteringProcessor, Version  # noqa: E402
 from webrace.annotation.matcher import KeywordIndex, naive_relevance  # noqa: E402
 from webrace.annotation.text import page_text  # noqa: E402
@@ -63,14 +65,6 @@ def profiles(rng: random.Random, words: list[str], owners: int, per_owner: int,
         result[f"owner{n}"] = keys
     return result
 
-
-def best_ms(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return min(times)
 
 
 def main() -> int:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import random
 import sys
-import time
 import zlib
 from pathlib import Path
 
@@ -28,6 +27,8 @@ from lxml import html
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.append(str(ROOT / "bench"))
+from timing import best_ms  # noqa: E402
+
 from webrace import digest as D  # noqa: E402
 
 
@@ -58,26 +59,18 @@ def portal(rng: random.Random, kb: int = 70) -> bytes:
     return "".join(parts).encode()
 
 
-def best_ms(fn, repeat: int = 30) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best * 1000
-
 
 def measure(name: str, pages: list[bytes]) -> dict[str, float]:
     digests = [D.encode(p) for p in pages]
     blobs = [D.dumps(d) for d in digests]
     trees = [html.document_fromstring(p) for p in pages]
-    parse = sum(best_ms(lambda p=p: html.document_fromstring(p)) for p in pages)
+    parse = sum(best_ms(lambda p=p: html.document_fromstring(p), 30) for p in pages)
     encode = sum(best_ms(lambda p=p: D.encode(p), 10) for p in pages)
-    loads = sum(best_ms(lambda b=b: D.loads(b)) for b in blobs)
-    loads_all = sum(best_ms(lambda b=b: (lambda d: (d.CL, d.AL))(D.loads(b))) for b in blobs)
+    loads = sum(best_ms(lambda b=b: D.loads(b), 30) for b in blobs)
+    loads_all = sum(best_ms(lambda b=b: (lambda d: (d.CL, d.AL))(D.loads(b)), 30) for b in blobs)
     # every node's label in document order (a digest's child counts need no work: they are ST)
-    walk_lxml = sum(best_ms(lambda t=t: [el.tag for el in t.iter()]) for t in trees)
-    walk_digest = sum(best_ms(lambda d=d: list(map(d.TL.__getitem__, d.TM))) for d in digests)
+    walk_lxml = sum(best_ms(lambda t=t: [el.tag for el in t.iter()], 30) for t in trees)
+    walk_digest = sum(best_ms(lambda d=d: list(map(d.TL.__getitem__, d.TM)), 30) for d in digests)
     raw_html, raw_digest = sum(map(len, pages)), sum(map(len, blobs))
     z_html = sum(len(zlib.compress(p, 6)) for p in pages)
     z_digest = sum(len(zlib.compress(b, 6)) for b in blobs)

@@ -26,7 +26,6 @@ import bz2
 import gzip
 import lzma
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -34,6 +33,8 @@ from lxml import etree
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from timing import best_ms  # noqa: E402
+
 from webrace import xpack  # noqa: E402
 from webrace.xpack import operators as op  # noqa: E402
 
@@ -67,14 +68,6 @@ def compressors() -> dict[str, tuple]:
         print("brotli not installed: no brotli column (pip install -e '.[bench]')")
     return found
 
-
-def best_ms(fn, repeat: int = 5) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best * 1000
 
 
 def queries_for(data: bytes) -> tuple[str, str, dict[str, str]]:

@@ -109,8 +109,6 @@ class PageDigest:
                 top[1] -= 1
                 if top[1] == 0:
                     open_nodes.pop()
-                    while open_nodes and open_nodes[-1][1] == 0:  # pragma: no cover - popped as they close
-                        open_nodes.pop()
             if children:
                 open_nodes.append([i, children])
         return parents
