@@ -113,7 +113,7 @@ def test_node_count_and_tags_come_from_the_packed_file():
     assert info["tags"] == ["r", "i"]
     doc = xpack.PackedDocument(packed)
     doc.tags()
-    assert set(doc._cache) == {"names"}  # nothing else was decompressed
+    assert doc.decompressed == {"names"}  # nothing else was decompressed
     assert set(info["containers"]) >= {"structure", "names", "content", "attrvalues"}
 
 
@@ -193,7 +193,7 @@ def test_queries_on_the_packed_file_equal_lxmls(expression):
 def test_queries_decompress_only_what_they_need():
     doc = xpack.PackedDocument(xpack.pack(EDGE_CASES["wide"]))
     assert len(doc.query("//i")) == 3000
-    assert "content" not in doc._cache and "attrvalues" not in doc._cache
+    assert not doc.decompressed & {"content", "attrvalues"}
 
 
 @pytest.mark.parametrize(("expression", "message"), [

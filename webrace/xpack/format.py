@@ -1,21 +1,38 @@
-"""XPack's binary format: the operators' containers, each compressed on its own.
+"""XPack's binary format: the operators' containers, compressed in a few blocks.
 
-    b"XPK1"  node count (u32)  container count (u8)
-    per container: id (u8), codec (u8), raw length (u32), stored length (u32), CRC-32 of stored (u32)
-    the stored containers, in that order
+    b"XPK2"  node count (u32)  width (u8: 2 or 4)  container count (u8)  block count (u8)
+    per container: block number (u8), raw length (u16 or u32, the width)
+    per block: codec (u8), stored length (u16 or u32), CRC-32 of the stored bytes (u32)
+    CRC-32 of everything above (u32)
+    the stored blocks, in order; a block is its containers' raw bytes, concatenated in
+    container order, compressed as one
 
-Containers: structure (S), names (NamePack dictionary), tags (a name id per node), attribute
-names, attributes (element, count and name id arrays), attribute values, namespace
-declarations, content, content column sizes. Attribute values and content are stored in
-columns, XMill-style: the values of one attribute name together, the texts under one parent
-tag together, each column in document order, so that each stretch the compressor sees is
-homogeneous (measured on Debian's iso-codes and shared-mime-info XML: attribute values in
-columns compress to 60% and 40% of the sorted prefix-delta coding of URLPack/AttributePack
-plus identifiers, and content by parent tag to 88% of the deduplicated ContentPack list; the
-operators stay available on their own). Each container is stored raw, or with zlib, bzip2 or xz, whichever is
-smallest for it; a query decompresses only the containers it reads (the node count needs
-none, the tag list only the names). Every container is checked against its CRC-32 and every
-length against the header: corrupt or truncated input is an :class:`XPackError`.
+Containers (one entry per node, depth first; node 0 is the document):
+
+- ``names``: the NamePack dictionary (``#document``, ``#text``, ``#ws`` for whitespace-only
+  text, ``#comment``, ``#pi`` and element names in Clark notation);
+- ``structure``: the structure S, stored as each node's depth (the same information as the
+  child counts, which compresses smaller and lets a query find parents and subtrees with
+  array operations);
+- ``labels``: a label per node, the pair (name, attribute-name set), from ``labeldict``;
+  ``attrnames`` and ``attrsets`` (the distinct attribute-name sequences). Elements of one
+  kind tend to carry the same attributes, so a label per node is smaller than the seed's
+  per-attribute identifiers (measured: 2-10x smaller on iso-codes, shared-mime-info and
+  gtk-doc XHTML);
+- ``attrvalues``: attribute values in columns, one per attribute name, each in document
+  order; ``content``: texts, comments and PIs in columns, one per (parent name, node kind),
+  each in document order (XMill-style: each stretch a compressor sees is homogeneous;
+  whitespace-only text apart from real text). Column sizes are not stored: they follow from
+  the structure;
+- ``namespaces``: namespace declarations (node, prefix, URI).
+
+Blocks: ``names`` alone (the tag list costs one tiny decompression); the structural
+containers together (what any query reads); attribute values and content together when
+they are small (a page's link text and its hrefs share words), else each alone, so that an
+attribute query does not decompress the text. Each block is stored raw or with zlib, bzip2,
+xz (raw LZMA2) or brotli, whichever is smallest for it. The header and every block are
+checked against their CRC-32, every length and identifier against the structure: corrupt or
+truncated input is an :class:`XPackError`, never a wrong answer.
 """
 
 from __future__ import annotations
@@ -24,265 +41,497 @@ import bz2
 import lzma
 import struct
 import zlib
-from array import array
 from typing import Any
+
+import brotli
+import numpy as np
 
 from webrace.xpack.operators import (
     COMMENT,
+    DOCUMENT,
     PI,
     TEXT,
     Packed,
     XPackError,
-    name_pack,
-    name_unpack,
     page_pack,
     page_unpack,
     parse,
 )
 
-MAGIC = b"XPK1"
-_HEAD = struct.Struct("<4sIB")
-_ENTRY = struct.Struct("<BBIII")
-CONTAINERS = ("structure", "names", "tags", "attrnames", "attrs", "attrvalues", "namespaces", "content", "contentcols")
-CODECS = {0: "raw", 1: "zlib", 2: "bzip2", 3: "xz"}
-_COMPRESS = {1: lambda b: zlib.compress(b, 9), 2: lambda b: bz2.compress(b, 9),
-             3: lambda b: lzma.compress(b, preset=9 | lzma.PRESET_EXTREME)}
-_DECOMPRESS = {0: bytes, 1: zlib.decompress, 2: bz2.decompress, 3: lzma.decompress}
+MAGIC = b"XPK2"
+WS = "#ws"  # whitespace-only text (a text node; its own name so that it gets its own column)
+CONTENT_KINDS = (TEXT, WS, COMMENT, PI)
+CONTAINERS = ("names", "structure", "labels", "labeldict", "attrnames", "attrsets", "namespaces",
+              "attrvalues", "content")
+GROUPS = (("names",), ("structure", "labels", "labeldict", "attrnames", "attrsets", "namespaces"),
+          ("attrvalues", "content"))
+SOLID_LIMIT = 64 * 1024  # values and content share a block below this raw size
+CODECS = {0: "raw", 1: "zlib", 2: "bzip2", 3: "xz", 4: "brotli"}
 MAX_RAW = 1 << 31
+_HEAD = struct.Struct("<4sIBBB")
+_TABLES: dict[tuple[int, int, int], struct.Struct] = {}
 
 
-def _array_bytes(values: list[int]) -> bytes:
-    top = max(values, default=0)
+def _lzma_filters(size: int) -> list[dict[str, Any]]:
+    dict_size = max(1 << 12, 1 << max(size - 1, 1).bit_length())  # fits the block: fast for small ones
+    return [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME, "dict_size": min(dict_size, 1 << 26)}]
+
+
+def _brotli(data: bytes) -> bytes:
+    return brotli.compress(data, quality=11, lgwin=min(24, max(10, (len(data) - 1).bit_length() + 1)))
+
+
+_COMPRESS = {
+    1: lambda b: zlib.compress(b, 9),
+    2: lambda b: bz2.compress(b, 9),
+    3: lambda b: lzma.compress(b, format=lzma.FORMAT_RAW, filters=_lzma_filters(len(b))),
+    4: _brotli,
+}
+
+
+def _decompress(codec: int, data: bytes, raw: int) -> bytes:
+    if codec == 0:
+        return data
+    if codec == 1:
+        return zlib.decompress(data)
+    if codec == 2:
+        return bz2.decompress(data)
+    if codec == 3:
+        return lzma.decompress(data, format=lzma.FORMAT_RAW, filters=_lzma_filters(raw))
+    return brotli.decompress(data)
+
+
+def _table(width: int, containers: int, blocks: int) -> struct.Struct:
+    key = (width, containers, blocks)
+    found = _TABLES.get(key)
+    if found is None:
+        w = "H" if width == 2 else "I"
+        found = _TABLES[key] = struct.Struct("<" + ("B" + w) * containers + ("B" + w + "I") * blocks + "I")
+    return found
+
+
+# -- arrays and string lists --------------------------------------------------------------
+
+_DTYPES = {"B": np.uint8, "H": np.uint16, "I": np.uint32}
+
+
+def _array_bytes(values: Any) -> bytes:
+    values = np.asarray(values, dtype=np.int64)
+    top = int(values.max()) if len(values) else 0
+    if top < 0:
+        raise ValueError("negative array value")
     code = "B" if top < 1 << 8 else "H" if top < 1 << 16 else "I"
-    return code.encode() + array(code, values).tobytes()
+    data = values.astype(_DTYPES[code]).tobytes()
+    return struct.pack("<I", len(data)) + code.encode() + data
 
 
-def _read_array(data: bytes, at: int = 0) -> tuple[array, int]:
-    """An array written by :func:`_array_bytes` inside a length-prefixed run."""
+def _arrays(*runs: Any) -> bytes:
+    return b"".join(_array_bytes(run) for run in runs)
+
+
+def _read_array(data: bytes, at: int = 0) -> tuple[np.ndarray, int]:
+    """An array written by :func:`_array_bytes`, as int64, and where the next one starts."""
     if at + 5 > len(data):
-        raise XPackError("truncated array")
+        raise XPackError("corrupt XPack file (truncated array)")
     (length,) = struct.unpack_from("<I", data, at)
-    code = chr(data[at + 4])
-    if code not in "BHI":
-        raise XPackError("corrupt array type")
-    values = array(code)
+    dtype = _DTYPES.get(chr(data[at + 4]))
+    if dtype is None:
+        raise XPackError("corrupt XPack file (array type)")
     end = at + 5 + length
-    if end > len(data) or length % values.itemsize:
-        raise XPackError("corrupt array length")
-    values.frombytes(data[at + 5:end])
-    return values, end
+    if end > len(data) or length % np.dtype(dtype).itemsize:
+        raise XPackError("corrupt XPack file (array length)")
+    return np.frombuffer(data, dtype=dtype, count=length // np.dtype(dtype).itemsize, offset=at + 5).astype(
+        np.int64), end
 
 
-def _arrays(*runs: list[int]) -> bytes:
-    out = bytearray()
-    for values in runs:
-        data = _array_bytes(values)
-        out += struct.pack("<I", len(data) - 1) + data
-    return bytes(out)
+def _read_arrays(data: bytes, count: int, what: str) -> list[np.ndarray]:
+    runs, at = [], 0
+    for _ in range(count):
+        run, at = _read_array(data, at)
+        runs.append(run)
+    if at != len(data):
+        raise XPackError(f"corrupt XPack file ({what})")
+    return runs
 
 
 def _strings(items: list[str]) -> bytes:
     return struct.pack("<I", len(items)) + "\x00".join(items).encode("utf-8", "surrogatepass")
 
 
-def _read_strings(data: bytes) -> list[str]:
+def _read_strings(data: bytes, what: str = "string list") -> list[str]:
     if len(data) < 4:
-        raise XPackError("truncated string list")
+        raise XPackError(f"corrupt XPack file (truncated {what})")
     (count,) = struct.unpack_from("<I", data)
+    return _split(data[4:], count, what)
+
+
+def _split(data: bytes, count: int, what: str) -> list[str]:
+    """``count`` strings joined by NUL (XML text, names and values never hold NUL)."""
     if count == 0:
-        if len(data) != 4:
-            raise XPackError("corrupt string list")
+        if data:
+            raise XPackError(f"corrupt XPack file ({what})")
         return []
     try:
-        items = data[4:].decode("utf-8", "surrogatepass").split("\x00")
+        items = data.decode("utf-8", "surrogatepass").split("\x00")
     except UnicodeDecodeError:
-        raise XPackError("corrupt string list (not UTF-8)") from None
+        raise XPackError(f"corrupt XPack file ({what} is not UTF-8)") from None
     if len(items) != count:
-        raise XPackError("corrupt string list (count)")
+        raise XPackError(f"corrupt XPack file ({what} count)")
     return items
 
 
-def _parents(structure: Any) -> list[int]:
-    from webrace.xpack.operators import _parents as parents_of
-
-    return parents_of(structure)
+# -- the tree as arrays --------------------------------------------------------------------
 
 
-def _content_columns(names: list[str], tag_ids: Any, structure: Any) -> tuple[list[int], list[int]]:
-    """The content nodes in document order, and each one's column: its parent's name id."""
-    parents = _parents(structure)
-    nodes = [i for i, t in enumerate(tag_ids) if names[t] in (TEXT, COMMENT, PI)]
-    return nodes, [tag_ids[parents[i]] if parents[i] >= 0 else 0 for i in nodes]
+def depths_of(structure: list[int]) -> list[int]:
+    """S (children per node, depth first) -> each node's depth (the document is 0)."""
+    depths, open_nodes = [], []  # children left per open node
+    for children in structure:
+        depths.append(len(open_nodes))
+        if open_nodes:
+            open_nodes[-1] -= 1
+        if children:
+            open_nodes.append(children)
+        else:
+            while open_nodes and open_nodes[-1] == 0:
+                open_nodes.pop()
+    return depths
 
 
-def _columns(values: list[str], keys: list[int], width: int) -> tuple[bytes, bytes]:
-    """Values grouped by key (0..width-1), each group in document order: the column sizes
-    (an array) and the values joined by NUL (XML text never holds NUL)."""
-    groups: list[list[str]] = [[] for _ in range(width)]
-    for value, key in zip(values, keys, strict=True):
-        groups[key].append(value)
-    flat = "\x00".join(v for group in groups for v in group)
-    return _arrays([len(g) for g in groups]), flat.encode("utf-8", "surrogatepass")
+def levels_of(depth: np.ndarray) -> list[np.ndarray]:
+    """The nodes at each depth, each level in document order."""
+    order = np.argsort(depth, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(depth[order])) + 1)
 
 
-def _uncolumns(sizes_data: bytes, flat_data: bytes, keys: Any, width: int) -> list[str]:
-    sizes, at = _read_array(sizes_data)
-    if at != len(sizes_data) or len(sizes) != width or sum(sizes) != len(keys):
-        raise XPackError("corrupt XPack file (columns)")
-    try:
-        text = flat_data.decode("utf-8", "surrogatepass")
-    except UnicodeDecodeError:
-        raise XPackError("corrupt XPack file (column values are not UTF-8)") from None
-    values = text.split("\x00") if keys else []
-    if len(values) != len(keys) or (not keys and flat_data):
-        raise XPackError("corrupt XPack file (column values)")
-    starts, total = [], 0
-    for size in sizes:
-        starts.append(total)
-        total += size
-    taken = [0] * width
-    out = []
-    for key in keys:
-        if key >= width or taken[key] >= sizes[key]:
-            raise XPackError("corrupt XPack file (column index)")
-        out.append(values[starts[key] + taken[key]])
-        taken[key] += 1
+def parents_of(depth: np.ndarray, levels: list[np.ndarray]) -> np.ndarray:
+    """Each node's parent (-1 for the document): the last node one level up before it."""
+    parent = np.full(len(depth), -1, dtype=np.int64)
+    for d in range(1, len(levels)):
+        above, here = levels[d - 1], levels[d]
+        parent[here] = above[np.searchsorted(above, here) - 1]
+    return parent
+
+
+def ends_of(depth: np.ndarray, levels: list[np.ndarray], parent: np.ndarray) -> np.ndarray:
+    """Where each node's subtree ends (exclusive): its next sibling, else its parent's end."""
+    end = np.empty(len(depth), dtype=np.int64)
+    end[0] = len(depth)
+    for d in range(1, len(levels)):
+        here = levels[d]
+        following = np.append(here[1:], len(depth))
+        end[here] = np.minimum(following, end[parent[here]])
+    return end
+
+
+class Tree:
+    """The structural containers of a packed document, checked, as arrays."""
+
+    def __init__(self, nodes: int, names: list[str], structure: bytes, labels: bytes, labeldict: bytes,
+                 attrnames: bytes, attrsets: bytes) -> None:
+        (depth,) = _read_arrays(structure, 1, "structure")
+        (self.labels,) = _read_arrays(labels, 1, "labels")
+        self.label_name, self.label_set = _read_arrays(labeldict, 2, "label dictionary")
+        set_sizes, set_flat = _read_arrays(attrsets, 2, "attribute sets")
+        self.attrnames = _read_strings(attrnames, "attribute names")
+        self.names = names
+        n = nodes
+        if len(depth) != n or len(self.labels) != n or n < 2 or len(self.label_name) != len(self.label_set):
+            raise XPackError("corrupt XPack file (structure length)")
+        if (depth[0] != 0 or depth[1:].min() < 1 or np.diff(depth).max() > 1
+                or self.labels.max() >= len(self.label_name)
+                or (len(self.label_name) and (self.label_name.max() >= len(names)
+                                              or self.label_set.max() >= len(set_sizes)))
+                or set_sizes.sum() != len(set_flat) or (len(set_flat) and set_flat.max() >= len(self.attrnames))
+                or (len(set_sizes) and set_sizes[0] != 0)):
+            raise XPackError("corrupt XPack file (structure)")
+        self.depth = depth
+        self.name_of = self.label_name[self.labels]  # each node's name id
+        kinds = np.array([name.startswith("#") for name in names], dtype=bool)
+        self.label_is_element = ~kinds[self.label_name]
+        if (names[self.name_of[0]] != DOCUMENT or (self.name_of[1:] == self.name_of[0]).any()
+                or (self.label_set[~self.label_is_element] != 0).any()):
+            raise XPackError("corrupt XPack file (node kinds)")
+        leaves = ~self.label_is_element[self.labels[1:-1]]
+        if (leaves & (depth[2:] > depth[1:-1])).any():
+            raise XPackError("corrupt XPack file (a text, comment or PI with children)")
+        self.set_starts = np.concatenate(([0], np.cumsum(set_sizes)))
+        self.set_sizes = set_sizes
+        self.set_flat = set_flat
+        self._levels: list[np.ndarray] | None = None
+        self._parent: np.ndarray | None = None
+        self._end: np.ndarray | None = None
+
+    @property
+    def nodes(self) -> int:
+        return len(self.depth)
+
+    @property
+    def levels(self) -> list[np.ndarray]:
+        if self._levels is None:
+            self._levels = levels_of(self.depth)
+        return self._levels
+
+    @property
+    def parent(self) -> np.ndarray:
+        if self._parent is None:
+            self._parent = parents_of(self.depth, self.levels)
+        return self._parent
+
+    @property
+    def end(self) -> np.ndarray:
+        if self._end is None:
+            self._end = ends_of(self.depth, self.levels, self.parent)
+        return self._end
+
+    def name_ids(self, *names: str) -> list[int]:
+        return [i for i, name in enumerate(self.names) if name in names]
+
+    def content_nodes(self) -> np.ndarray:
+        kinds = np.isin(self.label_name, self.name_ids(*CONTENT_KINDS))
+        return np.flatnonzero(kinds[self.labels])
+
+    def content_order(self) -> tuple[np.ndarray, np.ndarray]:
+        """The content nodes, and for each its place in the content container (columns by
+        parent name and kind, document order within a column)."""
+        nodes = self.content_nodes()
+        keys = self.name_of[self.parent[nodes]] * len(self.names) + self.name_of[nodes]
+        return nodes, _places(keys)
+
+    def attribute_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every (element, attribute name id) pair in document order, and each pair's place
+        in the attribute value container (one column per name)."""
+        sizes = self.set_sizes[self.label_set[self.labels]]
+        owners = np.flatnonzero(sizes)
+        counts = sizes[owners]
+        total = int(counts.sum())
+        firsts = np.repeat(np.cumsum(counts) - counts, counts)
+        within = np.arange(total) - firsts
+        attrs = self.set_flat[np.repeat(self.set_starts[self.label_set[self.labels[owners]]], counts) + within]
+        return np.repeat(owners, counts), attrs, _places(attrs)
+
+
+def _places(keys: np.ndarray) -> np.ndarray:
+    """For items in document order, each one's index once stably sorted by key."""
+    order = np.argsort(keys, kind="stable")
+    places = np.empty(len(keys), dtype=np.int64)
+    places[order] = np.arange(len(keys))
+    return places
+
+
+def _in_order(values: list[str], places: np.ndarray) -> list[str]:
+    """Values in document order -> the same values in the order ``places`` gives them."""
+    out = [""] * len(values)
+    for value, place in zip(values, places.tolist(), strict=True):
+        out[place] = value
     return out
+
+
+# -- packing ---------------------------------------------------------------------------------
 
 
 def containers_of(packed: Packed) -> dict[str, bytes]:
     """The raw containers of a page-packed document (the other operators applied)."""
-    names, tag_ids = name_pack(packed.names)
-    element_nodes = sorted(packed.attributes)
-    pairs = [pair for node in element_nodes for pair in packed.attributes[node]]
-    attr_names, attr_name_ids = name_pack([n for n, _ in pairs])
-    content_nodes, content_keys = _content_columns(names, tag_ids, packed.structure)
-    value_sizes, value_flat = _columns([v for _, v in pairs], attr_name_ids, len(attr_names))
-    content_sizes, content_flat = _columns([packed.contents.get(i, "") for i in content_nodes], content_keys,
-                                           len(names))
+    names_per_node = [WS if name == TEXT and not packed.contents.get(i, "").strip(" \t\r\n") else name
+                      for i, name in enumerate(packed.names)]
+    names: dict[str, int] = {}
+    attrnames: dict[str, int] = {}
+    sets: dict[tuple[int, ...], int] = {(): 0}
+    labeldict: dict[tuple[int, int], int] = {}
+    labels = []
+    for i, name in enumerate(names_per_node):
+        name_id = names.setdefault(name, len(names))
+        attr_ids = tuple(attrnames.setdefault(key, len(attrnames)) for key, _ in packed.attributes.get(i, ()))
+        set_id = sets.setdefault(attr_ids, len(sets))
+        labels.append(labeldict.setdefault((name_id, set_id), len(labeldict)))
+    name_list = list(names)
+    depth = depths_of(packed.structure)
+    tree = Tree(len(depth), name_list, _arrays(depth), _arrays(labels),
+                _arrays([n for n, _ in labeldict], [s for _, s in labeldict]), _strings(list(attrnames)),
+                _arrays([len(s) for s in sets], [a for s in sets for a in s]))
+    nodes, places = tree.content_order()
+    contents = _in_order([packed.contents.get(i, "") for i in nodes.tolist()], places)
+    _, _, value_places = tree.attribute_pairs()
+    values = _in_order([value for i in sorted(packed.attributes) for _, value in packed.attributes[i]],
+                       value_places)
     namespaces = "\n".join(f"{node}\t{prefix}\t{uri}" for node in sorted(packed.namespaces)
                            for prefix, uri in packed.namespaces[node])
     return {
-        "structure": _arrays(packed.structure),
-        "names": _strings(names),
-        "tags": _arrays(tag_ids),
-        "attrnames": _strings(attr_names),
-        "attrs": _arrays(element_nodes, [len(packed.attributes[n]) for n in element_nodes], attr_name_ids),
-        "attrvalues": struct.pack("<I", len(value_sizes)) + value_sizes + value_flat,
+        "names": _strings(name_list),
+        "structure": _arrays(depth),
+        "labels": _arrays(labels),
+        "labeldict": _arrays([n for n, _ in labeldict], [s for _, s in labeldict]),
+        "attrnames": _strings(list(attrnames)),
+        "attrsets": _arrays([len(s) for s in sets], [a for s in sets for a in s]),
         "namespaces": namespaces.encode("utf-8", "surrogatepass"),
-        "content": content_flat,
-        "contentcols": content_sizes,
+        "attrvalues": "\x00".join(values).encode("utf-8", "surrogatepass"),
+        "content": "\x00".join(contents).encode("utf-8", "surrogatepass"),
     }
 
 
-def pack(data: bytes, codecs: tuple[int, ...] = (1, 2, 3)) -> bytes:
-    """An XML document packed (raises XPackError for malformed XML, with line and column)."""
+def _smallest(data: bytes, codecs: tuple[int, ...]) -> tuple[int, bytes]:
+    codec, stored = 0, data
+    if len(data) > 16:
+        for candidate in codecs:
+            squeezed = _COMPRESS[candidate](data)
+            if len(squeezed) < len(stored):
+                codec, stored = candidate, squeezed
+    return codec, stored
+
+
+def pack(data: bytes, codecs: tuple[int, ...] = (1, 2, 3, 4)) -> bytes:
+    """An XML document packed (raises XPackError for malformed XML, with line and column).
+    ``codecs``: the codec numbers tried for each block (see :data:`CODECS`)."""
     packed = page_pack(parse(data))
     raw = containers_of(packed)
-    head = [_HEAD.pack(MAGIC, len(packed.names), len(CONTAINERS))]
-    bodies = []
-    for number, name in enumerate(CONTAINERS):
-        content = raw[name]
-        codec, stored = 0, content
-        if len(content) > 32:
-            for candidate in codecs:
-                squeezed = _COMPRESS[candidate](content)
-                if len(squeezed) < len(stored):
-                    codec, stored = candidate, squeezed
-        head.append(_ENTRY.pack(number, codec, len(content), len(stored), zlib.crc32(stored)))
-        bodies.append(stored)
-    return b"".join(head + bodies)
+    groups = [list(group) for group in GROUPS]
+    values = groups.pop()
+    if sum(len(raw[name]) for name in values) < SOLID_LIMIT:
+        groups.append(values)
+    else:
+        groups.extend([name] for name in values)
+    block_of = {name: number for number, group in enumerate(groups) for name in group}
+    blocks = [_smallest(b"".join(raw[name] for name in group), codecs) for group in groups]
+    width = 2 if max(max(map(len, raw.values())), max(len(s) for _, s in blocks)) < 1 << 16 else 4
+    fields: list[int] = []
+    for name in CONTAINERS:
+        fields += [block_of[name], len(raw[name])]
+    for codec, stored in blocks:
+        fields += [codec, len(stored), zlib.crc32(stored)]
+    head = _HEAD.pack(MAGIC, len(packed.names), width, len(CONTAINERS), len(blocks))
+    table = _table(width, len(CONTAINERS), len(blocks))
+    body = head + table.pack(*fields, 0)[:-4]
+    return body + struct.pack("<I", zlib.crc32(body)) + b"".join(stored for _, stored in blocks)
+
+
+# -- reading ---------------------------------------------------------------------------------
 
 
 class PackedDocument:
-    """A packed document, read lazily: a container is decompressed (and checked) only when
-    a question needs it."""
+    """A packed document, read lazily: a block is decompressed (and checked) only when a
+    question needs one of its containers."""
 
     def __init__(self, data: bytes) -> None:
         if len(data) < _HEAD.size:
             raise XPackError("not an XPack file (too short)")
-        magic, nodes, count = _HEAD.unpack_from(data)
+        magic, nodes, width, count, blocks = _HEAD.unpack_from(data)
         if magic != MAGIC:
             raise XPackError("not an XPack file (bad magic)")
-        if count != len(CONTAINERS):
-            raise XPackError("corrupt XPack file (container count)")
-        at = _HEAD.size + count * _ENTRY.size
+        if width not in (2, 4) or count != len(CONTAINERS) or not 1 <= blocks <= count:
+            raise XPackError("corrupt XPack file (header)")
+        table = _table(width, count, blocks)
+        at = _HEAD.size + table.size
         if at > len(data):
             raise XPackError("truncated XPack file (header)")
+        fields = table.unpack_from(data, _HEAD.size)
+        if zlib.crc32(data[:at - 4]) != fields[-1]:
+            raise XPackError("corrupt XPack file (header checksum)")
         self.data = data
         self.nodes = nodes
-        self.entries: dict[str, tuple[int, int, int, int, int]] = {}  # name -> codec, raw, stored, crc, offset
-        for n in range(count):
-            number, codec, raw, stored, crc = _ENTRY.unpack_from(data, _HEAD.size + n * _ENTRY.size)
-            if number != n or codec not in CODECS or raw > MAX_RAW:
-                raise XPackError("corrupt XPack file (container table)")
-            self.entries[CONTAINERS[n]] = (codec, raw, stored, crc, at)
+        self.blocks: list[tuple[int, int, int, int]] = []  # codec, stored length, crc, offset
+        for b in range(blocks):
+            codec, stored, crc = fields[2 * count + 3 * b:2 * count + 3 * b + 3]
+            if codec not in CODECS:
+                raise XPackError("corrupt XPack file (codec)")
+            self.blocks.append((codec, stored, crc, at))
             at += stored
         if at != len(data):
             raise XPackError("truncated or corrupt XPack file (length)")
-        self._cache: dict[str, Any] = {}
+        self.entries: dict[str, tuple[int, int]] = {}  # container -> block, raw length
+        for n, name in enumerate(CONTAINERS):
+            block, raw = fields[2 * n], fields[2 * n + 1]
+            if block >= blocks:
+                raise XPackError("corrupt XPack file (container table)")
+            self.entries[name] = (block, raw)
+        self._raw: dict[str, bytes] = {}  # decompressed containers
+        self._cache: dict[str, Any] = {}  # what was read from them
+
+    @property
+    def decompressed(self) -> set[str]:
+        """The containers decompressed so far."""
+        return set(self._raw)
 
     def container(self, name: str) -> bytes:
-        found = self._cache.get(name)
+        found = self._raw.get(name)
         if found is None:
-            codec, raw, stored, crc, at = self.entries[name]
+            block = self.entries[name][0]
+            members = [c for c in CONTAINERS if self.entries[c][0] == block]
+            raw = sum(self.entries[c][1] for c in members)
+            codec, stored, crc, at = self.blocks[block]
             chunk = self.data[at:at + stored]
             if zlib.crc32(chunk) != crc:
-                raise XPackError(f"corrupt XPack file (checksum of the {name} container)")
+                raise XPackError(f"corrupt XPack file (checksum of the block holding {name})")
             try:
-                found = _DECOMPRESS[codec](chunk)
-            except (zlib.error, OSError, lzma.LZMAError, ValueError) as exc:
+                plain = _decompress(codec, chunk, raw)
+            except (zlib.error, OSError, lzma.LZMAError, ValueError, brotli.error) as exc:
                 raise XPackError(f"corrupt XPack file ({name}: {exc})") from None
-            if len(found) != raw:
+            if len(plain) != raw:
                 raise XPackError(f"corrupt XPack file ({name}: length)")
-            self._cache[name] = found
+            start = 0
+            for member in members:
+                size = self.entries[member][1]
+                self._raw[member] = plain[start:start + size]
+                start += size
+            found = self._raw[name]
         return found
 
     # -- questions answered from few containers ---------------------------------------------
 
-    def tags(self) -> list[str]:
-        """The distinct element names, in order of first use (the names container only)."""
-        return [n for n in _read_strings(self.container("names")) if not n.startswith("#")]
-
-    def sizes(self) -> dict[str, dict[str, Any]]:
-        return {name: {"codec": CODECS[codec], "raw": raw, "stored": stored}
-                for name, (codec, raw, stored, _, _) in self.entries.items()}
-
-    # -- the whole document ---------------------------------------------------------------
-
-    def to_packed_attributes(self) -> dict[int, list[tuple[str, str]]]:
-        """Each element's attributes (the attribute containers only)."""
-        attrs = self.container("attrs")
-        nodes, at = _read_array(attrs)
-        counts, at = _read_array(attrs, at)
-        name_ids, at = _read_array(attrs, at)
-        if at != len(attrs) or len(nodes) != len(counts) or sum(counts) != len(name_ids):
-            raise XPackError("corrupt XPack file (attributes)")
-        attr_names = _read_strings(self.container("attrnames"))
-        data = self.container("attrvalues")
-        if len(data) < 4:
-            raise XPackError("corrupt XPack file (attribute values)")
-        (split,) = struct.unpack_from("<I", data)
-        if 4 + split > len(data):
-            raise XPackError("corrupt XPack file (attribute values)")
-        values = _uncolumns(data[4:4 + split], data[4 + split:], name_ids, len(attr_names))
-        pairs = list(zip(name_unpack(attr_names, name_ids), values, strict=True))
-        found, pos = {}, 0
-        for node, count in zip(nodes, counts, strict=True):
-            if node >= self.nodes:
-                raise XPackError("corrupt XPack file (attribute owner)")
-            found[node] = pairs[pos:pos + count]
-            pos += count
+    def names(self) -> list[str]:
+        found = self._cache.get("names list")
+        if found is None:
+            found = self._cache["names list"] = _read_strings(self.container("names"), "names")
         return found
 
-    def to_packed_contents(self, names: list[str], tag_ids: Any) -> dict[int, str]:
-        """The text of every text, comment and PI node (structure, tags and content)."""
-        structure, _ = _read_array(self.container("structure"))
-        if len(structure) != self.nodes or len(tag_ids) != self.nodes:
-            raise XPackError("corrupt XPack file (structure)")
-        nodes, keys = _content_columns(names, tag_ids, structure)
-        texts = _uncolumns(self.container("contentcols"), self.container("content"), keys, len(names))
-        return dict(zip(nodes, texts, strict=True))
+    def tags(self) -> list[str]:
+        """The distinct element names, in order of first use (the names container only)."""
+        return [n for n in self.names() if not n.startswith("#")]
+
+    def sizes(self) -> dict[str, dict[str, Any]]:
+        """Per container: raw length, its block, the block's codec and stored length, and the
+        containers it shares the block with."""
+        out = {}
+        for name, (block, raw) in self.entries.items():
+            codec, stored, _, _ = self.blocks[block]
+            out[name] = {"raw": raw, "block": block, "codec": CODECS[codec], "stored": stored,
+                         "shares_block_with": [c for c in CONTAINERS if c != name and self.entries[c][0] == block]}
+        return out
+
+    def tree(self) -> Tree:
+        found = self._cache.get("tree")
+        if found is None:
+            found = self._cache["tree"] = Tree(self.nodes, self.names(), *(self.container(c) for c in (
+                "structure", "labels", "labeldict", "attrnames", "attrsets")))
+        return found
+
+    def attribute_values(self) -> list[str]:
+        """All attribute values, in the container's (column) order."""
+        found = self._cache.get("attribute values")
+        if found is None:
+            found = self._cache["attribute values"] = _split(
+                self.container("attrvalues"), int(self.tree().set_sizes[self.tree().label_set[
+                    self.tree().labels]].sum()), "attribute values")
+        return found
+
+    def content_values(self) -> list[str]:
+        found = self._cache.get("content values")
+        if found is None:
+            count = len(self.tree().content_nodes())
+            found = self._cache["content values"] = _split(self.container("content"), count, "content")
+        return found
+
+    def declared_namespaces(self) -> list[tuple[int, str, str]]:
+        found = []
+        try:
+            text = self.container("namespaces").decode("utf-8", "surrogatepass")
+            for line in text.split("\n") if text else []:
+                node, prefix, uri = line.split("\t", 2)
+                found.append((int(node), prefix, uri))
+        except (UnicodeDecodeError, ValueError):
+            raise XPackError("corrupt XPack file (namespaces)") from None
+        if any(not 0 < node < self.nodes for node, _, _ in found):
+            raise XPackError("corrupt XPack file (namespace owner)")
+        return found
 
     def query(self, expression: str, namespaces: dict[str, str] | None = None) -> list[tuple[str, Any]]:
         """XPath (the subset of :mod:`webrace.xpack.query`) without unpacking. Prefixes are
@@ -292,24 +541,27 @@ class PackedDocument:
 
         evaluator = self._cache.get("evaluator")
         if evaluator is None:
-            evaluator = self._cache["evaluator"] = Evaluator(self)  # type: ignore[assignment]
-        return evaluator.run(expression, namespaces)  # type: ignore[union-attr]
+            evaluator = self._cache["evaluator"] = Evaluator(self)
+        return evaluator.run(expression, namespaces)
+
+    # -- the whole document ---------------------------------------------------------------
 
     def to_packed(self) -> Packed:
-        structure, _ = _read_array(self.container("structure"))
-        if len(structure) != self.nodes:
-            raise XPackError("corrupt XPack file (structure length)")
-        tag_ids, _ = _read_array(self.container("tags"))
-        names = name_unpack(_read_strings(self.container("names")), tag_ids)
-        if len(names) != self.nodes:
-            raise XPackError("corrupt XPack file (tags length)")
-        packed = Packed(list(structure), names)
-        packed.attributes = self.to_packed_attributes()
-        for line in self.container("namespaces").decode("utf-8", "surrogatepass").split("\n"):
-            if line:
-                node, prefix, uri = line.split("\t", 2)
-                packed.namespaces.setdefault(int(node), []).append((prefix, uri))
-        packed.contents = self.to_packed_contents(list(_read_strings(self.container("names"))), tag_ids)
+        tree = self.tree()
+        names = self.names()
+        structure = np.bincount(tree.parent[1:], minlength=tree.nodes).tolist()
+        node_names = [TEXT if name == WS else name for name in (names[i] for i in tree.name_of.tolist())]
+        packed = Packed(structure, node_names)
+        owners, attrs, places = tree.attribute_pairs()
+        values = self.attribute_values()
+        attrnames = tree.attrnames
+        for owner, attr, place in zip(owners.tolist(), attrs.tolist(), places.tolist(), strict=True):
+            packed.attributes.setdefault(owner, []).append((attrnames[attr], values[place]))
+        for node, prefix, uri in self.declared_namespaces():
+            packed.namespaces.setdefault(node, []).append((prefix, uri))
+        nodes, places = tree.content_order()
+        texts = self.content_values()
+        packed.contents = {node: texts[place] for node, place in zip(nodes.tolist(), places.tolist(), strict=True)}
         return packed
 
 

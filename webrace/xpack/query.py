@@ -7,17 +7,20 @@ predicates ``[n]`` (position among the step's matches for each context node),
 are the same nodes, in document order, as lxml's for the same expression. Anything else is
 refused with a message naming what is not supported.
 
-Only the containers a query needs are decompressed: structure and tags always; attributes
-for ``@``; content for ``text()``.
+Only the blocks a query needs are decompressed: the structural block always (depths,
+labels, attribute-name sets); attribute values for ``@``-tests with a value and ``@attr``
+results; content for ``text()``.
 """
 
 from __future__ import annotations
 
 import re
-import struct
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from webrace.xpack.format import WS
 from webrace.xpack.operators import TEXT, XPackError
 
 _STEP = re.compile(r"""
@@ -112,113 +115,110 @@ def _qualify(name: str, namespaces: dict[str, str], expression: str, attribute: 
 
 
 class Evaluator:
-    """Runs compiled queries over a :class:`~webrace.xpack.format.PackedDocument`."""
+    """Runs compiled queries over a :class:`~webrace.xpack.format.PackedDocument`, with
+    array operations over the structure (node depths, parents, subtree ends) and labels."""
 
     def __init__(self, doc: Any) -> None:
-        from webrace.xpack.format import _read_array, _read_strings
-
         self.doc = doc
-        structure, _ = _read_array(doc.container("structure"))
-        tag_ids, _ = _read_array(doc.container("tags"))
-        names = _read_strings(doc.container("names"))
-        if len(structure) != doc.nodes or len(tag_ids) != doc.nodes or (tag_ids and max(tag_ids) >= len(names)):
-            raise XPackError("corrupt XPack file (structure)")
-        self.names = names
-        self.tags = tag_ids
-        self.children: list[list[int]] = [[] for _ in range(doc.nodes)]
-        open_nodes: list[list[int]] = []
-        for i, count in enumerate(structure):
-            if open_nodes:
-                parent = open_nodes[-1]
-                self.children[parent[0]].append(i)
-                parent[1] -= 1
-                if parent[1] == 0:
-                    open_nodes.pop()
-            if count:
-                open_nodes.append([i, count])
-        self._attributes: dict[int, list[tuple[str, str]]] | None = None
-        self._contents: dict[int, str] | None = None
+        self.tree = doc.tree()
+        self._named: dict[str | None, np.ndarray] = {}
+        self._attrs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._prefixes: dict[str, str] | None = None
+        self._compiled: dict[tuple[str, tuple], list[Step]] = {}
 
     def namespaces(self) -> dict[str, str]:
-        found: dict[str, str] = {}
-        for line in self.doc.container("namespaces").decode("utf-8", "surrogatepass").split("\n"):
-            if line:
-                _, prefix, uri = line.split("\t", 2)
+        if self._prefixes is None:
+            self._prefixes = {}
+            for _, prefix, uri in self.doc.declared_namespaces():
                 if prefix:
-                    found.setdefault(prefix, uri)
-        return found
-
-    def attributes(self) -> dict[int, list[tuple[str, str]]]:
-        if self._attributes is None:
-            self._attributes = self.doc.to_packed_attributes()
-        return self._attributes
-
-    def contents(self) -> dict[int, str]:
-        if self._contents is None:
-            self._contents = self.doc.to_packed_contents(self.names, self.tags)
-        return self._contents
-
-    def is_element(self, i: int) -> bool:
-        return not self.names[self.tags[i]].startswith("#")
+                    self._prefixes.setdefault(prefix, uri)
+        return self._prefixes
 
     def run(self, expression: str, namespaces: dict[str, str] | None = None) -> list[tuple[str, Any]]:
         """Results in document order: ("element", node), ("text", string) or ("attribute", string)."""
-        steps = compile_query(expression, {**self.namespaces(), **(namespaces or {})})
-        context = [0]
+        key = (expression, tuple(sorted((namespaces or {}).items())))
+        steps = self._compiled.get(key)
+        if steps is None:
+            steps = self._compiled[key] = compile_query(expression, {**self.namespaces(), **(namespaces or {})})
+        context = np.zeros(1, dtype=np.int64)
         for step in steps:
             if step.kind == "element":
                 context = self._elements(context, step)
             elif step.kind == "text":
-                nodes = self._candidates(context, step.descendant)
-                contents = self.contents()
-                text_label = self.names.index(TEXT) if TEXT in self.names else -1
-                return [("text", contents.get(i, "")) for i in nodes if self.tags[i] == text_label]
+                texts = self._named_nodes(TEXT)
+                found = texts[self._below(texts, context, step.descendant)]
+                nodes, places = self.tree.content_order()
+                values = self.doc.content_values()
+                at = np.searchsorted(nodes, found)
+                return [("text", values[p]) for p in places[at].tolist()]
             else:
-                attributes = self.attributes()
-                nodes = [i for i in (self._descendants_or_self(context) if step.descendant else context)]
-                return [("attribute", value) for i in sorted(set(nodes))
-                        for key, value in attributes.get(i, []) if key == step.name]
-        return [("element", i) for i in context]
-
-    def _candidates(self, context: list[int], descendant: bool) -> list[int]:
-        parents = self._descendants_or_self(context) if descendant else context
-        return sorted({c for p in parents for c in self.children[p]})
-
-    def _descendants_or_self(self, context: list[int]) -> list[int]:
-        seen: set[int] = set()
-        stack = list(context)
-        while stack:
-            node = stack.pop()
-            if node in seen:
-                continue
-            seen.add(node)
-            stack.extend(self.children[node])
-        return sorted(seen)
-
-    def _elements(self, context: list[int], step: Step) -> list[int]:
-        parents = self._descendants_or_self(context) if step.descendant else context
-        found: set[int] = set()
-        for parent in parents:
-            matches = [c for c in self.children[parent] if self.is_element(c)
-                       and (step.name is None or self.names[self.tags[c]] == step.name)]
-            for kind, key, value in step.predicates:
-                if kind == "pos":
-                    matches = matches[key - 1:key] if key <= len(matches) else []
+                owners, places = self._attribute(step.name)
+                if step.descendant:
+                    keep = self._below(owners, context, True, or_self=True)
                 else:
-                    attributes = self.attributes()
-                    matches = [m for m in matches if any(k == key and (value is None or v == value)
-                                                         for k, v in attributes.get(m, []))]
-            found.update(matches)
-        return sorted(found)
+                    keep = np.isin(owners, context)
+                values = self.doc.attribute_values()
+                return [("attribute", values[p]) for p in places[keep].tolist()]
+        return [("element", i) for i in context.tolist()]
 
+    def _named_nodes(self, name: str | None) -> np.ndarray:
+        """The nodes with an element name (None: every element; TEXT: every text node)."""
+        found = self._named.get(name)
+        if found is None:
+            tree = self.tree
+            if name is None:
+                wanted = tree.label_is_element
+            elif name == TEXT:
+                wanted = np.isin(tree.label_name, tree.name_ids(TEXT, WS))
+            else:
+                wanted = np.isin(tree.label_name, tree.name_ids(name)) & tree.label_is_element
+            found = self._named[name] = np.flatnonzero(wanted[tree.labels])
+        return found
 
-def count_nodes(data: bytes) -> int:
-    """The node count, from the header alone."""
-    from webrace.xpack.format import _HEAD, MAGIC
+    def _below(self, nodes: np.ndarray, context: np.ndarray, descendant: bool, or_self: bool = False) -> np.ndarray:
+        """A mask over ``nodes`` (sorted): children of a context node, or (``descendant``)
+        below one (or the context node itself with ``or_self``)."""
+        if not descendant:
+            if len(context) == 1:
+                return self.tree.parent[nodes] == context[0]
+            return np.isin(self.tree.parent[nodes], context)
+        if len(context) == 1 and context[0] == 0:
+            return np.ones(len(nodes), dtype=bool) if or_self else nodes > 0
+        end = self.tree.end
+        ends = end[context]
+        outer = context[ends > np.concatenate(([-1], np.maximum.accumulate(ends)[:-1]))]  # drop nested ones
+        k = np.searchsorted(outer, nodes, side="right") - 1
+        inside = (k >= 0) & (nodes < end[outer[np.maximum(k, 0)]])
+        return inside if or_self else inside & (nodes != outer[np.maximum(k, 0)])
 
-    if len(data) < _HEAD.size:
-        raise XPackError("not an XPack file (too short)")
-    magic, nodes, _ = struct.unpack_from("<4sIB", data)
-    if magic != MAGIC:
-        raise XPackError("not an XPack file (bad magic)")
-    return nodes
+    def _attribute(self, name: str | None) -> tuple[np.ndarray, np.ndarray]:
+        """The elements carrying attribute ``name``, in document order, and the places of
+        their values in the attribute value container."""
+        if self._attrs is None:
+            self._attrs = self.tree.attribute_pairs()
+        owners, attrs, places = self._attrs
+        ids = [i for i, n in enumerate(self.tree.attrnames) if n == name]
+        mask = attrs == ids[0] if ids else np.zeros(len(attrs), dtype=bool)
+        return owners[mask], places[mask]
+
+    def _elements(self, context: np.ndarray, step: Step) -> np.ndarray:
+        found = self._named_nodes(step.name)
+        found = found[self._below(found, context, step.descendant)]
+        for kind, key, value in step.predicates:
+            if not len(found):
+                break
+            if kind == "pos":
+                parents = self.tree.parent[found]
+                order = np.argsort(parents, kind="stable")
+                grouped = parents[order]
+                starts = np.flatnonzero(np.concatenate(([True], grouped[1:] != grouped[:-1])))
+                rank = np.arange(len(found)) - np.repeat(starts, np.diff(np.append(starts, len(found))))
+                found = np.sort(found[order[rank == key - 1]])
+            else:
+                owners, places = self._attribute(key)
+                if value is not None:
+                    values = self.doc.attribute_values()
+                    owners = owners[np.fromiter((values[p] == value for p in places.tolist()), dtype=bool,
+                                                count=len(places))]
+                found = found[np.isin(found, owners)]
+        return found
