@@ -51,15 +51,18 @@ def document(body: str) -> bytes:
             f'<root xmlns="urn:default" xmlns:x="urn:x" xmlns:y="urn:y">{body}</root>\n<?after data?>').encode()
 
 
-def round_trip(data: bytes) -> tuple[bytes, bytes]:
-    """(C14N of unpack(pack(data)), C14N of data)."""
-    return xpack.canonical(xpack.unpack(xpack.pack(data))), xpack.canonical(data)
+LAYOUTS = pytest.mark.parametrize("interleaved", [True, False], ids=["interleaved", "columnar"])
+
+
+def round_trip(data: bytes, interleaved: bool) -> tuple[bytes, bytes]:
+    """(C14N of unpack(pack(data)), C14N of data), values in the given layout."""
+    return xpack.canonical(xpack.unpack(xpack.pack(data, interleaved=interleaved))), xpack.canonical(data)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(element(), max_size=4))
-def test_unpack_of_pack_is_the_same_document_under_c14n(elements):
-    after, before = round_trip(document("".join(elements)))
+@given(st.lists(element(), max_size=4), st.booleans())
+def test_unpack_of_pack_is_the_same_document_under_c14n(elements, interleaved):
+    after, before = round_trip(document("".join(elements)), interleaved)
     assert after == before
 
 
@@ -80,9 +83,10 @@ EDGE_CASES = {
 }
 
 
+@LAYOUTS
 @pytest.mark.parametrize("name", EDGE_CASES)
-def test_round_trip_on_edge_cases(name):
-    after, before = round_trip(EDGE_CASES[name])
+def test_round_trip_on_edge_cases(name, interleaved):
+    after, before = round_trip(EDGE_CASES[name], interleaved)
     assert after == before
 
 
@@ -113,8 +117,8 @@ def test_node_count_and_tags_come_from_the_packed_file():
     assert info["tags"] == ["r", "i"]
     doc = xpack.PackedDocument(packed)
     doc.tags()
-    assert doc.decompressed == {"names"}  # nothing else was decompressed
-    assert set(info["containers"]) >= {"structure", "names", "content", "attrvalues"}
+    assert "labels" in doc.decompressed and not doc.decompressed & {"content", "attrvalues"}
+    assert set(info["containers"]) == {"labels", "structure", "namespaces", "content", "attrvalues"}
 
 
 @pytest.mark.parametrize(("data", "message"), [
@@ -133,8 +137,9 @@ def test_malformed_and_hostile_xml_is_refused_clearly(data, message):
         xpack.pack(data)
 
 
-def test_corrupt_or_truncated_packed_files_are_refused():
-    packed = xpack.pack(EDGE_CASES["wide"])
+@LAYOUTS
+def test_corrupt_or_truncated_packed_files_are_refused(interleaved):
+    packed = xpack.pack(EDGE_CASES["wide"], interleaved=interleaved)
     for bad in (packed[:3], packed[:40], packed[:-1], b"XXXX" + packed[4:], packed + b"x"):
         with pytest.raises(xpack.XPackError):
             xpack.unpack(bad)
@@ -184,16 +189,20 @@ def lxml_answer(data: bytes, expression: str) -> list:
     return answer
 
 
+@LAYOUTS
 @pytest.mark.parametrize("expression", QUERIES)
-def test_queries_on_the_packed_file_equal_lxmls(expression):
-    doc = xpack.PackedDocument(xpack.pack(CATALOG))
+def test_queries_on_the_packed_file_equal_lxmls(expression, interleaved):
+    doc = xpack.PackedDocument(xpack.pack(CATALOG, interleaved=interleaved))
     assert doc.query(expression) == lxml_answer(CATALOG, expression)
 
 
-def test_queries_decompress_only_what_they_need():
-    doc = xpack.PackedDocument(xpack.pack(EDGE_CASES["wide"]))
-    assert len(doc.query("//i")) == 3000
+@LAYOUTS
+def test_queries_decompress_only_what_they_need(interleaved):
+    doc = xpack.PackedDocument(xpack.pack(EDGE_CASES["wide"], interleaved=interleaved))
+    assert len(doc.query("//i")) == 3000 and len(doc.query("//i[@n]")) == 3000
     assert not doc.decompressed & {"content", "attrvalues"}
+    assert doc.query("//i[@n='7']/@href") == [("attribute", "http://example.org/p/0")]
+    assert "content" not in doc.decompressed or interleaved  # columnar: attribute values alone
 
 
 @pytest.mark.parametrize(("expression", "message"), [

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import bz2
 import lzma
+import re
 import struct
 import zlib
 from typing import Any
@@ -61,14 +62,14 @@ from webrace.xpack.operators import (
 MAGIC = b"XPK2"
 WS = "#ws"  # whitespace-only text (a text node; its own name so that it gets its own column)
 CONTENT_KINDS = (TEXT, WS, COMMENT, PI)
-CONTAINERS = ("names", "structure", "labels", "labeldict", "attrnames", "attrsets", "namespaces",
-              "attrvalues", "content")
-GROUPS = (("names",), ("structure", "labels", "labeldict", "attrnames", "attrsets", "namespaces"),
-          ("attrvalues", "content"))
+CONTAINERS = ("labels", "structure", "namespaces", "attrvalues", "content")
+GROUPS = (("labels",), ("structure", "namespaces"), ("attrvalues", "content"))
 SOLID_LIMIT = 64 * 1024  # values and content share a block below this raw size
 CODECS = {0: "raw", 1: "zlib", 2: "bzip2", 3: "xz", 4: "brotli"}
 MAX_RAW = 1 << 31
-_HEAD = struct.Struct("<4sIBBB")
+_HEAD = struct.Struct("<4sIBBB")  # magic, nodes, flags (table width | INTERLEAVED), containers, blocks
+INTERLEAVED = 0x80
+_ELEMENT_NAME = re.compile("(?:^|\x00)([^\x00\x01#][^\x00\x01]*)")
 _TABLES: dict[tuple[int, int, int], struct.Struct] = {}
 
 
@@ -110,59 +111,59 @@ def _table(width: int, containers: int, blocks: int) -> struct.Struct:
     return found
 
 
-# -- arrays and string lists --------------------------------------------------------------
+# -- varints, arrays and string lists -------------------------------------------------------
 
 _DTYPES = {"B": np.uint8, "H": np.uint16, "I": np.uint32}
 
 
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _read_varint(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if at >= len(data) or shift > 35:
+            raise XPackError("corrupt XPack file (truncated number)")
+        byte = data[at]
+        value |= (byte & 0x7F) << shift
+        at += 1
+        if byte < 0x80:
+            return value, at
+        shift += 7
+
+
 def _array_bytes(values: Any) -> bytes:
+    """Non-negative integers in the narrowest of 1, 2 or 4 bytes: type, count, values."""
     values = np.asarray(values, dtype=np.int64)
     top = int(values.max()) if len(values) else 0
-    if top < 0:
-        raise ValueError("negative array value")
     code = "B" if top < 1 << 8 else "H" if top < 1 << 16 else "I"
-    data = values.astype(_DTYPES[code]).tobytes()
-    return struct.pack("<I", len(data)) + code.encode() + data
+    return code.encode() + _varint(len(values)) + values.astype(_DTYPES[code]).tobytes()
 
 
-def _arrays(*runs: Any) -> bytes:
-    return b"".join(_array_bytes(run) for run in runs)
-
-
-def _read_array(data: bytes, at: int = 0) -> tuple[np.ndarray, int]:
-    """An array written by :func:`_array_bytes`, as int64, and where the next one starts."""
-    if at + 5 > len(data):
-        raise XPackError("corrupt XPack file (truncated array)")
-    (length,) = struct.unpack_from("<I", data, at)
-    dtype = _DTYPES.get(chr(data[at + 4]))
+def _read_array(data: bytes, what: str) -> np.ndarray:
+    """The array :func:`_array_bytes` wrote (the whole of ``data``), as int64."""
+    dtype = _DTYPES.get(chr(data[0])) if data else None
     if dtype is None:
-        raise XPackError("corrupt XPack file (array type)")
-    end = at + 5 + length
-    if end > len(data) or length % np.dtype(dtype).itemsize:
-        raise XPackError("corrupt XPack file (array length)")
-    return np.frombuffer(data, dtype=dtype, count=length // np.dtype(dtype).itemsize, offset=at + 5).astype(
-        np.int64), end
-
-
-def _read_arrays(data: bytes, count: int, what: str) -> list[np.ndarray]:
-    runs, at = [], 0
-    for _ in range(count):
-        run, at = _read_array(data, at)
-        runs.append(run)
-    if at != len(data):
-        raise XPackError(f"corrupt XPack file ({what})")
-    return runs
+        raise XPackError(f"corrupt XPack file ({what}: array type)")
+    count, at = _read_varint(data, 1)
+    if len(data) - at != count * np.dtype(dtype).itemsize:
+        raise XPackError(f"corrupt XPack file ({what}: array length)")
+    return np.frombuffer(data, dtype=dtype, count=count, offset=at).astype(np.int64)
 
 
 def _strings(items: list[str]) -> bytes:
-    return struct.pack("<I", len(items)) + "\x00".join(items).encode("utf-8", "surrogatepass")
+    return _varint(len(items)) + "\x00".join(items).encode("utf-8", "surrogatepass")
 
 
-def _read_strings(data: bytes, what: str = "string list") -> list[str]:
-    if len(data) < 4:
-        raise XPackError(f"corrupt XPack file (truncated {what})")
-    (count,) = struct.unpack_from("<I", data)
-    return _split(data[4:], count, what)
+def _read_strings(data: bytes, what: str) -> list[str]:
+    count, at = _read_varint(data, 0)
+    return _split(data[at:], count, what)
 
 
 def _split(data: bytes, count: int, what: str) -> list[str]:
@@ -182,20 +183,28 @@ def _split(data: bytes, count: int, what: str) -> list[str]:
 
 # -- the tree as arrays --------------------------------------------------------------------
 
+KINDS = (DOCUMENT, TEXT, WS, COMMENT, PI)
+SEP = "\x01"  # between a label's name and its attribute names (never in XML names or text)
 
-def depths_of(structure: list[int]) -> list[int]:
-    """S (children per node, depth first) -> each node's depth (the document is 0)."""
-    depths, open_nodes = [], []  # children left per open node
-    for children in structure:
-        depths.append(len(open_nodes))
+
+def label_of(name: str, attributes: list[tuple[str, str]] | tuple = ()) -> str:
+    return SEP.join([name, *(key for key, _ in attributes)])
+
+
+def tokens_of(structure: list[int], labels: list[int], opens: list[bool]) -> list[int]:
+    """S and the nodes' labels -> the structure stream: label + 1 per node in document
+    order, 0 where an element (or the document) closes."""
+    tokens, open_nodes = [], []  # children left per open node
+    for children, label, opening in zip(structure, labels, opens, strict=True):
         if open_nodes:
             open_nodes[-1] -= 1
-        if children:
+        tokens.append(label + 1)
+        if opening:
             open_nodes.append(children)
-        else:
-            while open_nodes and open_nodes[-1] == 0:
-                open_nodes.pop()
-    return depths
+        while open_nodes and open_nodes[-1] == 0:
+            open_nodes.pop()
+            tokens.append(0)
+    return tokens
 
 
 def levels_of(depth: np.ndarray) -> list[np.ndarray]:
@@ -225,39 +234,46 @@ def ends_of(depth: np.ndarray, levels: list[np.ndarray], parent: np.ndarray) -> 
 
 
 class Tree:
-    """The structural containers of a packed document, checked, as arrays."""
+    """The structural containers of a packed document, checked, as arrays: per node its
+    depth and label; per label its name and attribute names."""
 
-    def __init__(self, nodes: int, names: list[str], structure: bytes, labels: bytes, labeldict: bytes,
-                 attrnames: bytes, attrsets: bytes) -> None:
-        (depth,) = _read_arrays(structure, 1, "structure")
-        (self.labels,) = _read_arrays(labels, 1, "labels")
-        self.label_name, self.label_set = _read_arrays(labeldict, 2, "label dictionary")
-        set_sizes, set_flat = _read_arrays(attrsets, 2, "attribute sets")
-        self.attrnames = _read_strings(attrnames, "attribute names")
-        self.names = names
-        n = nodes
-        if len(depth) != n or len(self.labels) != n or n < 2 or len(self.label_name) != len(self.label_set):
-            raise XPackError("corrupt XPack file (structure length)")
-        if (depth[0] != 0 or depth[1:].min() < 1 or np.diff(depth).max() > 1
-                or self.labels.max() >= len(self.label_name)
-                or (len(self.label_name) and (self.label_name.max() >= len(names)
-                                              or self.label_set.max() >= len(set_sizes)))
-                or set_sizes.sum() != len(set_flat) or (len(set_flat) and set_flat.max() >= len(self.attrnames))
-                or (len(set_sizes) and set_sizes[0] != 0)):
+    def __init__(self, nodes: int, labels: list[str], structure: bytes) -> None:
+        names: dict[str, int] = {}
+        attrnames: dict[str, int] = {}
+        label_name, attr_sizes, attr_flat = [], [], []
+        for label in labels:
+            name, *attrs = label.split(SEP)
+            if not name or (name.startswith("#") and (name not in KINDS or attrs)) or "" in attrs \
+                    or len(set(attrs)) != len(attrs):
+                raise XPackError("corrupt XPack file (label dictionary)")
+            label_name.append(names.setdefault(name, len(names)))
+            attr_sizes.append(len(attrs))
+            attr_flat.extend(attrnames.setdefault(a, len(attrnames)) for a in attrs)
+        self.names = list(names)
+        self.attrnames = list(attrnames)
+        self.label_name = np.array(label_name, dtype=np.int64)
+        self.label_attr_sizes = np.array(attr_sizes, dtype=np.int64)
+        self.label_attr_starts = np.cumsum(self.label_attr_sizes) - self.label_attr_sizes
+        self.label_attrs = np.array(attr_flat, dtype=np.int64)
+        kinds = np.array([name.startswith("#") for name in self.names], dtype=bool)
+        self.label_is_element = ~kinds[self.label_name] if len(labels) else np.zeros(0, dtype=bool)
+        document = names.get(DOCUMENT, -1)
+        tokens = _read_array(structure, "structure")
+        if len(tokens) < 2 or tokens.max() > len(labels) or tokens[0] == 0:
             raise XPackError("corrupt XPack file (structure)")
-        self.depth = depth
+        positions = np.flatnonzero(tokens)
+        self.labels = tokens[positions] - 1
+        opening = self.label_is_element[self.labels] | (self.label_name[self.labels] == document)
+        delta = np.zeros(len(tokens), dtype=np.int64)
+        delta[positions[opening]] = 1
+        delta[tokens == 0] = -1
+        level = np.cumsum(delta)
+        if len(positions) != nodes or level[-1] != 0 or level[:-1].min() < 1:
+            raise XPackError("corrupt XPack file (structure)")
+        self.depth = (level - delta)[positions]
         self.name_of = self.label_name[self.labels]  # each node's name id
-        kinds = np.array([name.startswith("#") for name in names], dtype=bool)
-        self.label_is_element = ~kinds[self.label_name]
-        if (names[self.name_of[0]] != DOCUMENT or (self.name_of[1:] == self.name_of[0]).any()
-                or (self.label_set[~self.label_is_element] != 0).any()):
-            raise XPackError("corrupt XPack file (node kinds)")
-        leaves = ~self.label_is_element[self.labels[1:-1]]
-        if (leaves & (depth[2:] > depth[1:-1])).any():
-            raise XPackError("corrupt XPack file (a text, comment or PI with children)")
-        self.set_starts = np.concatenate(([0], np.cumsum(set_sizes)))
-        self.set_sizes = set_sizes
-        self.set_flat = set_flat
+        if self.name_of[0] != document or (self.name_of[1:] == document).any():
+            raise XPackError("corrupt XPack file (document node)")
         self._levels: list[np.ndarray] | None = None
         self._parent: np.ndarray | None = None
         self._end: np.ndarray | None = None
@@ -284,31 +300,49 @@ class Tree:
             self._end = ends_of(self.depth, self.levels, self.parent)
         return self._end
 
-    def name_ids(self, *names: str) -> list[int]:
-        return [i for i, name in enumerate(self.names) if name in names]
+    def name_mask(self, *names: str) -> np.ndarray:
+        """Per name id: is it one of ``names``."""
+        return np.array([name in names for name in self.names], dtype=bool)
 
     def content_nodes(self) -> np.ndarray:
-        kinds = np.isin(self.label_name, self.name_ids(*CONTENT_KINDS))
-        return np.flatnonzero(kinds[self.labels])
+        return np.flatnonzero(self.name_mask(*KINDS[1:])[self.name_of])
 
-    def content_order(self) -> tuple[np.ndarray, np.ndarray]:
-        """The content nodes, and for each its place in the content container (columns by
-        parent name and kind, document order within a column)."""
-        nodes = self.content_nodes()
-        keys = self.name_of[self.parent[nodes]] * len(self.names) + self.name_of[nodes]
-        return nodes, _places(keys)
+    def content_keys(self, nodes: np.ndarray) -> np.ndarray:
+        """The column of each content node in the columnar layout: (parent name, kind)."""
+        return self.name_of[self.parent[nodes]] * len(self.names) + self.name_of[nodes]
 
-    def attribute_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every (element, attribute name id) pair in document order, and each pair's place
-        in the attribute value container (one column per name)."""
-        sizes = self.set_sizes[self.label_set[self.labels]]
+    def attribute_count(self) -> int:
+        return int(self.label_attr_sizes[self.labels].sum())
+
+    def attribute_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every (element, attribute name id) pair, in document order."""
+        sizes = self.label_attr_sizes[self.labels]
         owners = np.flatnonzero(sizes)
         counts = sizes[owners]
-        total = int(counts.sum())
         firsts = np.repeat(np.cumsum(counts) - counts, counts)
-        within = np.arange(total) - firsts
-        attrs = self.set_flat[np.repeat(self.set_starts[self.label_set[self.labels[owners]]], counts) + within]
-        return np.repeat(owners, counts), attrs, _places(attrs)
+        within = np.arange(int(counts.sum())) - firsts
+        attrs = self.label_attrs[np.repeat(self.label_attr_starts[self.labels[owners]], counts) + within]
+        return np.repeat(owners, counts), attrs
+
+    def places(self, interleaved: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The content nodes (document order), and where each attribute value (pairs in
+        document order) and each content node's text sit in the value lists.
+
+        Columnar layout: attribute values in one list, a column per attribute name; texts in
+        another, a column per (parent name, kind); document order within a column.
+        Interleaved layout: one list, in document order each element's attribute values then
+        each text, comment or PI; whitespace-only texts after all of them."""
+        nodes = self.content_nodes()
+        owners, attrs = self.attribute_pairs()
+        if not interleaved:
+            return nodes, _places(attrs), _places(self.content_keys(nodes))
+        spaces = self.name_mask(WS)[self.name_of[nodes]]
+        keys = np.concatenate((owners, nodes[~spaces], nodes[spaces] + self.nodes))
+        merged = _places(keys)
+        content = np.empty(len(nodes), dtype=np.int64)
+        content[~spaces] = merged[len(owners):len(owners) + int((~spaces).sum())]
+        content[spaces] = merged[len(owners) + int((~spaces).sum()):]
+        return nodes, merged[:len(owners)], content
 
 
 def _places(keys: np.ndarray) -> np.ndarray:
@@ -330,43 +364,38 @@ def _in_order(values: list[str], places: np.ndarray) -> list[str]:
 # -- packing ---------------------------------------------------------------------------------
 
 
-def containers_of(packed: Packed) -> dict[str, bytes]:
-    """The raw containers of a page-packed document (the other operators applied)."""
-    names_per_node = [WS if name == TEXT and not packed.contents.get(i, "").strip(" \t\r\n") else name
-                      for i, name in enumerate(packed.names)]
-    names: dict[str, int] = {}
-    attrnames: dict[str, int] = {}
-    sets: dict[tuple[int, ...], int] = {(): 0}
-    labeldict: dict[tuple[int, int], int] = {}
-    labels = []
-    for i, name in enumerate(names_per_node):
-        name_id = names.setdefault(name, len(names))
-        attr_ids = tuple(attrnames.setdefault(key, len(attrnames)) for key, _ in packed.attributes.get(i, ()))
-        set_id = sets.setdefault(attr_ids, len(sets))
-        labels.append(labeldict.setdefault((name_id, set_id), len(labeldict)))
-    name_list = list(names)
-    depth = depths_of(packed.structure)
-    tree = Tree(len(depth), name_list, _arrays(depth), _arrays(labels),
-                _arrays([n for n, _ in labeldict], [s for _, s in labeldict]), _strings(list(attrnames)),
-                _arrays([len(s) for s in sets], [a for s in sets for a in s]))
-    nodes, places = tree.content_order()
-    contents = _in_order([packed.contents.get(i, "") for i in nodes.tolist()], places)
-    _, _, value_places = tree.attribute_pairs()
-    values = _in_order([value for i in sorted(packed.attributes) for _, value in packed.attributes[i]],
-                       value_places)
+def containers_of(packed: Packed, interleaved: bool | None = None) -> tuple[dict[str, bytes], bool]:
+    """The raw containers of a page-packed document (the other operators applied), and the
+    layout of the values (interleaved unless told, when they are small)."""
+    labels: dict[str, int] = {}
+    node_labels, opens = [], []
+    for i, name in enumerate(packed.names):
+        if name == TEXT and not packed.contents.get(i, "").strip(" \t\r\n"):
+            name = WS
+        node_labels.append(labels.setdefault(label_of(name, packed.attributes.get(i, ())), len(labels)))
+        opens.append(i == 0 or not name.startswith("#"))
+    label_list = list(labels)
+    structure = _array_bytes(tokens_of(packed.structure, node_labels, opens))
+    tree = Tree(len(node_labels), label_list, structure)
+    values = [value for i in sorted(packed.attributes) for _, value in packed.attributes[i]]
+    nodes = tree.content_nodes().tolist()
+    texts = [packed.contents.get(i, "") for i in nodes]
+    if interleaved is None:
+        interleaved = sum(map(len, values)) + sum(map(len, texts)) < SOLID_LIMIT
+    _, value_places, content_places = tree.places(interleaved)
+    if interleaved:
+        attrvalues, content = [], _in_order(values + texts, np.concatenate((value_places, content_places)))
+    else:
+        attrvalues, content = _in_order(values, value_places), _in_order(texts, content_places)
     namespaces = "\n".join(f"{node}\t{prefix}\t{uri}" for node in sorted(packed.namespaces)
                            for prefix, uri in packed.namespaces[node])
     return {
-        "names": _strings(name_list),
-        "structure": _arrays(depth),
-        "labels": _arrays(labels),
-        "labeldict": _arrays([n for n, _ in labeldict], [s for _, s in labeldict]),
-        "attrnames": _strings(list(attrnames)),
-        "attrsets": _arrays([len(s) for s in sets], [a for s in sets for a in s]),
+        "labels": _strings(label_list),
+        "structure": structure,
         "namespaces": namespaces.encode("utf-8", "surrogatepass"),
-        "attrvalues": "\x00".join(values).encode("utf-8", "surrogatepass"),
-        "content": "\x00".join(contents).encode("utf-8", "surrogatepass"),
-    }
+        "attrvalues": "\x00".join(attrvalues).encode("utf-8", "surrogatepass"),
+        "content": "\x00".join(content).encode("utf-8", "surrogatepass"),
+    }, interleaved
 
 
 def _smallest(data: bytes, codecs: tuple[int, ...]) -> tuple[int, bytes]:
@@ -379,14 +408,15 @@ def _smallest(data: bytes, codecs: tuple[int, ...]) -> tuple[int, bytes]:
     return codec, stored
 
 
-def pack(data: bytes, codecs: tuple[int, ...] = (1, 2, 3, 4)) -> bytes:
+def pack(data: bytes, codecs: tuple[int, ...] = (1, 2, 3, 4), interleaved: bool | None = None) -> bytes:
     """An XML document packed (raises XPackError for malformed XML, with line and column).
-    ``codecs``: the codec numbers tried for each block (see :data:`CODECS`)."""
+    ``codecs``: the codec numbers tried for each block (see :data:`CODECS`); ``interleaved``:
+    the value layout (default: interleaved when the values are under :data:`SOLID_LIMIT`)."""
     packed = page_pack(parse(data))
-    raw = containers_of(packed)
+    raw, interleaved = containers_of(packed, interleaved)
     groups = [list(group) for group in GROUPS]
     values = groups.pop()
-    if sum(len(raw[name]) for name in values) < SOLID_LIMIT:
+    if interleaved:
         groups.append(values)
     else:
         groups.extend([name] for name in values)
@@ -398,7 +428,8 @@ def pack(data: bytes, codecs: tuple[int, ...] = (1, 2, 3, 4)) -> bytes:
         fields += [block_of[name], len(raw[name])]
     for codec, stored in blocks:
         fields += [codec, len(stored), zlib.crc32(stored)]
-    head = _HEAD.pack(MAGIC, len(packed.names), width, len(CONTAINERS), len(blocks))
+    head = _HEAD.pack(MAGIC, len(packed.names), width | (INTERLEAVED if interleaved else 0), len(CONTAINERS),
+                      len(blocks))
     table = _table(width, len(CONTAINERS), len(blocks))
     body = head + table.pack(*fields, 0)[:-4]
     return body + struct.pack("<I", zlib.crc32(body)) + b"".join(stored for _, stored in blocks)
@@ -414,9 +445,10 @@ class PackedDocument:
     def __init__(self, data: bytes) -> None:
         if len(data) < _HEAD.size:
             raise XPackError("not an XPack file (too short)")
-        magic, nodes, width, count, blocks = _HEAD.unpack_from(data)
+        magic, nodes, flags, count, blocks = _HEAD.unpack_from(data)
         if magic != MAGIC:
             raise XPackError("not an XPack file (bad magic)")
+        width, self.interleaved = flags & ~INTERLEAVED, bool(flags & INTERLEAVED)
         if width not in (2, 4) or count != len(CONTAINERS) or not 1 <= blocks <= count:
             raise XPackError("corrupt XPack file (header)")
         table = _table(width, count, blocks)
@@ -477,15 +509,19 @@ class PackedDocument:
 
     # -- questions answered from few containers ---------------------------------------------
 
-    def names(self) -> list[str]:
-        found = self._cache.get("names list")
+    def labels(self) -> list[str]:
+        found = self._cache.get("labels")
         if found is None:
-            found = self._cache["names list"] = _read_strings(self.container("names"), "names")
+            found = self._cache["labels"] = _read_strings(self.container("labels"), "label dictionary")
         return found
 
     def tags(self) -> list[str]:
-        """The distinct element names, in order of first use (the names container only)."""
-        return [n for n in self.names() if not n.startswith("#")]
+        """The distinct element names, in order of first use (the label dictionary only)."""
+        text = self.container("labels")[_read_varint(self.container("labels"), 0)[1]:]
+        try:
+            return list(dict.fromkeys(_ELEMENT_NAME.findall(text.decode("utf-8", "surrogatepass"))))
+        except UnicodeDecodeError:
+            raise XPackError("corrupt XPack file (label dictionary is not UTF-8)") from None
 
     def sizes(self) -> dict[str, dict[str, Any]]:
         """Per container: raw length, its block, the block's codec and stored length, and the
@@ -500,25 +536,46 @@ class PackedDocument:
     def tree(self) -> Tree:
         found = self._cache.get("tree")
         if found is None:
-            found = self._cache["tree"] = Tree(self.nodes, self.names(), *(self.container(c) for c in (
-                "structure", "labels", "labeldict", "attrnames", "attrsets")))
+            found = self._cache["tree"] = Tree(self.nodes, self.labels(), self.container("structure"))
         return found
 
-    def attribute_values(self) -> list[str]:
-        """All attribute values, in the container's (column) order."""
+    def _places(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        found = self._cache.get("places")
+        if found is None:
+            found = self._cache["places"] = self.tree().places(self.interleaved)
+        return found
+
+    def _interleaved_values(self) -> list[str]:
+        found = self._cache.get("interleaved")
+        if found is None:
+            nodes, value_places, _ = self._places()
+            if self.entries["attrvalues"][1]:
+                raise XPackError("corrupt XPack file (attribute values)")
+            found = self._cache["interleaved"] = _split(self.container("content"), len(value_places) + len(nodes),
+                                                        "values")
+        return found
+
+    def attribute_values(self) -> tuple[list[str], np.ndarray]:
+        """The attribute value list, and where each attribute (pairs in document order, as
+        :meth:`Tree.attribute_pairs` gives them) has its value in it."""
+        _, places, _ = self._places()
+        if self.interleaved:
+            return self._interleaved_values(), places
         found = self._cache.get("attribute values")
         if found is None:
-            found = self._cache["attribute values"] = _split(
-                self.container("attrvalues"), int(self.tree().set_sizes[self.tree().label_set[
-                    self.tree().labels]].sum()), "attribute values")
-        return found
+            found = self._cache["attribute values"] = _split(self.container("attrvalues"), len(places),
+                                                             "attribute values")
+        return found, places
 
-    def content_values(self) -> list[str]:
+    def content_values(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The text list, the content nodes in document order, and where each one's text is."""
+        nodes, _, places = self._places()
+        if self.interleaved:
+            return self._interleaved_values(), nodes, places
         found = self._cache.get("content values")
         if found is None:
-            count = len(self.tree().content_nodes())
-            found = self._cache["content values"] = _split(self.container("content"), count, "content")
-        return found
+            found = self._cache["content values"] = _split(self.container("content"), len(nodes), "content")
+        return found, nodes, places
 
     def declared_namespaces(self) -> list[tuple[int, str, str]]:
         found = []
@@ -548,19 +605,18 @@ class PackedDocument:
 
     def to_packed(self) -> Packed:
         tree = self.tree()
-        names = self.names()
+        names = tree.names
         structure = np.bincount(tree.parent[1:], minlength=tree.nodes).tolist()
         node_names = [TEXT if name == WS else name for name in (names[i] for i in tree.name_of.tolist())]
         packed = Packed(structure, node_names)
-        owners, attrs, places = tree.attribute_pairs()
-        values = self.attribute_values()
+        owners, attrs = tree.attribute_pairs()
+        values, places = self.attribute_values()
         attrnames = tree.attrnames
         for owner, attr, place in zip(owners.tolist(), attrs.tolist(), places.tolist(), strict=True):
             packed.attributes.setdefault(owner, []).append((attrnames[attr], values[place]))
         for node, prefix, uri in self.declared_namespaces():
             packed.namespaces.setdefault(node, []).append((prefix, uri))
-        nodes, places = tree.content_order()
-        texts = self.content_values()
+        texts, nodes, places = self.content_values()
         packed.contents = {node: texts[place] for node, place in zip(nodes.tolist(), places.tolist(), strict=True)}
         return packed
 

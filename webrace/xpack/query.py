@@ -122,7 +122,7 @@ class Evaluator:
         self.doc = doc
         self.tree = doc.tree()
         self._named: dict[str | None, np.ndarray] = {}
-        self._attrs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._attrs: tuple[np.ndarray, np.ndarray] | None = None
         self._prefixes: dict[str, str] | None = None
         self._compiled: dict[tuple[str, tuple], list[Step]] = {}
 
@@ -147,8 +147,7 @@ class Evaluator:
             elif step.kind == "text":
                 texts = self._named_nodes(TEXT)
                 found = texts[self._below(texts, context, step.descendant)]
-                nodes, places = self.tree.content_order()
-                values = self.doc.content_values()
+                values, nodes, places = self.doc.content_values()
                 at = np.searchsorted(nodes, found)
                 return [("text", values[p]) for p in places[at].tolist()]
             else:
@@ -157,7 +156,7 @@ class Evaluator:
                     keep = self._below(owners, context, True, or_self=True)
                 else:
                     keep = np.isin(owners, context)
-                values = self.doc.attribute_values()
+                values, _ = self.doc.attribute_values()
                 return [("attribute", values[p]) for p in places[keep].tolist()]
         return [("element", i) for i in context.tolist()]
 
@@ -169,9 +168,9 @@ class Evaluator:
             if name is None:
                 wanted = tree.label_is_element
             elif name == TEXT:
-                wanted = np.isin(tree.label_name, tree.name_ids(TEXT, WS))
+                wanted = tree.name_mask(TEXT, WS)[tree.label_name]
             else:
-                wanted = np.isin(tree.label_name, tree.name_ids(name)) & tree.label_is_element
+                wanted = tree.name_mask(name)[tree.label_name] & tree.label_is_element
             found = self._named[name] = np.flatnonzero(wanted[tree.labels])
         return found
 
@@ -191,15 +190,15 @@ class Evaluator:
         inside = (k >= 0) & (nodes < end[outer[np.maximum(k, 0)]])
         return inside if or_self else inside & (nodes != outer[np.maximum(k, 0)])
 
-    def _attribute(self, name: str | None) -> tuple[np.ndarray, np.ndarray]:
-        """The elements carrying attribute ``name``, in document order, and the places of
-        their values in the attribute value container."""
+    def _attribute(self, name: str | None, places: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """The elements carrying attribute ``name``, in document order, and (``places``)
+        where their values sit in the attribute value list (that reads the values)."""
         if self._attrs is None:
             self._attrs = self.tree.attribute_pairs()
-        owners, attrs, places = self._attrs
+        owners, attrs = self._attrs
         ids = [i for i, n in enumerate(self.tree.attrnames) if n == name]
         mask = attrs == ids[0] if ids else np.zeros(len(attrs), dtype=bool)
-        return owners[mask], places[mask]
+        return owners[mask], self.doc.attribute_values()[1][mask] if places else None
 
     def _elements(self, context: np.ndarray, step: Step) -> np.ndarray:
         found = self._named_nodes(step.name)
@@ -215,9 +214,9 @@ class Evaluator:
                 rank = np.arange(len(found)) - np.repeat(starts, np.diff(np.append(starts, len(found))))
                 found = np.sort(found[order[rank == key - 1]])
             else:
-                owners, places = self._attribute(key)
-                if value is not None:
-                    values = self.doc.attribute_values()
+                owners, places = self._attribute(key, places=value is not None)
+                if places is not None:
+                    values, _ = self.doc.attribute_values()
                     owners = owners[np.fromiter((values[p] == value for p in places.tolist()), dtype=bool,
                                                 count=len(places))]
                 found = found[np.isin(found, owners)]
