@@ -52,15 +52,16 @@ from webrace.xpack.operators import (
     DOCUMENT,
     PI,
     TEXT,
+    WS,
     Packed,
     XPackError,
     page_pack,
     page_unpack,
     parse,
 )
+from webrace.xpack.query import Evaluator
 
 MAGIC = b"XPK2"
-WS = "#ws"  # whitespace-only text (a text node; its own name so that it gets its own column)
 CONTENT_KINDS = (TEXT, WS, COMMENT, PI)
 CONTAINERS = ("labels", "structure", "namespaces", "attrvalues", "content")
 GROUPS = (("labels",), ("structure", "namespaces"), ("attrvalues", "content"))
@@ -70,6 +71,8 @@ MAX_RAW = 1 << 31
 _HEAD = struct.Struct("<4sIBBB")  # magic, nodes, flags (table width | INTERLEAVED), containers, blocks
 INTERLEAVED = 0x80
 _ELEMENT_NAME = re.compile("(?:^|\x00)([^\x00\x01#][^\x00\x01]*)")
+# a label that is empty, has an empty attribute name, or gives attributes to a non-element
+_BAD_LABEL = re.compile("(?:^|\x00)(?:#[^\x00\x01]*\x01|\x01|\x00|$)|\x01(?:\x01|\x00|$)")
 _TABLES: dict[tuple[int, int, int], struct.Struct] = {}
 
 
@@ -238,49 +241,75 @@ class Tree:
     depth and label; per label its name and attribute names."""
 
     def __init__(self, nodes: int, labels: list[str], structure: bytes) -> None:
-        names: dict[str, int] = {}
-        attrnames: dict[str, int] = {}
-        label_name, attr_sizes, attr_flat = [], [], []
-        for label in labels:
-            name, *attrs = label.split(SEP)
-            if not name or (name.startswith("#") and (name not in KINDS or attrs)) or "" in attrs \
-                    or len(set(attrs)) != len(attrs):
-                raise XPackError("corrupt XPack file (label dictionary)")
-            label_name.append(names.setdefault(name, len(names)))
-            attr_sizes.append(len(attrs))
-            attr_flat.extend(attrnames.setdefault(a, len(attrnames)) for a in attrs)
-        self.names = list(names)
-        self.attrnames = list(attrnames)
-        self.label_name = np.array(label_name, dtype=np.int64)
-        self.label_attr_sizes = np.array(attr_sizes, dtype=np.int64)
-        self.label_attr_starts = np.cumsum(self.label_attr_sizes) - self.label_attr_sizes
-        self.label_attrs = np.array(attr_flat, dtype=np.int64)
-        kinds = np.array([name.startswith("#") for name in self.names], dtype=bool)
-        self.label_is_element = ~kinds[self.label_name] if len(labels) else np.zeros(0, dtype=bool)
-        document = names.get(DOCUMENT, -1)
-        tokens = _read_array(structure, "structure")
-        if len(tokens) < 2 or tokens.max() > len(labels) or tokens[0] == 0:
+        self.labels_text = labels
+        label_names = [label.partition(SEP)[0] for label in labels]
+        self.names = list(dict.fromkeys(label_names))
+        index = {name: i for i, name in enumerate(self.names)}
+        kinds = [name[:1] == "#" for name in self.names]
+        if not labels or label_names.count(DOCUMENT) != 1 or "" in index \
+                or any(kind and name not in KINDS for kind, name in zip(kinds, self.names, strict=True)):
+            raise XPackError("corrupt XPack file (label dictionary)")
+        self.label_name = np.array([index[name] for name in label_names], dtype=np.int64)
+        self.label_is_element = ~np.array(kinds, dtype=bool)[self.label_name]
+        self.document = label_names.index(DOCUMENT)
+        self.tokens = tokens = _read_array(structure, "structure")
+        if len(tokens) < 2 or tokens.max() > len(labels) or tokens[0] != self.document + 1:
             raise XPackError("corrupt XPack file (structure)")
-        positions = np.flatnonzero(tokens)
-        self.labels = tokens[positions] - 1
-        opening = self.label_is_element[self.labels] | (self.label_name[self.labels] == document)
-        delta = np.zeros(len(tokens), dtype=np.int64)
-        delta[positions[opening]] = 1
-        delta[tokens == 0] = -1
-        level = np.cumsum(delta)
-        if len(positions) != nodes or level[-1] != 0 or level[:-1].min() < 1:
+        self.positions = np.flatnonzero(tokens)
+        if len(self.positions) != nodes:
             raise XPackError("corrupt XPack file (structure)")
-        self.depth = (level - delta)[positions]
-        self.name_of = self.label_name[self.labels]  # each node's name id
-        if self.name_of[0] != document or (self.name_of[1:] == document).any():
-            raise XPackError("corrupt XPack file (document node)")
+        self.labels = tokens[self.positions] - 1
+        self._depth: np.ndarray | None = None
+        self._name_of: np.ndarray | None = None
+        self._attributes: tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None = None
         self._levels: list[np.ndarray] | None = None
+        self._level: dict[int, np.ndarray] = {}
         self._parent: np.ndarray | None = None
         self._end: np.ndarray | None = None
 
     @property
+    def depth(self) -> np.ndarray:
+        """Each node's depth (the document's is 0), from the token stream, which is checked
+        here: opens and closes balance, and nothing follows the document's close."""
+        if self._depth is None:
+            opens = self.label_is_element | (np.arange(len(self.label_name)) == self.document)
+            delta = np.concatenate(([-1], opens.astype(np.int64)))[self.tokens]
+            level = np.cumsum(delta)
+            if level[-1] != 0 or level[:-1].min() < 1 or np.count_nonzero(self.labels == self.document) != 1:
+                raise XPackError("corrupt XPack file (structure)")
+            self._depth = (level - delta)[self.positions]
+        return self._depth
+
+    @property
+    def name_of(self) -> np.ndarray:
+        """Each node's name id."""
+        if self._name_of is None:
+            self._name_of = self.label_name[self.labels]
+        return self._name_of
+
+    def _label_attributes(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """Attribute names, and per label the count, start and ids of its attribute names."""
+        if self._attributes is None:
+            if _BAD_LABEL.search("\x00".join(self.labels_text)):
+                raise XPackError("corrupt XPack file (label dictionary)")
+            lists = [label.split(SEP)[1:] for label in self.labels_text]
+            if any(len(set(names)) != len(names) or "" in names for names in lists if names):
+                raise XPackError("corrupt XPack file (label dictionary)")
+            flat = [name for names in lists for name in names]
+            attrnames = list(dict.fromkeys(flat))
+            index = {name: i for i, name in enumerate(attrnames)}
+            sizes = np.array([len(names) for names in lists], dtype=np.int64)
+            self._attributes = (attrnames, sizes, np.cumsum(sizes) - sizes,
+                                np.array([index[name] for name in flat], dtype=np.int64))
+        return self._attributes
+
+    @property
+    def attrnames(self) -> list[str]:
+        return self._label_attributes()[0]
+
+    @property
     def nodes(self) -> int:
-        return len(self.depth)
+        return len(self.labels)
 
     @property
     def levels(self) -> list[np.ndarray]:
@@ -293,6 +322,26 @@ class Tree:
         if self._parent is None:
             self._parent = parents_of(self.depth, self.levels)
         return self._parent
+
+    def parent_of(self, nodes: np.ndarray) -> np.ndarray:
+        """The parents of some nodes (sorted), without computing every node's."""
+        if self._parent is not None or not len(nodes):
+            return self.parent[nodes]
+        depths = self.depth[nodes]
+        low, high = int(depths.min()), int(depths.max())
+        if low < 1:
+            raise ValueError("the document has no parent")
+        out = np.empty(len(nodes), dtype=np.int64)
+        for d in range(low, high + 1):
+            here = nodes if low == high else nodes[depths == d]
+            above = self._level.get(d - 1)
+            if above is None:
+                above = self._level[d - 1] = np.flatnonzero(self.depth == d - 1)
+            found = above[np.searchsorted(above, here) - 1]
+            if low == high:
+                return found
+            out[depths == d] = found
+        return out
 
     @property
     def end(self) -> np.ndarray:
@@ -311,17 +360,15 @@ class Tree:
         """The column of each content node in the columnar layout: (parent name, kind)."""
         return self.name_of[self.parent[nodes]] * len(self.names) + self.name_of[nodes]
 
-    def attribute_count(self) -> int:
-        return int(self.label_attr_sizes[self.labels].sum())
-
     def attribute_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """Every (element, attribute name id) pair, in document order."""
-        sizes = self.label_attr_sizes[self.labels]
+        _, label_sizes, label_starts, label_attrs = self._label_attributes()
+        sizes = label_sizes[self.labels]
         owners = np.flatnonzero(sizes)
         counts = sizes[owners]
         firsts = np.repeat(np.cumsum(counts) - counts, counts)
         within = np.arange(int(counts.sum())) - firsts
-        attrs = self.label_attrs[np.repeat(self.label_attr_starts[self.labels[owners]], counts) + within]
+        attrs = label_attrs[np.repeat(label_starts[self.labels[owners]], counts) + within]
         return np.repeat(owners, counts), attrs
 
     def places(self, interleaved: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -594,8 +641,6 @@ class PackedDocument:
         """XPath (the subset of :mod:`webrace.xpack.query`) without unpacking. Prefixes are
         the document's, plus ``namespaces`` (prefix -> URI, as lxml's ``xpath`` takes them:
         the way to name elements in a default namespace, e.g. XHTML's)."""
-        from webrace.xpack.query import Evaluator
-
         evaluator = self._cache.get("evaluator")
         if evaluator is None:
             evaluator = self._cache["evaluator"] = Evaluator(self)

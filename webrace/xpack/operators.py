@@ -25,6 +25,7 @@ from typing import Any
 from lxml import etree
 
 TEXT, COMMENT, PI, DOCUMENT = "#text", "#comment", "#pi", "#document"
+WS = "#ws"  # whitespace-only text in the packed format (a text node with its own name, so its own column)
 
 
 class XPackError(ValueError):

@@ -14,14 +14,14 @@ results; content for ``text()``.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from webrace.xpack.format import WS
-from webrace.xpack.operators import TEXT, XPackError
+from webrace.xpack.operators import TEXT, WS, XPackError
 
 _STEP = re.compile(r"""
     (?P<test>\*|[A-Za-z_][\w.\-]*(?::[A-Za-z_][\w.\-]*)?|text\(\)|@[A-Za-z_][\w.\-]*(?::[A-Za-z_][\w.\-]*)?)
@@ -114,6 +114,11 @@ def _qualify(name: str, namespaces: dict[str, str], expression: str, attribute: 
     return f"{{{uri}}}{local}"
 
 
+@functools.lru_cache(maxsize=256)
+def _compiled(expression: str, namespaces: tuple[tuple[str, str], ...]) -> list[Step]:
+    return compile_query(expression, dict(namespaces))
+
+
 class Evaluator:
     """Runs compiled queries over a :class:`~webrace.xpack.format.PackedDocument`, with
     array operations over the structure (node depths, parents, subtree ends) and labels."""
@@ -124,7 +129,6 @@ class Evaluator:
         self._named: dict[str | None, np.ndarray] = {}
         self._attrs: tuple[np.ndarray, np.ndarray] | None = None
         self._prefixes: dict[str, str] | None = None
-        self._compiled: dict[tuple[str, tuple], list[Step]] = {}
 
     def namespaces(self) -> dict[str, str]:
         if self._prefixes is None:
@@ -136,10 +140,8 @@ class Evaluator:
 
     def run(self, expression: str, namespaces: dict[str, str] | None = None) -> list[tuple[str, Any]]:
         """Results in document order: ("element", node), ("text", string) or ("attribute", string)."""
-        key = (expression, tuple(sorted((namespaces or {}).items())))
-        steps = self._compiled.get(key)
-        if steps is None:
-            steps = self._compiled[key] = compile_query(expression, {**self.namespaces(), **(namespaces or {})})
+        prefixes = {**self.namespaces(), **(namespaces or {})} if ":" in expression else {}
+        steps = _compiled(expression, tuple(sorted(prefixes.items())))
         context = np.zeros(1, dtype=np.int64)
         for step in steps:
             if step.kind == "element":
@@ -178,9 +180,12 @@ class Evaluator:
         """A mask over ``nodes`` (sorted): children of a context node, or (``descendant``)
         below one (or the context node itself with ``or_self``)."""
         if not descendant:
+            if not len(nodes):
+                return np.zeros(0, dtype=bool)
+            parents = self.tree.parent_of(nodes)
             if len(context) == 1:
-                return self.tree.parent[nodes] == context[0]
-            return np.isin(self.tree.parent[nodes], context)
+                return parents == context[0]
+            return np.isin(parents, context)
         if len(context) == 1 and context[0] == 0:
             return np.ones(len(nodes), dtype=bool) if or_self else nodes > 0
         end = self.tree.end
@@ -207,7 +212,7 @@ class Evaluator:
             if not len(found):
                 break
             if kind == "pos":
-                parents = self.tree.parent[found]
+                parents = self.tree.parent_of(found)
                 order = np.argsort(parents, kind="stable")
                 grouped = parents[order]
                 starts = np.flatnonzero(np.concatenate(([True], grouped[1:] != grouped[:-1])))
