@@ -59,6 +59,7 @@ from webrace.xpack.operators import (
     page_unpack,
     parse,
 )
+from webrace.xpack.dictionary import DICTIONARY
 from webrace.xpack.query import Evaluator
 
 MAGIC = b"XPK2"
@@ -66,7 +67,7 @@ CONTENT_KINDS = (TEXT, WS, COMMENT, PI)
 CONTAINERS = ("labels", "structure", "namespaces", "attrvalues", "content")
 GROUPS = (("labels",), ("structure", "namespaces"), ("attrvalues", "content"))
 SOLID_LIMIT = 64 * 1024  # values and content share a block below this raw size
-CODECS = {0: "raw", 1: "zlib", 2: "bzip2", 3: "xz", 4: "brotli"}
+CODECS = {0: "raw", 1: "deflate", 2: "bzip2", 3: "xz", 4: "brotli", 5: "deflate+labels"}
 MAX_RAW = 1 << 31
 _HEAD = struct.Struct("<4sIBBB")  # magic, nodes, flags (table width | INTERLEAVED), containers, blocks
 INTERLEAVED = 0x80
@@ -85,11 +86,27 @@ def _brotli(data: bytes) -> bytes:
     return brotli.compress(data, quality=11, lgwin=min(24, max(10, (len(data) - 1).bit_length() + 1)))
 
 
+def _deflate(data: bytes, dictionary: bytes | None = None) -> bytes:
+    """Raw deflate (the block's CRC-32 is in the table), optionally primed with the label
+    dictionary of :mod:`webrace.xpack.dictionary`."""
+    squeezer = zlib.compressobj(9, zlib.DEFLATED, -15, 9, **({"zdict": dictionary} if dictionary else {}))
+    return squeezer.compress(data) + squeezer.flush()
+
+
+def _inflate(data: bytes, dictionary: bytes | None = None) -> bytes:
+    reader = zlib.decompressobj(-15, **({"zdict": dictionary} if dictionary else {}))
+    out = reader.decompress(data) + reader.flush()
+    if not reader.eof or reader.unused_data:
+        raise ValueError("truncated or trailing deflate data")
+    return out
+
+
 _COMPRESS = {
-    1: lambda b: zlib.compress(b, 9),
+    1: _deflate,
     2: lambda b: bz2.compress(b, 9),
     3: lambda b: lzma.compress(b, format=lzma.FORMAT_RAW, filters=_lzma_filters(len(b))),
     4: _brotli,
+    5: lambda b: _deflate(b, DICTIONARY),
 }
 
 
@@ -97,7 +114,9 @@ def _decompress(codec: int, data: bytes, raw: int) -> bytes:
     if codec == 0:
         return data
     if codec == 1:
-        return zlib.decompress(data)
+        return _inflate(data)
+    if codec == 5:
+        return _inflate(data, DICTIONARY)
     if codec == 2:
         return bz2.decompress(data)
     if codec == 3:
@@ -455,7 +474,7 @@ def _smallest(data: bytes, codecs: tuple[int, ...]) -> tuple[int, bytes]:
     return codec, stored
 
 
-def pack(data: bytes, codecs: tuple[int, ...] = (1, 2, 3, 4), interleaved: bool | None = None) -> bytes:
+def pack(data: bytes, codecs: tuple[int, ...] = (1, 2, 3, 4, 5), interleaved: bool | None = None) -> bytes:
     """An XML document packed (raises XPackError for malformed XML, with line and column).
     ``codecs``: the codec numbers tried for each block (see :data:`CODECS`); ``interleaved``:
     the value layout (default: interleaved when the values are under :data:`SOLID_LIMIT`)."""
