@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 import pytest
 import redis
 from conftest import REDIS_URL
@@ -12,6 +14,7 @@ from webrace.backends.base import Version
 from webrace.backends.redis import RedisMetaInfoStore, RedisUnavailable, connect, safe_url
 from webrace.backends.sqlite import SqliteMetaInfoStore
 from webrace.store.metainfo import MetaInfo
+from webrace.store.objects import digest_of
 
 
 @pytest.fixture(params=["sqlite", "redis"])
@@ -133,3 +136,48 @@ def test_drop_does_nothing_when_a_newer_fetch_replaced_the_record(object_cache):
     assert not object_cache.drop(first.meta)
     assert [v.number for v in object_cache.versions("http://a.test/")] == [1, 2]
     assert object_cache.objects.exists(first.meta.digest)
+
+
+FEED = (b'<?xml version="1.0"?>\n<rss version="2.0"><channel><title>News</title>'
+        + b"".join(b'<item id="%d"><title>Story %d</title><link>http://example.org/%d</link></item>' % (n, n, n)
+                   for n in range(40)) + b"</channel></rss>")
+
+
+def test_xml_versions_are_stored_xpack_encoded_and_queried_without_unpacking(object_cache):
+    from webrace.store.objects import ObjectCorrupt
+    from webrace.xpack import canonical
+
+    object_cache.objects.xpack = True
+    header = "HTTP/1.1 200 OK\nContent-Type: application/rss+xml; charset=utf-8"
+    done = object_cache.record_fetch("http://a.test/feed", 200, FEED, fetched=1, header=header, links=[])
+    assert done.meta.digest == digest_of(FEED)  # the digest of the fetched bytes: re-crawls compare exactly
+    again = object_cache.record_fetch("http://a.test/feed", 200, FEED, fetched=2, header=header, links=[])
+    assert again.unchanged and not again.new_version
+    stored = object_cache.objects._load(done.meta.digest)
+    assert stored.startswith(b"XPK2") and len(stored) < len(zlib.compress(FEED, 6))
+    assert canonical(object_cache.get("http://a.test/feed")[1]) == canonical(FEED)
+    version, doc = object_cache.packed("http://a.test/feed")
+    assert version.number == 1 and len(doc.query("//item")) == 40
+    assert [v for _, v in doc.query("//item[@id='7']/title/text()")] == ["Story 7"]
+    assert doc.query("/rss/@version") == [("attribute", "2.0")]
+    assert object_cache.check(done.meta) is None
+    damaged = bytearray(stored)
+    damaged[-3] ^= 0xFF
+    object_cache.objects._write(done.meta.digest, bytes(damaged), replace=True)
+    assert object_cache.check(done.meta) == "corrupt"
+    with pytest.raises(ObjectCorrupt):
+        object_cache.get("http://a.test/feed")
+
+
+def test_html_and_malformed_xml_stay_byte_for_byte_with_the_xpack_codec(object_cache):
+    object_cache.objects.xpack = True
+    page = b"<html><body><script src='x.js'></script><p>same bytes</p></body></html>"
+    broken = b'<?xml version="1.0"?><feed><entry>unclosed</feed>'
+    html = object_cache.record_fetch("http://a.test/", 200, page, fetched=1, links=[],
+                                     header="HTTP/1.1 200 OK\nContent-Type: text/html")
+    xml = object_cache.record_fetch("http://a.test/f", 200, broken, fetched=1, links=[],
+                                    header="HTTP/1.1 200 OK\nContent-Type: text/xml")
+    for meta, body in ((html.meta, page), (xml.meta, broken)):
+        assert not object_cache.objects._load(meta.digest).startswith(b"XPK2")
+        assert object_cache.get(meta.url)[1] == body
+        assert object_cache.packed(meta.url)[1] is None

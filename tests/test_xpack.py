@@ -259,3 +259,25 @@ def test_queries_name_default_namespace_elements_with_given_prefixes():
     doc = xpack.PackedDocument(xpack.pack(page))
     ns = {"h": "http://www.w3.org/1999/xhtml"}
     assert [v for _, v in doc.query("//h:p/text()", ns)] == ["a", "b"] and doc.query("//p") == []
+
+
+def test_store_query_answers_from_the_crawled_xpack_encoded_version(site, project):
+    from conftest import urd
+
+    feed = (b'<?xml version="1.0"?><rss version="2.0"><channel>'
+            + b"".join(b'<item id="%d"><title>Story %d</title></item>' % (n, n) for n in range(5))
+            + b"</channel></rss>")
+    site.add("/feed.xml", feed, content_type="application/rss+xml")
+    site.add("/page.html", b"<html><body><p>one</p><p>two</p></body></html>")
+    project.add_urds(urd("feed", "ann", site.url("/feed.xml")), urd("page", "ann", site.url("/page.html")))
+    assert project.crawl(WEBRACE_STORE_XPACK=True).returncode == 0
+    titles = project.scrapy("store", "query", site.url("/feed.xml"), "//item/title/text()")
+    assert titles.returncode == 0 and titles.stdout.splitlines() == [f"Story {n}" for n in range(5)]
+    assert "note:" not in titles.stderr  # answered from the XPack-encoded version
+    assert project.scrapy("store", "query", site.url("/feed.xml"), "//item[@id='3']", "--count").stdout == "1\n"
+    html = project.scrapy("store", "query", site.url("/page.html"), "//p/text()")  # stored zlib: decompressed
+    assert html.stdout.splitlines() == ["one", "two"] and "not stored XPack-encoded" in html.stderr
+    refused = project.scrapy("store", "query", site.url("/feed.xml"), "//item[last()]")
+    assert refused.returncode == 1 and "not supported" in refused.stderr and "Traceback" not in refused.stderr
+    missing = project.scrapy("store", "query", site.url("/none.xml"), "//a")
+    assert missing.returncode == 1 and "not found" in missing.stderr

@@ -45,6 +45,10 @@ WEBRACE_RULES_TEMPLATE = None
 WEBRACE_SENTINEL_TICK = 60
 # `scrapy store gc` keeps this many newest versions of each URL.
 WEBRACE_KEEP_VERSIONS = 3
+# Store versions with an XML media type (text/xml, application/xml, application/*+xml, e.g.
+# XHTML, RSS, Atom) XPack-encoded: smaller, and `scrapy store query` answers XPath from them
+# without unpacking. They read back equal under canonical XML, not byte for byte (see README).
+WEBRACE_STORE_XPACK = False
 
 # Distributed mode: set REDIS_URL (setting or environment variable) and the workers share the
 # rounds' queues, the object cache (meta-info and bodies) and coalescing through Redis.

@@ -1,4 +1,5 @@
-"""``scrapy store versions URL | get URL [--version N] | gc [--keep N]``: the object cache."""
+"""``scrapy store versions URL | get URL [--version N] | query URL XPATH [--version N] [--count]
+[--ns P=URI] | gc [--keep N]``: the object cache."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from webrace.backends import open_aci_store
 from webrace.store.cache import ObjectCache
 from webrace.store.objects import ObjectCorrupt, ObjectMissing
 from webrace.urls import BadURL, normalize
+from webrace.xpack import PackedDocument, XPackError, pack
+from webrace.xpack.cli import parse_prefixes, query_lines
 
 
 class Command(ScrapyCommand):
@@ -22,7 +25,8 @@ class Command(ScrapyCommand):
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "versions URL | get URL [--version N] | gc [--keep N]"
+        return ("versions URL | get URL [--version N] | query URL XPATH [--version N] [--count] [--ns P=URI] "
+                "| gc [--keep N]")
 
     def short_desc(self) -> str:
         return "Read the object cache: versions of a URL, a stored body; drop old versions"
@@ -31,6 +35,9 @@ class Command(ScrapyCommand):
         return (
             "versions URL: every stored version of URL (number, fetch time, size, status, digest). "
             "get URL [--version N]: the body of version N (default: the newest) to stdout. "
+            "query URL XPATH [--version N] [--count] [--ns PREFIX=URI]: XPath (XPack's subset) over a stored XML "
+            "version, one result per line; answered without unpacking when it is stored XPack-encoded "
+            "(WEBRACE_STORE_XPACK), else after decompressing it. "
             "gc [--keep N]: keep the newest N versions of each URL (default WEBRACE_KEEP_VERSIONS), "
             "and older ones an undelivered ACI points to, and delete every object no version points to."
         )
@@ -39,16 +46,23 @@ class Command(ScrapyCommand):
         super().add_options(parser)
         parser.add_argument("--version", type=int, metavar="N", help="with `get`: version number")
         parser.add_argument("--keep", type=int, metavar="N", help="with `gc`: versions kept per URL")
+        parser.add_argument("--count", action="store_true", help="with `query`: print only the number of results")
+        parser.add_argument("--ns", action="append", default=[], metavar="PREFIX=URI",
+                            help="with `query`: a namespace prefix (e.g. for XHTML's default namespace)")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if not args:
-            raise UsageError("missing subcommand: versions, get or gc")
+            raise UsageError("missing subcommand: versions, get, query or gc")
         action, rest = args[0], args[1:]
         with ObjectCache.from_settings(self.settings) as cache:
             if action == "versions":
                 self.versions(cache, _one_url(rest))
             elif action == "get":
                 self.get(cache, _one_url(rest), opts.version)
+            elif action == "query":
+                if len(rest) != 2:
+                    raise UsageError("`query` takes a URL and an XPath expression")
+                self.query(cache, _one_url(rest[:1]), rest[1], opts)
             elif action == "gc":
                 if rest:
                     raise UsageError("`gc` takes no arguments")
@@ -57,7 +71,7 @@ class Command(ScrapyCommand):
                     raise UsageError("--keep must be at least 1")
                 self.gc(cache, keep)
             else:
-                raise UsageError(f"unknown subcommand {action!r}: expected versions, get or gc")
+                raise UsageError(f"unknown subcommand {action!r}: expected versions, get, query or gc")
 
     def versions(self, cache: ObjectCache, url: str) -> None:
         versions = cache.versions(url)
@@ -80,6 +94,24 @@ class Command(ScrapyCommand):
             return
         sys.stdout.buffer.write(body)
         sys.stdout.flush()
+
+    def query(self, cache: ObjectCache, url: str, xpath: str, opts: argparse.Namespace) -> None:
+        try:
+            version, doc = cache.packed(url, opts.version)
+            if doc is None:  # stored zlib-compressed: packed here, in memory
+                _, body = cache.get(url, version.number)
+                doc = PackedDocument(pack(body))
+                print(f"note: version {version.number} is not stored XPack-encoded: decompressed to answer",
+                      file=sys.stderr)
+            lines = query_lines(doc, xpath, parse_prefixes(opts.ns), opts.count)
+        except (LookupError, ObjectMissing, ObjectCorrupt, XPackError) as exc:
+            kind = ("stored body is damaged" if isinstance(exc, ObjectCorrupt) else
+                    "cannot answer" if isinstance(exc, XPackError) else "not found")
+            print(f"error: {kind}: {exc}", file=sys.stderr)
+            self.exitcode = 1
+            return
+        for line in lines:
+            print(line)
 
     def gc(self, cache: ObjectCache, keep: int) -> None:
         with open_aci_store(self.settings) as acis:

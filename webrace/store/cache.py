@@ -17,7 +17,8 @@ from typing import Any
 from webrace.backends import data_dir, open_metainfo_store
 from webrace.backends.base import MetaInfoStore, Version
 from webrace.store.metainfo import MetaInfo
-from webrace.store.objects import ObjectMissing, ObjectStore, digest_of
+from webrace.store.objects import ObjectMissing, ObjectStore, digest_of, is_xml_type
+from webrace.xpack import PackedDocument
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +53,11 @@ class ObjectCache:
         if settings.get("REDIS_URL"):
             from webrace.backends.redis import RedisObjectStore, connect, prefix
 
-            return cls(open_metainfo_store(settings), RedisObjectStore(connect(settings), prefix(settings)))
-        return cls(open_metainfo_store(settings), ObjectStore(data_dir(settings) / "objects"))
+            objects = RedisObjectStore(connect(settings), prefix(settings))
+        else:
+            objects = ObjectStore(data_dir(settings) / "objects")
+        objects.xpack = settings.getbool("WEBRACE_STORE_XPACK")
+        return cls(open_metainfo_store(settings), objects)
 
     def close(self) -> None:
         self.index.close()
@@ -114,16 +118,17 @@ class ObjectCache:
         digest = digest_of(body)
         meta = MetaInfo(url, status, fetched, header, tuple(links), ip, size=len(body),
                         lastmodified=lastmodified, etag=etag, digest=digest)
+        xml = is_xml_type(meta.header_value("Content-Type"))
         if newest is not None and newest.digest == digest:
             if previous is not None and previous.dropped:  # still the body nobody wanted: not kept
                 meta = replace(meta, version=newest.number, dropped=True)
                 self.index.put(meta)
                 return Recorded(meta, newest.number, False, True)
-            _, _, crc = self.objects.put(body, digest, repair=True)  # the stored copy may have been damaged
+            _, _, crc = self.objects.put(body, digest, repair=True, xml=xml)  # the stored copy may be damaged
             meta = replace(meta, version=newest.number, objcrc=crc)
             self.index.put(meta)
             return Recorded(meta, newest.number, False, True)
-        _, _, crc = self.objects.put(body, digest)
+        _, _, crc = self.objects.put(body, digest, xml=xml)
         version = Version(url, (newest.number + 1) if newest else 1, digest, fetched, len(body), status)
         meta = replace(meta, version=version.number, objcrc=crc)
         self.index.put(meta, version)
@@ -165,18 +170,26 @@ class ObjectCache:
     def get(self, url: str, number: int | None = None) -> tuple[Version, bytes]:
         """The body of version ``number`` of ``url`` (default: the newest). Raises
         LookupError when there is no such version, ObjectCorrupt when it is damaged."""
+        version = self._version(url, number)
+        return version, self.objects.get(version.digest)
+
+    def _version(self, url: str, number: int | None) -> Version:
         versions = self.index.versions(url)
         if not versions:
             raise LookupError(f"no stored version of {url}")
         if number is None:
-            version = versions[-1]
-        else:
-            matches = [v for v in versions if v.number == number]
-            if not matches:
-                have = ", ".join(str(v.number) for v in versions)
-                raise LookupError(f"{url} has no version {number} (stored: {have})")
-            version = matches[0]
-        return version, self.objects.get(version.digest)
+            return versions[-1]
+        matches = [v for v in versions if v.number == number]
+        if not matches:
+            have = ", ".join(str(v.number) for v in versions)
+            raise LookupError(f"{url} has no version {number} (stored: {have})")
+        return matches[0]
+
+    def packed(self, url: str, number: int | None = None) -> tuple[Version, PackedDocument | None]:
+        """Version ``number`` of ``url`` (default: the newest) as an XPack document when it
+        is stored XPack-encoded (else None), without decompressing it. Raises as :meth:`get`."""
+        version = self._version(url, number)
+        return version, self.objects.packed(version.digest)
 
     def gc(self, keep: int, protected: set[str] = frozenset()) -> GcReport:
         """Drop versions beyond the newest ``keep`` per URL (never a protected digest), then

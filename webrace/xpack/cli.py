@@ -54,6 +54,8 @@ def run(argv: list[str]) -> int:
     p.add_argument("input")
     p.add_argument("xpath")
     p.add_argument("--count", action="store_true")
+    p.add_argument("--ns", action="append", default=[], metavar="PREFIX=URI",
+                   help="a prefix for the query (e.g. h=http://www.w3.org/1999/xhtml for XHTML's default namespace)")
     args = parser.parse_args(argv)
     try:
         data = _read(args.input)
@@ -69,30 +71,37 @@ def run(argv: list[str]) -> int:
             else:
                 print(f"nodes: {info['nodes']}\ntags: {' '.join(info['tags'])}")
                 for name, c in info["containers"].items():
-                    print(f"  {name:<11} {c['raw']:>9} -> {c['stored']:>9} bytes ({c['codec']})")
-                print(f"  {'total':<11} {sum(c['raw'] for c in info['containers'].values()):>9} -> {len(data):>9} "
+                    print(f"  {name:<11} {c['raw']:>9} bytes, block {c['block']} ({c['stored']} bytes, {c['codec']})")
+                print(f"  {'total':<11} {sum(c['raw'] for c in info['containers'].values()):>9} bytes -> {len(data)} "
                       f"bytes (file, header included); codecs: {', '.join(CODECS.values())}")
         else:
-            results = PackedDocument(data).query(args.xpath)
-            if args.count:
-                print(len(results))
-            else:
-                doc = PackedDocument(data)
-                for kind, value in results:
-                    print(value if kind != "element" else _describe(doc, value))
+            for line in query_lines(PackedDocument(data), args.xpath, parse_prefixes(args.ns), args.count):
+                print(line)
     except XPackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
 
 
-def _describe(doc: PackedDocument, node: int) -> str:
-    """An element result, one line: its name and node number."""
-    from webrace.xpack.format import _read_array, _read_strings
+def parse_prefixes(items: list[str]) -> dict[str, str]:
+    """``PREFIX=URI`` options -> a prefix map (XPackError for a malformed one)."""
+    found = {}
+    for item in items:
+        prefix, sep, uri = item.partition("=")
+        if not sep or not prefix or not uri:
+            raise XPackError(f"--ns {item!r}: expected PREFIX=URI")
+        found[prefix] = uri
+    return found
 
-    names = _read_strings(doc.container("names"))
-    tags, _ = _read_array(doc.container("tags"))
-    return f"<{names[tags[node]]}> (node {node})"
+
+def query_lines(doc: PackedDocument, xpath: str, namespaces: dict[str, str], count: bool) -> list[str]:
+    """A query's answer as printed: one line per result (text and attribute values as they
+    are, with newlines escaped; an element as ``<name> (node N)``), or only the number."""
+    results = doc.query(xpath, namespaces)
+    if count:
+        return [str(len(results))]
+    return [f"<{doc.name(value)}> (node {value})" if kind == "element"
+            else value.replace("\\", "\\\\").replace("\n", "\\n") for kind, value in results]
 
 
 def main() -> None:

@@ -15,7 +15,8 @@ SEP = "\x01"
 _ELEMENTS = """html head title body div p br hr h1 h2 h3 h4 h5 h6 ul ol li dl dt dd table thead tbody tfoot tr th td col
 colgroup caption pre code tt em strong b i u s small big sup sub blockquote cite q abbr kbd var samp dfn address
 center font nav header footer main section article aside figure figcaption noscript form fieldset legend label
-select option optgroup textarea button iframe object param embed map area span img a link meta script style base""".split()
+select option optgroup textarea button iframe object param embed map area span img a link meta script style
+base""".split()
 _ATTRIBUTES = {
     "meta": ["charset", "name content", "http-equiv content", "property content", "content name"],
     "link": ["rel href", "rel type href", "href rel type", "rel href type", "rel title href", "rel type title href",
