@@ -43,6 +43,7 @@ never a wrong answer.
 from __future__ import annotations
 
 import bz2
+import functools
 import lzma
 import re
 import struct
@@ -76,7 +77,6 @@ CODECS = {0: "raw", 1: "deflate", 2: "bzip2", 3: "xz", 4: "brotli", 5: "deflate+
 MAX_RAW = 1 << 31
 _HEAD = struct.Struct("<4sIBBB")  # magic, nodes, flags (table width | INTERLEAVED), containers, blocks
 INTERLEAVED = 0x80
-_ELEMENT_NAME = re.compile("(?:^|\x00)([^\x00\x01#][^\x00\x01]*)")
 # a label that is empty, has an empty attribute name, or gives attributes to a non-element
 _BAD_LABEL = re.compile("(?:^|\x00)(?:#[^\x00\x01]*\x01|\x01|\x00|$)|\x01(?:\x01|\x00|$)")
 _TABLES: dict[tuple[int, int, int], struct.Struct] = {}
@@ -283,33 +283,24 @@ class Tree:
         if len(self.positions) != nodes:
             raise XPackError("corrupt XPack file (structure)")
         self.labels = tokens[self.positions] - 1
-        self._depth: np.ndarray | None = None
-        self._name_of: np.ndarray | None = None
         self._attributes: tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._levels: list[np.ndarray] | None = None
         self._level: dict[int, np.ndarray] = {}
-        self._parent: np.ndarray | None = None
-        self._end: np.ndarray | None = None
 
-    @property
+    @functools.cached_property
     def depth(self) -> np.ndarray:
         """Each node's depth (the document's is 0), from the token stream, which is checked
         here: opens and closes balance, and nothing follows the document's close."""
-        if self._depth is None:
-            opens = self.label_is_element | (np.arange(len(self.label_name)) == self.document)
-            delta = np.concatenate(([-1], opens.astype(np.int64)))[self.tokens]
-            level = np.cumsum(delta)
-            if level[-1] != 0 or level[:-1].min() < 1 or np.count_nonzero(self.labels == self.document) != 1:
-                raise XPackError("corrupt XPack file (structure)")
-            self._depth = (level - delta)[self.positions]
-        return self._depth
+        opens = self.label_is_element | (np.arange(len(self.label_name)) == self.document)
+        delta = np.concatenate(([-1], opens.astype(np.int64)))[self.tokens]
+        level = np.cumsum(delta)
+        if level[-1] != 0 or level[:-1].min() < 1 or np.count_nonzero(self.labels == self.document) != 1:
+            raise XPackError("corrupt XPack file (structure)")
+        return (level - delta)[self.positions]
 
-    @property
+    @functools.cached_property
     def name_of(self) -> np.ndarray:
         """Each node's name id."""
-        if self._name_of is None:
-            self._name_of = self.label_name[self.labels]
-        return self._name_of
+        return self.label_name[self.labels]
 
     def _label_attributes(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         """Attribute names, and per label the count, start and ids of its attribute names."""
@@ -335,21 +326,17 @@ class Tree:
     def nodes(self) -> int:
         return len(self.labels)
 
-    @property
+    @functools.cached_property
     def levels(self) -> list[np.ndarray]:
-        if self._levels is None:
-            self._levels = levels_of(self.depth)
-        return self._levels
+        return levels_of(self.depth)
 
-    @property
+    @functools.cached_property
     def parent(self) -> np.ndarray:
-        if self._parent is None:
-            self._parent = parents_of(self.depth, self.levels)
-        return self._parent
+        return parents_of(self.depth, self.levels)
 
     def parent_of(self, nodes: np.ndarray) -> np.ndarray:
         """The parents of some nodes (sorted), without computing every node's."""
-        if self._parent is not None or not len(nodes):
+        if "parent" in self.__dict__ or not len(nodes):
             return self.parent[nodes]
         depths = self.depth[nodes]
         low, high = int(depths.min()), int(depths.max())
@@ -367,11 +354,9 @@ class Tree:
             out[depths == d] = found
         return out
 
-    @property
+    @functools.cached_property
     def end(self) -> np.ndarray:
-        if self._end is None:
-            self._end = ends_of(self.depth, self.levels, self.parent)
-        return self._end
+        return ends_of(self.depth, self.levels, self.parent)
 
     def name_mask(self, *names: str) -> np.ndarray:
         """Per name id: is it one of ``names``."""
@@ -588,11 +573,13 @@ class PackedDocument:
 
     def tags(self) -> list[str]:
         """The distinct element names, in order of first use (the label dictionary only)."""
-        text = self.container("labels")[_read_varint(self.container("labels"), 0)[1]:]
+        raw = self.container("labels")
+        start = _read_varint(raw, 0)[1]
         try:
-            return list(dict.fromkeys(_ELEMENT_NAME.findall(text.decode("utf-8", "surrogatepass"))))
+            labels = raw[start:].decode("utf-8", "surrogatepass").split("\x00")
         except UnicodeDecodeError:
             raise XPackError("corrupt XPack file (label dictionary is not UTF-8)") from None
+        return [name for name in dict.fromkeys([label.partition(SEP)[0] for label in labels]) if name[:1] != "#"]
 
     def name(self, node: int) -> str:
         """A node's name (an element's in Clark notation; ``#text``, ``#comment``... otherwise)."""

@@ -182,6 +182,8 @@ class Evaluator:
         if not descendant:
             if not len(nodes):
                 return np.zeros(0, dtype=bool)
+            if len(context) == 1 and context[0] == 0:
+                return self.tree.depth[nodes] == 1
             parents = self.tree.parent_of(nodes)
             if len(context) == 1:
                 return parents == context[0]
