@@ -124,18 +124,20 @@ def page_unpack(packed: Packed) -> Any:
         raise XPackError("packed structure does not start with the document node")
     n = len(packed.names)
     top: list[Any] = []
-    open_nodes: list[list] = [[None, packed.structure[0]]]  # [element or None for the document, children left]
+    # per open node: [element (None: the document), children left, its last child element]
+    # (lxml's len() walks the children: keeping the last one makes this linear)
+    open_nodes: list[list] = [[None, packed.structure[0], None]]
     for i in range(1, n):
         if not open_nodes:
             raise XPackError("packed structure has more nodes than the tree holds")
-        parent = open_nodes[-1][0]
+        parent, _, last = open_nodes[-1]
         name = packed.names[i]
         if name == TEXT:
             text = packed.contents.get(i, "")
             if parent is None:
                 raise XPackError("text outside the root element")
-            if len(parent):
-                parent[-1].tail = (parent[-1].tail or "") + text
+            if last is not None:
+                last.tail = (last.tail or "") + text
             else:
                 parent.text = (parent.text or "") + text
             node = None
@@ -156,10 +158,12 @@ def page_unpack(packed: Packed) -> Any:
         elif node is not None and name in (COMMENT, PI):
             parent.append(node)
         open_nodes[-1][1] -= 1
+        if node is not None:
+            open_nodes[-1][2] = node
         if packed.structure[i]:
             if node is None or name in (COMMENT, PI):
                 raise XPackError(f"node {i} ({name}) cannot have children")
-            open_nodes.append([node, packed.structure[i]])
+            open_nodes.append([node, packed.structure[i], None])
         while open_nodes and open_nodes[-1][1] == 0:
             open_nodes.pop()
     roots = [t for t in top if isinstance(t.tag, str)]
