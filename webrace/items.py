@@ -25,3 +25,36 @@ class Page(scrapy.Item):
     kept = scrapy.Field()  # True: that body is in the object store (False: dropped as irrelevant, or none)
     relevant_to = scrapy.Field()  # owners who got an ACI for this version (only on new versions judged)
     round = scrapy.Field()  # id of the crawl round that fetched it
+
+
+class ServiceProfile(scrapy.Item):
+    """DynaBot: a source that is a member of the service class, and exactly how to query it."""
+
+    kind = scrapy.Field()  # "profile"
+    source = scrapy.Field()  # the start URL
+    service_class = scrapy.Field()  # the SCD's name
+    form = scrapy.Field()  # {"index", "action", "method", "enctype"} of the form that worked
+    button = scrapy.Field()  # name/value of the button clicked (None: none)
+    arguments = scrapy.Field()  # argument name -> parameter name it went into
+    user_arguments = scrapy.Field()  # the arguments a person supplies when querying (SCD user="true")
+    fields = scrapy.Field()  # every name-value pair sent (defaults included), in order
+    states = scrapy.Field()  # the vertices traversed: [{"vertex", "url"}], start first
+    result_type = scrapy.Field()  # the type the result page matched
+    extracted = scrapy.Field()  # the result vertex's resultType objects: [{"text", "elements"}]
+    empty = scrapy.Field()  # True: the page matched but held no resultType object (an empty result)
+    probes = scrapy.Field()  # requests sent to the source after its start page
+
+
+class ServiceTrace(scrapy.Item):
+    """DynaBot: one analysed source, whatever the outcome."""
+
+    kind = scrapy.Field()  # "trace"
+    source = scrapy.Field()  # the start URL
+    outcome = scrapy.Field()  # "match", "no-match", "no-form" or "error"
+    forms = scrapy.Field()  # [{"index", "action", "method", "parameters", "kept"}] (kept: passed the form filter)
+    parameters = scrapy.Field()  # form parameters on the page, in all
+    probes = scrapy.Field()  # requests sent after the start page (form submissions and followed links)
+    submissions = scrapy.Field()  # form submissions among them
+    skipped = scrapy.Field()  # requests not sent: robots.txt, errors ({reason: count})
+    seconds = scrapy.Field()  # from the start page's response to the decision
+    reason = scrapy.Field()  # for no-match / error: why, in words

@@ -50,6 +50,13 @@ WEBRACE_KEEP_VERSIONS = 3
 # without unpacking. They read back equal under canonical XML, not byte for byte (see README).
 WEBRACE_STORE_XPACK = False
 
+# DynaBot (`scrapy crawl dynabot`): probes sent per form and per source at most, intermediate
+# pages followed after a probe at most, pages a crawling frontier fetches at most.
+DYNABOT_MAX_PROBES_PER_FORM = 20
+DYNABOT_MAX_PROBES_PER_SOURCE = 60
+DYNABOT_MAX_HOPS = 4
+DYNABOT_MAX_PAGES = 200
+
 # Distributed mode: set REDIS_URL (setting or environment variable) and the workers share the
 # rounds' queues, the object cache (meta-info and bodies) and coalescing through Redis.
 REDIS_URL = os.environ.get("REDIS_URL") or None

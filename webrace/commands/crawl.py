@@ -1,6 +1,7 @@
 """``scrapy crawl``, with checks first, each one clear error instead of Scrapy's tracebacks:
 in distributed mode, a Redis that cannot be reached (named without its password); a rules
-template that cannot be used (every problem with file and line), before any request."""
+template that cannot be used (every problem with file and line), before any request; for
+``dynabot``, a service class description or seed list that cannot be used."""
 
 from __future__ import annotations
 
@@ -19,6 +20,18 @@ class Command(ScrapyCrawl):
                 connect(self.settings).close()
             except RedisUnavailable as exc:
                 print(f"error: {exc}", file=sys.stderr)
+                self.exitcode = 1
+                return
+        if args and args[0] == "dynabot":
+            from webrace.spiders.dynabot import check_arguments
+
+            spargs = opts.spargs or {}
+            try:
+                check_arguments(spargs.get("scd"), spargs.get("seeds"), spargs.get("frontier", "trace"))
+            except ValueError as exc:
+                for problem in str(exc).splitlines():
+                    print(f"error: {problem}", file=sys.stderr)
+                print("Nothing was crawled.", file=sys.stderr)
                 self.exitcode = 1
                 return
         if args and args[0] == "urd":

@@ -1,0 +1,936 @@
+"""Local web services for DynaBot's tests and benchmark: BLAST services, look-alikes, search engines.
+
+``python -m dynabot_sites --port 0`` (run from ``tests/``) serves them on 127.0.0.1 and prints
+the port it got; ``Services`` starts that subprocess, knows which start URLs are members of
+which service class, and reads the server's request log (``/__hits``, cleared by
+``/__reset``). A subprocess, not a thread, because a test process that runs Scrapy in-process
+owns the only Twisted reactor it may have.
+
+Every service lives under ``/<name>/``: a start page with its form, and the pages behind it.
+
+================  =====================================================  ===================
+name              form                                                   member of
+================  =====================================================  ===================
+blastn-get        GET, textarea ``sequence``                             nucleotide_blast
+blastn-post       POST, ~17 parameters; ``QUERY_DATA``; results only     nucleotide_blast
+                  with PROGRAM=blastn (default blastp) and a real
+                  DATABASE (first option empty); first button "Clear"
+blastn-multipart  multipart POST, ``seq_input`` labelled "Enter your     nucleotide_blast
+                  nucleotide sequence", a file input; BLAST+ layout
+blastn-format     POST ``SEQ`` -> a format page (hidden RID, format      nucleotide_blast
+                  selects, submit) -> the report
+blastn-job        POST ``query`` -> "job running" page -> link "View     nucleotide_blast
+                  results" -> the report
+blastn-nohits     POST ``query_sequence``: "***** No hits found ******"  nucleotide_blast
+blastn-db         GET text ``q``, select ``db`` whose first options are  nucleotide_blast
+                  protein databases (errors): iterate the options
+blastp-get        as blastn-get, protein reports                         protein_blast
+blastp-post       as blastn-post, PROGRAM=blastp (default blastx)        protein_blast
+browse            selects and radios, no text input                      none
+login             username + password                                    none
+contact           any text: "Thank you for your message"                 none
+about             no form at all                                         none
+broken            textarea ``sequence``, the action answers 500          none
+search-get        GET ``q``: 5 results with snippets                     keyword_search
+search-post       POST ``query`` + select ``lang``: 5 results            keyword_search
+search-none       GET ``q``: always "No results"                         none
+hostile           GET ``sequence``: 5 MB of never-complete alignments    (unlisted)
+private           a BLAST form under ``/private/``, which robots.txt     (unlisted)
+                  disallows
+robots-form       an allowed page whose form's action is under           (unlisted)
+                  ``/private/``
+================  =====================================================  ===================
+
+Reports follow the legacy NCBI plain-text layout inside ``<pre>`` and depend on the submitted
+sequence: each hit aligns a 20+ letter piece of it. A sequence with letters outside ACGTN
+(FASTA defline and whitespace aside) gets "Invalid nucleotide sequence" from the nucleotide
+services. ``/`` links every start page; ``/doc/N`` and ``/entrez/ACC`` answer the result links.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import select
+import subprocess
+import sys
+import tempfile
+import urllib.request
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from random import Random
+from types import TracebackType
+
+from twisted.web.resource import Resource
+from twisted.web.server import Request, Site
+from twisted.web.util import redirectTo
+
+HERE = Path(__file__).resolve().parent
+HOST = "127.0.0.1"
+CLASSES = ("nucleotide_blast", "protein_blast", "keyword_search")
+ROBOTS_TXT = b"User-agent: *\nDisallow: /private/\n"
+NUCLEOTIDES = frozenset("ACGTN")
+AMINO_ACIDS = frozenset("ACDEFGHIKLMNPQRSTVWYBZXUO*")
+MIN_HIT = 20  # letters: shorter queries find nothing
+LINE = 60  # alignment letters per line, as NCBI
+HOSTILE_BYTES = 5 * 1024 * 1024
+
+
+# ---------------------------------------------------------------------------------------------
+# Reports: pure Python
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Subject:
+    gi: int
+    accession: str  # with its version
+    title: str
+    length: int
+    db: str = "gb"
+
+    @property
+    def defline(self) -> str:
+        return f"gi|{self.gi}|{self.db}|{self.accession}| {self.title}"
+
+    @property
+    def link(self) -> str:
+        return f"/entrez/{self.accession.split('.')[0]}"
+
+
+DNA_SUBJECTS = (
+    Subject(12345, "AF123456.1", "Homo sapiens clone XYZ mRNA", 1520),
+    Subject(27432, "BC004871.2", "Mus musculus cDNA clone MGC:7412", 2210),
+    Subject(88121, "AY512774.1", "Danio rerio heat shock protein 70 gene, complete cds", 3904),
+    Subject(40922, "NM_000518.5", "Homo sapiens hemoglobin subunit beta (HBB), mRNA", 626, "ref"),
+    Subject(61003, "X03205.1", "Human 18S rRNA gene", 1869),
+)
+PROTEIN_SUBJECTS = (
+    Subject(4504349, "P69905.2", "Hemoglobin subunit alpha [Homo sapiens]", 142, "sp"),
+    Subject(1170755, "P02769.4", "Albumin precursor [Bos taurus]", 607, "sp"),
+    Subject(6175083, "Q9Y6K9.1", "NF-kappa-B essential modulator [Homo sapiens]", 419, "sp"),
+    Subject(2506545, "P00533.2", "Epidermal growth factor receptor [Homo sapiens]", 1210, "sp"),
+)
+PROTEIN_TEMPLATE = "MKVLAAGIVGLLLAQSTEAAPRWDHYEFNKLGTSPVEMRQDCIWHKAGYNSTLPFEDVRQLMAKSGTHEW"
+SIMILAR = {a: b for group in ("ILMV", "FYW", "KRH", "DE", "NQ", "ST") for a in group for b in group if a != b}
+
+
+@dataclass(frozen=True)
+class Hit:
+    subject: Subject
+    query_start: int  # 1-based
+    query: str
+    middle: str
+    sbjct: str
+    sbjct_start: int
+    bits: float
+    raw: int
+    evalue: float
+    identities: int
+    positives: int
+
+
+def clean_sequence(text: str) -> tuple[str, str]:
+    """(query name, letters) of a submitted sequence: FASTA defline aside, whitespace removed."""
+    lines = text.strip().splitlines()
+    name = "probe"
+    if lines and lines[0].lstrip().startswith(">"):
+        name = lines.pop(0).strip()[1:].strip() or name
+    return name, "".join("".join(lines).split()).upper()
+
+
+def is_nucleotide(letters: str) -> bool:
+    return bool(letters) and set(letters) <= NUCLEOTIDES
+
+
+def is_protein(letters: str) -> bool:
+    return bool(letters) and set(letters) <= AMINO_ACIDS
+
+
+def format_evalue(value: float) -> str:
+    """The legacy NCBI way of printing an Expect value."""
+    if value < 1e-180:
+        return "0.0"
+    if value < 1e-4:
+        return f"{value:.0e}"
+    if value < 0.1:
+        return f"{value:.3f}"
+    if value < 1:
+        return f"{value:.2f}"
+    if value < 10:
+        return f"{value:.1f}"
+    return f"{value:.0f}"
+
+
+def nucleotide_hits(letters: str) -> list[Hit]:
+    """Two hits for a query of 20+ letters: one exact, one with mismatches; the same query, the same hits."""
+    if len(letters) < MIN_HIT:
+        return []
+    rng = Random(zlib.crc32(letters.encode()))
+    hits = []
+    for n, subject in enumerate(rng.sample(DNA_SUBJECTS, 2)):
+        length = rng.randint(MIN_HIT, min(len(letters), 150))
+        start = rng.randint(0, len(letters) - length)
+        query = letters[start:start + length]
+        sbjct = list(query)
+        for pos in rng.sample(range(length), n * max(1, length // 12)):  # the second hit: ~8% mismatches
+            sbjct[pos] = "ACGT"[("ACGTN".index(query[pos]) + 1) % 4]
+        sbjct = "".join(sbjct)
+        middle = "".join("|" if a == b else " " for a, b in zip(query, sbjct, strict=True))
+        same = middle.count("|")
+        raw = same - 3 * (length - same)  # reward 1, penalty -3
+        bits = (1.37 * raw + 0.341) / math.log(2)
+        evalue = len(letters) * 1e7 * 2 ** -bits
+        hits.append(Hit(subject, start + 1, query, middle, sbjct, rng.randint(1, subject.length - length), bits, raw,
+                        evalue, same, same))
+    return sorted(hits, key=lambda h: -h.bits)
+
+
+def protein_hits(letters: str) -> list[Hit]:
+    """Two hits: the query's letters against made-up proteins, identities, positives (+) and others."""
+    if len(letters) < MIN_HIT:
+        return []
+    rng = Random(zlib.crc32(letters.encode()))
+    hits = []
+    for subject in rng.sample(PROTEIN_SUBJECTS, 2):
+        length = rng.randint(MIN_HIT, min(len(letters), 120))
+        start = rng.randint(0, len(letters) - length)
+        query = letters[start:start + length]
+        sbjct, middle = [], []
+        for pos, letter in enumerate(query):
+            draw = rng.random()
+            if draw < 0.55:
+                sbjct.append(letter)
+                middle.append(letter)
+            elif draw < 0.75 and letter in SIMILAR:
+                sbjct.append(SIMILAR[letter])
+                middle.append("+")
+            else:
+                other = PROTEIN_TEMPLATE[(start + pos) % len(PROTEIN_TEMPLATE)]
+                sbjct.append(other)
+                middle.append(letter if other == letter else " ")
+        middle_text = "".join(middle)
+        same = sum(c.isalpha() for c in middle_text)
+        positive = same + middle_text.count("+")
+        raw = 5 * same + (positive - same) - (length - positive)
+        bits = (0.267 * raw + 3.34) / math.log(2)
+        evalue = len(letters) * 1e8 * 2 ** -bits
+        hits.append(Hit(subject, start + 1, query, middle_text, "".join(sbjct), rng.randint(1, subject.length),
+                        bits, raw, evalue, same, positive))
+    return sorted(hits, key=lambda h: -h.bits)
+
+
+# A report is a list of lines; a line may link somewhere (the subject deflines do).
+ReportLine = tuple[str, str | None]
+
+
+def blast_report(name: str, letters: str, program: str, *, plus: bool = False,
+                 hits: list[Hit] | None = None) -> list[ReportLine]:
+    """An NCBI-style report; ``plus`` writes alignments as BLAST+ does (``Query  1  ACGT  4``);
+    ``hits`` by default: the query's own."""
+    protein = program == "BLASTP"
+    if hits is None:
+        hits = protein_hits(letters) if protein else nucleotide_hits(letters)
+    version = "2.2.28+" if plus else "2.2.26 [Sep-21-2011]"
+    lines: list[ReportLine] = [(f"{program} {version}", None), (f"Query= {name}", None),
+                               (f"         ({len(letters)} letters)", None), ("", None)]
+    if not hits:
+        return [*lines, (" ***** No hits found ******", None), ("", None)]
+    lines.append(("Sequences producing significant alignments:                      (bits) Value", None))
+    for hit in hits:
+        lines.append((f"{hit.subject.defline[:64]:<64} {hit.bits:6.0f}   {format_evalue(hit.evalue)}", None))
+    for hit in hits:
+        lines += [("", None), (f">{hit.subject.defline}", hit.subject.link),
+                  (f"          Length = {hit.subject.length}", None), ("", None),
+                  (f" Score = {hit.bits:.1f} bits ({hit.raw}), Expect = {format_evalue(hit.evalue)}", None)]
+        size = len(hit.query)
+        identities = f" Identities = {hit.identities}/{size} ({100 * hit.identities // size}%)"
+        if protein:
+            lines.append((f"{identities}, Positives = {hit.positives}/{size} ({100 * hit.positives // size}%)", None))
+        else:
+            lines += [(identities, None), (" Strand = Plus / Plus", None)]
+        lines += [(text, None) for text in alignment_lines(hit, plus)]
+    return lines
+
+
+def alignment_lines(hit: Hit, plus: bool) -> list[str]:
+    lines = []
+    width = len(str(max(hit.query_start, hit.sbjct_start) + len(hit.query)))  # one column for every block
+    for offset in range(0, len(hit.query), LINE):
+        query, middle, sbjct = (s[offset:offset + LINE] for s in (hit.query, hit.middle, hit.sbjct))
+        q_from, s_from = hit.query_start + offset, hit.sbjct_start + offset
+        if plus:
+            lines += ["", f"Query  {q_from:<{width}}  {query}  {q_from + len(query) - 1}",
+                      f"       {'':<{width}}  {middle}",
+                      f"Sbjct  {s_from:<{width}}  {sbjct}  {s_from + len(sbjct) - 1}"]
+        else:
+            lines += ["", f"Query: {q_from:<{width}} {query} {q_from + len(query) - 1}",
+                      f"       {'':<{width}} {middle}",
+                      f"Sbjct: {s_from:<{width}} {sbjct} {s_from + len(sbjct) - 1}"]
+    return lines
+
+
+def report_text(lines: list[ReportLine]) -> str:
+    return "\n".join(text for text, _ in lines) + "\n"
+
+
+def report_html(lines: list[ReportLine]) -> str:
+    rendered = [f'<a href="{link}">{escape(text)}</a>' if link else escape(text) for text, link in lines]
+    return "<pre>\n" + "\n".join(rendered) + "\n</pre>"
+
+
+def hostile_body() -> bytes:
+    """5 MB of BLAST-like text whose alignments never complete: a trap for backtracking matchers."""
+    head = "BLASTN 2.2.26 [Sep-21-2011]\nQuery= probe\n         (4000 letters)\n\n"
+    chunk = f"Query: 1 {'A' * 4000}\n          {'|' * 3999}\nSbjct: 1 {'A' * 3998}C\n\n"
+    body = head + chunk * (HOSTILE_BYTES // len(chunk) + 1)
+    return f"<html><body><pre>\n{body}</pre></body></html>".encode()
+
+
+def search_results(query: str) -> list[tuple[int, str, str]]:
+    """(doc number, title, snippet) of the five results for a keyword query; none for an empty one."""
+    words = query.split()
+    if not words:
+        return []
+    first = zlib.crc32(" ".join(words).lower().encode()) % 900 + 100
+    results = []
+    for n in range(5):
+        doc = first + 7 * n
+        snippet = f"... {n + 1} of many pages on {' '.join(words)}: how {words[0]} relates to {words[-1]} ..."
+        results.append((doc, f"Title {doc}", snippet))
+    return results
+
+
+# ---------------------------------------------------------------------------------------------
+# The web server (Twisted, in its own process)
+# ---------------------------------------------------------------------------------------------
+
+
+class Problem(Exception):
+    """An error page: the status and what it says."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def html_page(title: str, body: str) -> bytes:
+    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{escape(title)}</title></head>\n'
+            f"<body>\n<h1>{escape(title)}</h1>\n{body}\n</body></html>\n").encode()
+
+
+def arg(request: Request, name: str, default: str = "") -> str:
+    values = request.args.get(name.encode(), [])
+    return values[0].decode("utf-8", "replace") if values else default
+
+
+def expect_method(request: Request, method: str) -> None:
+    allowed = (b"GET", b"HEAD") if method == "GET" else (method.encode(),)
+    if request.method not in allowed:
+        request.setHeader(b"Allow", method.encode())
+        raise Problem(405, f"Method {request.method.decode()} not allowed; this form is sent with {method}.")
+
+
+class Service(Resource):
+    """One service under its own prefix. ``pages`` maps the path below the prefix to a method
+    returning an HTML page (str body or full bytes); ``""`` is the start page."""
+
+    isLeaf = True
+    title = ""
+    pages: dict[str, str] = {"": "start"}
+
+    def render(self, request: Request) -> bytes:
+        if not request.postpath:  # /name -> /name/, so relative actions resolve under the prefix
+            return redirectTo(request.prePathURL() + b"/", request)
+        page = self.pages.get(b"/".join(request.postpath).decode("utf-8", "replace"))
+        request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+        try:
+            if page is None:
+                raise Problem(404, "No such page.")
+            body = getattr(self, page)(request)
+        except Problem as problem:
+            request.setResponseCode(problem.status)
+            return html_page("Error", f'<p class="error">{escape(str(problem))}</p>')
+        return body if isinstance(body, bytes) else html_page(self.title, body)
+
+
+def nucleotide_query(text: str) -> tuple[str, str]:
+    name, letters = clean_sequence(text)
+    if not is_nucleotide(letters):
+        raise Problem(200, "Invalid nucleotide sequence: only A, C, G, T and N are allowed."
+                      if letters else "Invalid nucleotide sequence: the query is empty.")
+    return name, letters
+
+
+def protein_query(text: str) -> tuple[str, str]:
+    name, letters = clean_sequence(text)
+    if not is_protein(letters):
+        raise Problem(200, "Invalid protein sequence: use the one-letter amino acid codes."
+                      if letters else "Invalid protein sequence: the query is empty.")
+    return name, letters
+
+
+def report_page(request: Request, name: str, letters: str, program: str, *, plus: bool = False,
+                text: bool = False) -> str | bytes:
+    lines = blast_report(name, letters, program, plus=plus)
+    if text:
+        request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
+        return report_text(lines).encode()
+    return f"<p>Results for {escape(name)}</p>\n{report_html(lines)}"
+
+
+class SimpleBlast(Service):
+    """(a) A GET form with a textarea named ``sequence``."""
+
+    pages = {"": "start", "search": "search"}
+
+    def __init__(self, program: str = "BLASTN") -> None:
+        super().__init__()
+        self.program = program
+        self.title = f"Simple {program}"
+
+    def start(self, request: Request) -> str:
+        return ('<form action="search" method="get">\n<p>Paste a sequence in FASTA format:</p>\n'
+                '<textarea name="sequence" rows="8" cols="70"></textarea><br>\n'
+                '<input type="submit" value="BLAST"></form>')
+
+    def search(self, request: Request) -> str | bytes:
+        expect_method(request, "GET")
+        check = protein_query if self.program == "BLASTP" else nucleotide_query
+        return report_page(request, *check(arg(request, "sequence")), self.program)
+
+
+class RobotsForm(SimpleBlast):
+    """A start page robots.txt allows whose form sends to ``/private/``, which it does not:
+    a polite prober never submits it."""
+
+    def start(self, request: Request) -> str:
+        return ('<form action="/private/search" method="get">\n<p>Paste a sequence:</p>\n'
+                '<textarea name="sequence" rows="8" cols="70"></textarea><br>\n'
+                '<input type="submit" value="BLAST"></form>')
+
+
+class ComplexBlast(Service):
+    """(b) A POST form of ~17 parameters, NCBI style, with traps: the right program is not the
+    default, the first database is no database, and the first submit button clears the form."""
+
+    pages = {"": "start", "blast.cgi": "submit"}
+
+    def __init__(self, program: str = "BLASTN") -> None:
+        super().__init__()
+        self.program = program
+        self.title = f"{program} search"
+        if program == "BLASTP":
+            self.programs, self.wanted = (("blastx", True), ("tblastn", False), ("blastp", False)), "blastp"
+            self.databases = (("nr", "Non-redundant protein sequences"), ("swissprot", "UniProtKB/Swiss-Prot"),
+                              ("pdb", "Protein Data Bank"), ("nt", "Nucleotide collection"))
+            self.real = {"nr", "swissprot", "pdb"}
+        else:
+            self.programs, self.wanted = (("tblastx", False), ("blastp", True), ("blastn", False)), "blastn"
+            self.databases = (("nt", "Nucleotide collection (nt)"), ("est", "Expressed sequence tags"),
+                              ("htgs", "High throughput genomic sequences"), ("swissprot", "UniProtKB/Swiss-Prot"))
+            self.real = {"nt", "est", "htgs"}
+
+    def start(self, request: Request) -> str:
+        programs = "".join(f'<option value="{p}"{" selected" if on else ""}>{p}</option>' for p, on in self.programs)
+        databases = '<option value="">-- choose a database --</option>' + "".join(
+            f'<option value="{value}">{escape(label)}</option>' for value, label in self.databases)
+        return f"""<form name="MainBlastForm" action="blast.cgi" method="post">
+<input type="hidden" name="CMD" value="Put"><input type="hidden" name="SERVICE" value="plain">
+<input type="hidden" name="CLIENT" value="web"><input type="hidden" name="PAGE" value="Search">
+<table>
+<tr><td>Program</td><td><select name="PROGRAM">{programs}</select></td></tr>
+<tr><td>Database</td><td><select name="DATABASE">{databases}</select></td></tr>
+<tr><td colspan="2">Enter query sequence (FASTA or plain)<br>
+<textarea name="QUERY_DATA" rows="6" cols="60"></textarea></td></tr>
+<tr><td>Query subrange</td><td>From <input name="QUERY_FROM" size="6"> To <input name="QUERY_TO" size="6"></td></tr>
+<tr><td>Expect</td><td><input name="EXPECT" value="10" size="5"></td></tr>
+<tr><td>Matrix</td><td><select name="MATRIX_NAME"><option selected>BLOSUM62</option><option>PAM30</option>
+<option>PAM70</option><option>BLOSUM80</option></select></td></tr>
+<tr><td>Filter</td><td><input type="checkbox" name="FILTER" value="L" checked> Low complexity</td></tr>
+<tr><td>Megablast</td><td><input type="checkbox" name="MEGABLAST" value="on"></td></tr>
+<tr><td>Descriptions</td><td><select name="DESCRIPTIONS"><option>100</option><option>250</option>
+<option>500</option></select></td></tr>
+<tr><td>Alignments</td><td><select name="ALIGNMENTS"><option>50</option><option>100</option></select></td></tr>
+<tr><td>Format</td><td><input type="radio" name="FORMAT_TYPE" value="HTML" checked> HTML
+<input type="radio" name="FORMAT_TYPE" value="Text"> Plain text</td></tr>
+<tr><td>E-mail results to</td><td><input type="text" name="EMAIL" size="30"></td></tr>
+</table>
+<input type="submit" name="action" value="Clear"> <input type="submit" name="action" value="Search">
+</form>"""
+
+    def submit(self, request: Request) -> str | bytes:
+        expect_method(request, "POST")
+        if arg(request, "action") == "Clear":
+            return self.start(request)
+        program, database = arg(request, "PROGRAM"), arg(request, "DATABASE")
+        if program != self.wanted or database not in self.real:
+            raise Problem(200, f"Please choose a database and program: {program or 'no program'} cannot search "
+                          f"{database or 'no database'} with this query type.")
+        try:
+            float(arg(request, "EXPECT", "10"))
+        except ValueError:
+            raise Problem(200, "The Expect value must be a number.") from None
+        check = protein_query if self.program == "BLASTP" else nucleotide_query
+        return report_page(request, *check(arg(request, "QUERY_DATA")), self.program,
+                           text=arg(request, "FORMAT_TYPE") == "Text")
+
+
+class MultipartBlast(Service):
+    """(c) A multipart form; the sequence is typed into ``seq_input`` or uploaded as ``seq_file``."""
+
+    title = "Nucleotide BLAST (upload)"
+    pages = {"": "start", "run": "run"}
+
+    def start(self, request: Request) -> str:
+        return """<form action="run" method="post" enctype="multipart/form-data">
+<p><label for="seq">Enter your nucleotide sequence</label><br>
+<textarea id="seq" name="seq_input" rows="8" cols="70"></textarea></p>
+<p><label for="file">or upload a FASTA file</label> <input id="file" type="file" name="seq_file"></p>
+<p><label>Program <select name="program"><option value="megablast" selected>megablast</option>
+<option value="blastn">blastn</option></select></label>
+<label><input type="checkbox" name="lowercase" value="yes"> mask lower case</label></p>
+<input type="hidden" name="job_title" value="">
+<button type="submit">Run</button></form>"""
+
+    def run(self, request: Request) -> str | bytes:
+        expect_method(request, "POST")
+        if not (request.getHeader(b"content-type") or b"").startswith(b"multipart/form-data"):
+            raise Problem(400, "This form must be submitted as multipart/form-data.")
+        return report_page(request, *nucleotide_query(arg(request, "seq_input") or arg(request, "seq_file")),
+                           "BLASTN", plus=True)
+
+
+class FormatBlast(Service):
+    """(d) The query form leads to a format page whose own form shows the report."""
+
+    title = "BLAST with formatting"
+    pages = {"": "start", "put": "put", "get": "get"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.jobs: dict[str, tuple[str, str]] = {}
+
+    def start(self, request: Request) -> str:
+        return ('<form action="put" method="post"><input type="hidden" name="CMD" value="Put">\n'
+                '<p>Query sequence:<br><textarea name="SEQ" rows="6" cols="60"></textarea></p>\n'
+                '<input type="submit" value="Submit query"></form>')
+
+    def put(self, request: Request) -> str:
+        expect_method(request, "POST")
+        query = nucleotide_query(arg(request, "SEQ"))
+        rid = f"R{len(self.jobs) + 1:04d}-{zlib.crc32(query[1].encode()):08X}"
+        self.jobs[rid] = query
+        return (f"<p>Your request has been submitted. Request ID: <b>{rid}</b></p>\n"
+                f'<form action="get" method="get"><input type="hidden" name="RID" value="{rid}">\n'
+                '<input type="hidden" name="CMD" value="Get">\n'
+                '<p>Format: <select name="FORMAT_TYPE"><option>HTML</option><option>Text</option></select>\n'
+                'Alignment view: <select name="ALIGNMENT_VIEW"><option>Pairwise</option>'
+                "<option>QueryAnchored</option></select></p>\n"
+                '<input type="submit" value="View report"></form>')
+
+    def get(self, request: Request) -> str | bytes:
+        expect_method(request, "GET")
+        query = self.jobs.get(arg(request, "RID"))
+        if query is None:
+            raise Problem(404, "Unknown request ID.")
+        return report_page(request, *query, "BLASTN", text=arg(request, "FORMAT_TYPE") == "Text")
+
+
+class JobBlast(Service):
+    """(e) The query form answers "job running" with a link to the results."""
+
+    title = "BLAST job server"
+    pages = {"": "start", "submit": "submit", "results": "results"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.jobs: list[tuple[str, str]] = []
+
+    def start(self, request: Request) -> str:
+        return ('<form action="submit" method="post">\n<p>Sequence <textarea name="query" rows="6" cols="60">'
+                '</textarea></p>\n<p>Database <select name="database"><option value="nt">nt</option></select></p>\n'
+                '<input type="submit" name="go" value="Start job"></form>')
+
+    def submit(self, request: Request) -> str:
+        expect_method(request, "POST")
+        self.jobs.append(nucleotide_query(arg(request, "query")))
+        job = len(self.jobs)
+        return (f"<p>Job {job} is running. This may take a while.</p>\n"
+                f'<p><a href="results?job={job}">View results</a></p>')
+
+    def results(self, request: Request) -> str | bytes:
+        expect_method(request, "GET")
+        job = arg(request, "job")
+        if not job.isdigit() or not 0 < int(job) <= len(self.jobs):
+            raise Problem(404, "Unknown job.")
+        return report_page(request, *self.jobs[int(job) - 1], "BLASTN")
+
+
+class NoHitsBlast(Service):
+    """(f) A BLAST service whose database holds nothing like any query."""
+
+    title = "Small-genome BLAST"
+    pages = {"": "start", "blast": "blast"}
+
+    def start(self, request: Request) -> str:
+        return ('<form action="blast" method="post">\n<textarea name="query_sequence" rows="6" cols="60"></textarea>\n'
+                '<select name="database"><option value="mito">Mitochondrial genomes</option></select>\n'
+                '<input type="submit" value="BLAST"></form>')
+
+    def blast(self, request: Request) -> str:
+        expect_method(request, "POST")
+        name, letters = nucleotide_query(arg(request, "query_sequence"))
+        return report_html(blast_report(name, letters, "BLASTN", hits=[]))
+
+
+class DatabaseBlast(Service):
+    """(g) A text field ``q`` and a select ``db`` whose first options are protein databases."""
+
+    title = "Sequence search"
+    pages = {"": "start", "query": "query"}
+    databases = (("swissprot", "Swiss-Prot"), ("pdb", "PDB"), ("nt", "GenBank nt"), ("est", "dbEST"))
+
+    def start(self, request: Request) -> str:
+        options = "".join(f'<option value="{value}">{label}</option>' for value, label in self.databases)
+        return ('<form action="query" method="get">\n<input type="text" name="q" size="80">\n'
+                f'<select name="db">{options}</select>\n<input type="submit" value="Search"></form>')
+
+    def query(self, request: Request) -> str | bytes:
+        expect_method(request, "GET")
+        db = arg(request, "db")
+        if db in ("swissprot", "pdb"):
+            raise Problem(200, f"Database {db} holds protein sequences; choose a nucleotide database.")
+        if db not in ("nt", "est"):
+            raise Problem(200, "Unknown database.")
+        return report_page(request, *nucleotide_query(arg(request, "q")), "BLASTN")
+
+
+class BrowseGenomes(Service):
+    """A form with selects and radios only: nothing to type a sequence into."""
+
+    title = "Browse genomes"
+    pages = {"": "start", "list": "listing"}
+
+    def start(self, request: Request) -> str:
+        return ('<form action="list" method="get">\n<select name="organism"><option>Human</option><option>Mouse'
+                '</option><option>Yeast</option></select>\n<input type="radio" name="view" value="table" checked> '
+                'Table <input type="radio" name="view" value="list"> List\n<input type="submit" value="Browse"></form>')
+
+    def listing(self, request: Request) -> str:
+        organism = escape(arg(request, "organism", "Human"))
+        return "<ul>" + "".join(f"<li>{organism} {part}</li>" for part in ("chromosome 1", "mitochondrion")) + "</ul>"
+
+
+class Login(Service):
+    title = "Sign in"
+    pages = {"": "start", "login": "login"}
+
+    def start(self, request: Request) -> str:
+        return ('<form action="login" method="post">\n<label>Username <input name="username"></label>\n'
+                '<label>Password <input type="password" name="password"></label>\n'
+                '<input type="submit" value="Log in"></form>')
+
+    def login(self, request: Request) -> str:
+        expect_method(request, "POST")
+        return "<p>Invalid username or password.</p>"
+
+
+class Contact(Service):
+    title = "Contact us"
+    pages = {"": "start", "send": "send"}
+
+    def start(self, request: Request) -> str:
+        return ('<form action="send" method="post">\n<p>Name <input name="name"> E-mail <input type="email" '
+                'name="email"></p>\n<p>Subject <input name="subject"></p>\n<p>Message<br><textarea name="message" '
+                'rows="8" cols="60"></textarea></p>\n<input type="submit" value="Send"></form>')
+
+    def send(self, request: Request) -> str:
+        expect_method(request, "POST")
+        return "<p>Thank you for your message. We will answer within two working days.</p>"
+
+
+class About(Service):
+    title = "About BLAST"
+
+    def start(self, request: Request) -> str:
+        return ("<p>BLAST finds regions of similarity between biological sequences: nucleotide sequences "
+                "(blastn) and protein sequences (blastp). Paste a sequence such as ACGTTGCA into one of our "
+                'services.</p>\n<p><a href="/blastn-get/">Nucleotide BLAST</a> | '
+                '<a href="/blastp-get/">Protein BLAST</a></p>')
+
+
+class Broken(Service):
+    """A BLAST-looking form whose action fails."""
+
+    title = "BLAST (maintenance)"
+    pages = {"": "start", "search": "search"}
+
+    def start(self, request: Request) -> str:
+        return ('<form action="search" method="get">\n<textarea name="sequence" rows="6" cols="60"></textarea>\n'
+                '<input type="submit" value="BLAST"></form>')
+
+    def search(self, request: Request) -> str:
+        raise Problem(500, "Internal Server Error")
+
+
+class KeywordSearch(Service):
+    """A search engine: five results, each a link and a snippet with the query's words;
+    ``answers=False``: always "No results"."""
+
+    pages = {"": "start", "results": "results"}
+
+    def __init__(self, method: str = "GET", field: str = "q", answers: bool = True) -> None:
+        super().__init__()
+        self.method, self.field, self.answers = method, field, answers
+        self.title = "Document search" if answers else "Archive lookup"
+
+    def start(self, request: Request) -> str:
+        languages = ""
+        if self.method == "POST":
+            languages = ('<select name="lang"><option value="any">Any language</option><option value="en">English'
+                         '</option><option value="de">German</option><option value="fr">French</option></select>\n')
+        return (f'<form action="results" method="{self.method.lower()}">\n<input type="text" name="{self.field}" '
+                f'size="40">\n{languages}<input type="submit" value="Search"></form>')
+
+    def results(self, request: Request) -> str:
+        expect_method(request, self.method)
+        query = arg(request, self.field)
+        found = search_results(query) if self.answers else []
+        if not found:
+            return f"<p>No results for <b>{escape(query)}</b>.</p>"
+        items = "".join(f'<li><a href="/doc/{doc}">{escape(title)}</a>\n<p class="snippet">{escape(snippet)}</p></li>\n'
+                        for doc, title, snippet in found)
+        return f"<p>Results 1-5 for <b>{escape(query)}</b></p>\n<ol>\n{items}</ol>"
+
+
+class Hostile(Service):
+    title = "BLAST mirror"
+    pages = {"": "start", "search": "search"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body: bytes | None = None
+
+    def start(self, request: Request) -> str:
+        return ('<form action="search" method="get">\n<textarea name="sequence" rows="6" cols="60"></textarea>\n'
+                '<input type="submit" value="BLAST"></form>')
+
+    def search(self, request: Request) -> bytes:
+        if self.body is None:
+            self.body = hostile_body()
+        return self.body
+
+
+class Documents(Service):
+    """``/doc/N`` and ``/entrez/ACC``: what result pages link to."""
+
+    def render(self, request: Request) -> bytes:
+        request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+        key = escape(b"/".join(request.postpath).decode("utf-8", "replace"))
+        return html_page(f"Record {key}", f"<p>Record {key}: a document about sequences and searching.</p>")
+
+
+@dataclass(frozen=True)
+class Listing:
+    name: str  # its path prefix
+    build: Callable[[], Resource]
+    member_of: str | None  # the service class it belongs to
+    listed: bool = True  # offered as a start URL (the hostile and robots-excluded ones are not)
+
+
+SERVICES = (
+    Listing("blastn-get", SimpleBlast, "nucleotide_blast"),
+    Listing("blastn-post", ComplexBlast, "nucleotide_blast"),
+    Listing("blastn-multipart", MultipartBlast, "nucleotide_blast"),
+    Listing("blastn-format", FormatBlast, "nucleotide_blast"),
+    Listing("blastn-job", JobBlast, "nucleotide_blast"),
+    Listing("blastn-nohits", NoHitsBlast, "nucleotide_blast"),
+    Listing("blastn-db", DatabaseBlast, "nucleotide_blast"),
+    Listing("blastp-get", lambda: SimpleBlast("BLASTP"), "protein_blast"),
+    Listing("blastp-post", lambda: ComplexBlast("BLASTP"), "protein_blast"),
+    Listing("browse", BrowseGenomes, None),
+    Listing("login", Login, None),
+    Listing("contact", Contact, None),
+    Listing("about", About, None),
+    Listing("broken", Broken, None),
+    Listing("search-get", KeywordSearch, "keyword_search"),
+    Listing("search-post", lambda: KeywordSearch("POST", "query"), "keyword_search"),
+    Listing("search-none", lambda: KeywordSearch(answers=False), None),
+    Listing("hostile", Hostile, None, listed=False),
+    Listing("private", SimpleBlast, None, listed=False),
+    Listing("robots-form", RobotsForm, None, listed=False),
+)
+
+
+class Static(Resource):
+    isLeaf = True
+
+    def __init__(self, body: bytes, content_type: bytes) -> None:
+        super().__init__()
+        self.body, self.content_type = body, content_type
+
+    def render_GET(self, request: Request) -> bytes:
+        request.setHeader(b"Content-Type", self.content_type)
+        return self.body
+
+
+class HitLog(Resource):
+    """``/__hits`` (the log as JSON) and ``/__reset`` (clear it)."""
+
+    isLeaf = True
+
+    def __init__(self, hits: list[dict], clear: bool) -> None:
+        super().__init__()
+        self.hits, self.clear = hits, clear
+
+    def render_GET(self, request: Request) -> bytes:
+        request.setHeader(b"Content-Type", b"application/json")
+        if self.clear:
+            self.hits.clear()
+            return b"[]"
+        return json.dumps(self.hits).encode()
+
+
+class LoggingSite(Site):
+    """Records every request but the log's own: path, method, query, body size, User-Agent and,
+    once answered, status."""
+
+    def __init__(self, resource: Resource, hits: list[dict]) -> None:
+        super().__init__(resource)
+        self.hits = hits
+
+    def getResourceFor(self, request: Request) -> Resource:
+        path = request.path.decode("utf-8", "replace")
+        if path not in ("/__hits", "/__reset"):
+            request.content.seek(0, 2)
+            hit = {"path": path, "method": request.method.decode(),
+                   "query": request.uri.partition(b"?")[2].decode("latin-1"),
+                   "body_size": request.content.tell(),
+                   "user_agent": (request.getHeader(b"user-agent") or b"").decode("latin-1"), "status": None}
+            request.content.seek(0)
+            self.hits.append(hit)
+            request.notifyFinish().addBoth(lambda _: hit.update(status=request.code))
+        return super().getResourceFor(request)
+
+
+def build_site() -> LoggingSite:
+    hits: list[dict] = []
+    root = Resource()
+    links = "".join(f'<li><a href="/{s.name}/">{s.name}</a></li>\n' for s in SERVICES)
+    root.putChild(b"", Static(html_page("DynaBot test services", f"<ul>\n{links}</ul>"), b"text/html; charset=utf-8"))
+    root.putChild(b"robots.txt", Static(ROBOTS_TXT, b"text/plain"))
+    root.putChild(b"__hits", HitLog(hits, clear=False))
+    root.putChild(b"__reset", HitLog(hits, clear=True))
+    root.putChild(b"doc", Documents())
+    root.putChild(b"entrez", Documents())
+    for service in SERVICES:
+        root.putChild(service.name.encode(), service.build())
+    return LoggingSite(root, hits)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="DynaBot's test services on 127.0.0.1.")
+    parser.add_argument("--port", type=int, default=0, help="0: any free port (printed on stdout)")
+    args = parser.parse_args(argv)
+    from twisted.internet import reactor  # installed only here: importers of this module keep their own
+    from twisted.logger import (
+        FilteringLogObserver,
+        LogLevel,
+        LogLevelFilterPredicate,
+        globalLogBeginner,
+        textFileLogObserver,
+    )
+
+    globalLogBeginner.beginLoggingTo(
+        [FilteringLogObserver(textFileLogObserver(sys.stderr), [LogLevelFilterPredicate(LogLevel.warn)])],
+        redirectStandardIO=False)
+    port = reactor.listenTCP(args.port, build_site(), interface=HOST)
+    print(port.getHost().port, flush=True)
+    reactor.run()
+
+
+# ---------------------------------------------------------------------------------------------
+# The client side: start, address, inspect, stop
+# ---------------------------------------------------------------------------------------------
+
+
+def local_opener() -> urllib.request.OpenerDirector:
+    """A urllib opener that ignores proxy settings: these services are on 127.0.0.1."""
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class Services:
+    """The services in a subprocess on 127.0.0.1 and a free port: ``with Services() as s: ...``."""
+
+    def __init__(self, start_timeout: float = 30.0) -> None:
+        self.base = ""
+        self.start_timeout = start_timeout
+        self._process: subprocess.Popen | None = None
+        self._stderr = None
+
+    def start(self) -> Services:
+        self._stderr = tempfile.TemporaryFile()
+        self._process = subprocess.Popen([sys.executable, "-m", "dynabot_sites", "--port", "0"], cwd=HERE,
+                                         stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+        ready, _, _ = select.select([self._process.stdout], [], [], self.start_timeout)
+        line = self._process.stdout.readline().strip() if ready else ""
+        if not line.isdigit():
+            self.stop()
+            raise RuntimeError(f"dynabot_sites did not start: {line or 'no port printed'}")
+        self.base = f"http://{HOST}:{line}"
+        return self
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+            self._process.stdout.close()
+            self._process = None
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    def __enter__(self) -> Services:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.stop()
+
+    def url(self, name: str) -> str:
+        """A service's start URL by name (``"blastn-get"``), or any path (``"/robots.txt"``)."""
+        if any(s.name == name for s in SERVICES):
+            return f"{self.base}/{name}/"
+        return f"{self.base}/{name.lstrip('/')}"
+
+    @property
+    def members(self) -> dict[str, list[str]]:
+        """Service class -> the start URLs of its members."""
+        return {c: [self.url(s.name) for s in SERVICES if s.listed and s.member_of == c] for c in CLASSES}
+
+    @property
+    def non_members(self) -> dict[str, list[str]]:
+        """Service class -> start URLs of services with a form or look that are not its members."""
+        return {c: [self.url(s.name) for s in SERVICES if s.listed and s.member_of != c] for c in CLASSES}
+
+    def hits(self) -> list[dict]:
+        """Every request the server has received since the start or the last ``reset``."""
+        with local_opener().open(f"{self.base}/__hits", timeout=30) as answer:
+            return json.loads(answer.read())
+
+    def reset(self) -> None:
+        with local_opener().open(f"{self.base}/__reset", timeout=30) as answer:
+            answer.read()
+
+
+if __name__ == "__main__":
+    main()

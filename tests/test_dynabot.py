@@ -1,0 +1,140 @@
+"""DynaBot end to end: `scrapy crawl dynabot` against local services (tests/dynabot_sites.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from dynabot_sites import Services
+
+from webrace.dynabot.analyzer import plan_probes
+from webrace.dynabot.forms import analyze_forms
+
+ROOT = Path(__file__).resolve().parent.parent
+SCD = {name: str(ROOT / "serviceclasses" / f"{name}.xml") for name in ("nucleotide_blast", "protein_blast",
+                                                                      "keyword_search")}
+SETTINGS = ["-s", "DOWNLOAD_DELAY=0", "-s", "TELNETCONSOLE_ENABLED=False", "-s", "LOG_LEVEL=INFO"]
+
+
+@pytest.fixture(scope="module")
+def services():
+    with Services() as running:
+        yield running
+
+
+def dynabot(project, seeds: list[str], scd: str, *extra: str) -> tuple[object, list[dict]]:
+    (project.root / "seeds.txt").write_text("\n".join(seeds) + "\n")
+    out = project.root / "dynabot.jsonl"
+    out.unlink(missing_ok=True)
+    done = project.scrapy("crawl", "dynabot", "-a", f"scd={SCD[scd]}", "-a", "seeds=seeds.txt", "-O", str(out),
+                          *SETTINGS, *extra)
+    items = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    return done, items
+
+
+def by_source(items: list[dict], kind: str) -> dict[str, dict]:
+    return {item["source"]: item for item in items if item["kind"] == kind}
+
+
+def test_every_nucleotide_member_is_matched_with_how_to_query_it_and_no_lookalike_is(services, project):
+    members = services.members["nucleotide_blast"]
+    others = services.non_members["nucleotide_blast"]
+    extra = [services.url("robots-form"), services.url("hostile")]
+    services.reset()
+    done, items = dynabot(project, members + others + extra, "nucleotide_blast")
+    assert done.returncode == 0, done.stderr[-3000:]
+    traces, profiles = by_source(items, "trace"), by_source(items, "profile")
+    assert set(traces) == set(members + others + extra)  # one trace per source, whatever happened
+    assert {url for url, t in traces.items() if t["outcome"] == "match"} == set(members) == set(profiles)
+    assert traces[services.url("about")]["outcome"] == "no-form"
+    assert traces[services.url("browse")]["outcome"] == "no-match"  # no text input: the form filter drops it
+
+    post = profiles[services.url("blastn-post")]
+    fields = dict(post["fields"])
+    assert post["arguments"]["sequence"] == "QUERY_DATA" and fields["PROGRAM"] == "blastn"
+    assert fields["DATABASE"] in {"nt", "est", "htgs"} and post["button"]["value"] == "Search"
+    assert post["form"]["method"] == "POST" and post["result_type"] == "SummaryPage"
+    assert post["extracted"] and not post["empty"]
+    assert profiles[services.url("blastn-multipart")]["form"]["enctype"] == "multipart/form-data"
+    assert profiles[services.url("blastn-multipart")]["arguments"]["sequence"] == "seq_input"
+    assert [s["vertex"] for s in profiles[services.url("blastn-format")]["states"]] == ["start", "format", "summary"]
+    assert [s["vertex"] for s in profiles[services.url("blastn-job")]["states"]] == ["start", "running", "summary"]
+    nohits = profiles[services.url("blastn-nohits")]
+    assert nohits["empty"] and nohits["extracted"] == []
+    assert dict(profiles[services.url("blastn-db")]["fields"])["db"] in {"nt", "est"}
+    simple = profiles[services.url("blastn-get")]
+    assert simple["form"]["method"] == "GET" and simple["probes"] == 1
+    assert simple["user_arguments"] == ["sequence"]  # what a person fills in (user="true" in the SCD)
+    assert all("Sbjct" in e["text"] or "Query" in e["text"] for e in simple["extracted"])
+
+    robots = traces[services.url("robots-form")]
+    assert robots["outcome"] == "no-match" and robots["skipped"].get("robots")
+    assert not [h for h in services.hits() if h["path"].startswith("/private/")]  # robots.txt obeyed by probes
+    assert traces[services.url("hostile")]["outcome"] == "no-match"  # 5 MB of near-matches: answered, no hang
+    assert all(h["user_agent"].startswith("WebRACE/") for h in services.hits())
+
+    figures = json.loads((project.data / "last-dynabot.json").read_text())
+    assert figures["matched"] == len(members) and figures["sources"] == len(traces)
+    assert "Number of matched sources" in done.stderr and "Number of probes" in done.stderr
+
+
+@pytest.mark.parametrize("scd", ["protein_blast", "keyword_search"])
+def test_other_service_classes_tell_their_members_from_lookalikes(services, project, scd):
+    members = services.members[scd]
+    others = [services.url(name) for name in ("blastn-get", "blastn-post", "contact", "search-none", "blastp-get",
+                                              "search-get") if services.url(name) not in members]
+    done, items = dynabot(project, members + others, scd)
+    assert done.returncode == 0, done.stderr[-3000:]
+    matched = {t["source"] for t in items if t["kind"] == "trace" and t["outcome"] == "match"}
+    assert matched == set(members)
+
+
+def test_probe_budgets_are_respected(services, project):
+    target = services.url("blastp-post")  # a large form that is not a nucleotide BLAST: every probe fails
+    services.reset()
+    done, items = dynabot(project, [target], "nucleotide_blast", "-s", "DYNABOT_MAX_PROBES_PER_FORM=3")
+    (trace,) = [i for i in items if i["kind"] == "trace"]
+    sent = [h for h in services.hits() if h["path"] != "/blastp-post/" and h["path"].startswith("/blastp-post/")]
+    assert trace["outcome"] == "no-match" and trace["probes"] == len(sent) == 3
+    services.reset()
+    done, items = dynabot(project, [services.url("blastn-format")], "nucleotide_blast",
+                          "-s", "DYNABOT_MAX_PROBES_PER_SOURCE=1")
+    (trace,) = [i for i in items if i["kind"] == "trace"]
+    assert trace["outcome"] == "no-match" and trace["probes"] == 1  # the format page is never submitted
+    assert len([h for h in services.hits() if h["path"].startswith("/blastn-format/") and h["method"] == "POST"]) == 1
+
+
+def test_linkhint_frontier_fetches_hinted_urls_first(services, project):
+    services.reset()
+    done, items = dynabot(project, [services.base + "/"], "nucleotide_blast", "-a", "frontier=linkhint",
+                          "-a", "hints=blastn", "-a", "max_pages=12", "-s", "CONCURRENT_REQUESTS=1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    starts = [h["path"] for h in services.hits() if h["method"] == "GET" and h["path"].count("/") == 2
+              and h["path"].endswith("/") and h["path"] != "/"]
+    hinted = [i for i, path in enumerate(starts) if "blastn" in path]
+    plain = [i for i, path in enumerate(starts) if "blastn" not in path]
+    assert len(hinted) == 7 and plain and max(hinted) < min(plain)
+    assert {t["source"] for t in items if t["kind"] == "trace" and t["outcome"] == "match"} >= {
+        services.url(name) for name in ("blastn-get", "blastn-post", "blastn-job")}
+
+
+def test_a_bad_service_class_or_seed_list_is_refused_before_any_request(project):
+    (project.root / "bad.xml").write_text('<serviceclass>\n<types>\n<type name="x" type="nope"/>\n</types>\n'
+                                          "</serviceclass>\n")
+    (project.root / "seeds.txt").write_text("http://127.0.0.1:9/\nnot a url at all\n")
+    done = project.scrapy("crawl", "dynabot", "-a", "scd=bad.xml", "-a", "seeds=seeds.txt", *SETTINGS)
+    assert done.returncode == 1 and "Nothing was crawled" in done.stderr and "Traceback" not in done.stderr
+    assert "bad.xml:" in done.stderr and "seeds.txt:2:" in done.stderr
+
+
+def test_probes_put_the_likeliest_assignment_first():
+    page = ('<form action="/x" method="post"><input name="email"><input name="title">'
+            '<textarea name="SEQUENCE"></textarea><select name="program"><option>blastp</option>'
+            '<option>blastn</option></select><input type="submit" name="go" value="Clear">'
+            '<input type="submit" name="go" value="Run BLAST"></form>')
+    from scd import load_scd
+
+    (first, *_rest) = plan_probes(analyze_forms(page, "http://127.0.0.1/"), load_scd(SCD["nucleotide_blast"]))
+    assert first.arguments["sequence"] == "SEQUENCE" and first.assignment["program"] == "blastn"
+    assert first.assignment["email"] and first.button.value == "Run BLAST"

@@ -1,0 +1,276 @@
+"""DynaBot's service analyzer (seed 004, section 2.4.2), as plain functions over a page's
+forms and a service class description: no Scrapy here, the spider sends what this plans.
+
+- :func:`form_filter` (Algorithm 1): a form stays only if, for some example (probing
+  template), every required argument has a parameter that can take it;
+- :func:`plan_probes` (Algorithm 2, ordered): the probes for a source, likeliest first. An
+  argument goes into a parameter its hints name (earlier hints, whole-name matches and
+  label matches weigh more), of an input type its ``inputType`` hint accepts; a select or a
+  radio group takes it only through an option that matches its value. Optional arguments
+  are filled only where a hint names a parameter; an iterator argument turns into one probe
+  per matching option. The button is the one a person would click (not "Clear" or "Reset").
+  Budgets cap the probes per form and per source;
+- :func:`next_step` (the response matcher): a response is compared with the successors of
+  the current vertex of the control flow graph: a result vertex whose type is found in the
+  page (its markup, then its text) ends the analysis with a match; an intermediate
+  ``HTMLform`` vertex is followed by submitting the page's new form with its defaults; an
+  intermediate vertex of another type is followed through the links inside the matched
+  text (a "your results are ready" page).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin
+
+from scd import Argument, Example, Match, ServiceClass, Vertex, is_form_type
+from webrace.dynabot.forms import TEXT_KINDS, Form, Parameter
+
+# what people click to send a form, and what they do not
+_GO = re.compile(r"search|submit|run|blast|go\b|find|query|send|start|view|ok\b|align|compute|execute", re.I)
+_STOP = re.compile(r"clear|reset|cancel|back|delete|remove|help|login|log in|sign", re.I)
+_HREF = re.compile(r"""href\s*=\s*["']?([^"'\s>]+)""", re.I)
+LINKS_PER_PAGE = 3  # links of an intermediate page followed, at most
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One way to query a source: a form, the example it comes from, which parameter each
+    argument went into, and the values sent (the other parameters keep their defaults)."""
+
+    form: Form
+    example: int  # index in the service class's examples
+    arguments: dict[str, str]  # argument name -> parameter name
+    assignment: dict[str, str]  # parameter name -> value
+    button: Parameter | None
+    score: float
+
+    def values(self, example: Example) -> dict[str, str]:
+        """Argument name -> the value sent (what ``{arg:NAME}`` in a type refers to)."""
+        sent = {a.name: self.assignment[p] for a in example.arguments if (p := self.arguments.get(a.name))}
+        return {**example.values(), **sent}
+
+
+def _search(pattern: str, text: str) -> re.Match | None:
+    try:
+        return re.search(pattern, text)
+    except re.error:
+        return None
+
+
+def _full(pattern: str, text: str) -> bool:
+    try:
+        return re.fullmatch(pattern, text) is not None
+    except re.error:
+        return pattern == text
+
+
+def hint_score(argument: Argument, parameter: Parameter) -> float:
+    """How strongly the argument's name hints point at this parameter (0: not at all).
+    Earlier hints weigh more; a hint matching the whole name more than a part of it; the
+    parameter's label counts too, a little less."""
+    best = 0.0
+    count = len(argument.name_hints)
+    for rank, hint in enumerate(argument.name_hints):
+        weight = 2.0 * (count - rank)
+        if parameter.name and _full(hint, parameter.name):
+            best = max(best, weight + 1.0)
+        elif parameter.name and _search(hint, parameter.name):
+            best = max(best, weight)
+        elif parameter.label and _search(hint, parameter.label):
+            best = max(best, weight - 0.5)
+    return best
+
+
+def choose_option(argument: Argument, parameter: Parameter) -> list[str]:
+    """The options of a select or radio group that take the argument's value (its value is
+    a regex over them, as appendix A writes iterator and program arguments)."""
+    found = []
+    for option in parameter.options:
+        if option.disabled or not option.value.strip():
+            continue
+        if option.value == argument.value or _full(argument.value, option.value) or \
+                (option.label and _full(argument.value, option.label)):
+            found.append(option.value)
+    return found
+
+
+def accepts(argument: Argument, parameter: Parameter) -> bool:
+    """Can this parameter take the argument at all (kind and options; not the hints)."""
+    if parameter.disabled or not parameter.name or parameter.kind in ("hidden", "submit", "image", "reset", "button"):
+        return False
+    if parameter.kind in ("select", "radio"):
+        return bool(choose_option(argument, parameter))
+    if parameter.kind in ("checkbox", "file", "password"):
+        return False
+    if argument.input_types:
+        return _full(argument.input_types, parameter.kind)
+    return parameter.kind in TEXT_KINDS or parameter.kind in ("email", "url", "tel", "number")
+
+
+def candidates(argument: Argument, form: Form) -> list[tuple[float, Parameter]]:
+    """The parameters an argument may go into, best first (a required argument may go into
+    any that accepts it; an optional one only where a hint names it)."""
+    found = []
+    for parameter in form.parameters:
+        if accepts(argument, parameter):
+            score = hint_score(argument, parameter)
+            if score > 0 or argument.required:
+                found.append((score, parameter))
+    found.sort(key=lambda item: -item[0])
+    return found
+
+
+def form_filter(forms: list[Form], service: ServiceClass) -> list[tuple[Form, list[int]]]:
+    """Algorithm 1: each form that some example can probe, with those examples."""
+    kept = []
+    for form in forms:
+        usable = [n for n, example in enumerate(service.examples)
+                  if all(candidates(a, form) for a in example.arguments if a.required)]
+        if usable:  # no submit button: a browser still sends it when Enter is pressed in a field
+            kept.append((form, usable))
+    return kept
+
+
+def submit_button(form: Form) -> Parameter | None:
+    """The button a person would click: one that says search/submit/run..., never one that
+    says clear/reset/cancel; else the first submit button."""
+    buttons = form.submit_buttons()
+    if not buttons:
+        return None
+
+    def score(button: Parameter) -> int:
+        words = f"{button.name} {button.value or ''} {button.label}"
+        return (2 if _GO.search(words) else 0) - (3 if _STOP.search(words) else 0)
+
+    return max(buttons, key=score)  # max keeps the first of equals: the default button
+
+
+def _form_probes(form: Form, number: int, example: Example) -> Iterator[Probe]:
+    required = [a for a in example.arguments if a.required]
+    optional = [a for a in example.arguments if not a.required]
+    options = [candidates(a, form) for a in required]
+    combos = []
+    for picked in itertools.product(*options):
+        parameters = [p.name for _, p in picked]
+        if len(set(parameters)) == len(parameters):
+            combos.append((sum(s for s, _ in picked), [p for _, p in picked]))
+    combos.sort(key=lambda item: -item[0])
+    button = submit_button(form)
+    for score, chosen in combos:
+        arguments = {a.name: p.name for a, p in zip(required, chosen, strict=True)}
+        fixed: dict[str, str] = {}
+        iterate: list[tuple[Argument, Parameter, list[str]]] = []
+        for argument, parameter in zip(required, chosen, strict=True):
+            if parameter.kind in ("select", "radio"):
+                values = choose_option(argument, parameter)
+                if argument.iterator:
+                    iterate.append((argument, parameter, values))
+                else:
+                    fixed[parameter.name] = values[0]
+            else:
+                fixed[parameter.name] = argument.value
+        taken = set(arguments.values())
+        for argument in optional:
+            for hint, parameter in candidates(argument, form):
+                if parameter.name in taken:
+                    continue
+                arguments[argument.name] = parameter.name
+                taken.add(parameter.name)
+                score += hint / 10  # optional arguments in place make a probe likelier
+                if parameter.kind in ("select", "radio"):
+                    values = choose_option(argument, parameter)
+                    if argument.iterator:
+                        iterate.append((argument, parameter, values))
+                    else:
+                        fixed[parameter.name] = values[0]
+                else:
+                    fixed[parameter.name] = argument.value
+                break
+        axes = [[(p.name, v) for v in values] for _, p, values in iterate]
+        for choice in itertools.product(*axes):
+            yield Probe(form, number, dict(arguments), {**fixed, **dict(choice)}, button, score)
+
+
+def plan_probes(forms: list[Form], service: ServiceClass, per_form: int = 20, per_source: int = 60) -> list[Probe]:
+    """Algorithm 2's probes for a source, likeliest first, within the budgets. Probes of
+    all examples are interleaved by score, so a second example's best probe comes before a
+    first example's tenth; duplicates (the same request) are dropped."""
+    planned: list[Probe] = []
+    for form, examples in form_filter(forms, service):
+        probes = [probe for n in examples for probe in _form_probes(form, n, service.examples[n])]
+        order = sorted(range(len(probes)), key=lambda i: (-probes[i].score, i))
+        seen = set()
+        kept = []
+        for i in order:
+            key = tuple(sorted(probes[i].assignment.items()))
+            if key not in seen:
+                seen.add(key)
+                kept.append(probes[i])
+            if len(kept) >= per_form:
+                break
+        planned.extend(kept)
+    planned.sort(key=lambda p: -p.score)  # stable: forms in page order among equals
+    return planned[:per_source]
+
+
+@dataclass
+class Step:
+    """What a response means at the current vertex."""
+
+    kind: str  # "result", "form" (an intermediate form page), "links" (an intermediate page with links), "none"
+    vertex: Vertex | None = None
+    match: Match | None = None
+    forms: list[Form] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+
+
+def same_form(a: Form, b: Form) -> bool:
+    return a.action == b.action and [p.name for p in a.parameters] == [p.name for p in b.parameters]
+
+
+def next_step(service: ServiceClass, vertex: str, url: str, markup: str, text: str, forms: list[Form],
+              values: dict[str, str], submitted: Form | None = None) -> Step:
+    """Match a response against the successors of ``vertex``: result vertices first (their
+    type in the markup, then in the text), then intermediate ones."""
+    recognizer = service.recognizer()
+    successors = service.controlflow.successors(vertex)
+    for successor in successors:
+        if successor.result and not is_form_type(successor.type):
+            found = recognizer.find(successor.type, markup, values) or recognizer.find(successor.type, text, values)
+            if found:
+                return Step("result", successor, found)
+    for successor in successors:
+        if successor.result:
+            continue
+        if is_form_type(successor.type):
+            fresh = [f for f in forms if f.submit_buttons() and not (submitted and same_form(f, submitted))]
+            if fresh:
+                return Step("form", successor, forms=fresh)
+        else:
+            found = recognizer.find(successor.type, markup, values)
+            if found:
+                links = []
+                for href in _HREF.findall(found.text):
+                    absolute = urljoin(url, href)
+                    if absolute.startswith(("http://", "https://")) and absolute not in links:
+                        links.append(absolute)
+                if links:
+                    return Step("links", successor, found, links=links[:LINKS_PER_PAGE])
+    return Step("none")
+
+
+def extract(service: ServiceClass, vertex: Vertex, markup: str, text: str, values: dict[str, str],
+            limit: int = 20) -> list[dict[str, Any]]:
+    """The result vertex's ``resultType`` objects found in the page (markup, else text):
+    each one's text and named elements."""
+    if not vertex.result_type:
+        return []
+    recognizer = service.recognizer()
+    found = recognizer.find_all(vertex.result_type, markup, values, limit=limit) or \
+        recognizer.find_all(vertex.result_type, text, values, limit=limit)
+    return [{"text": m.text[:2000], "elements": {k: v[:20] for k, v in m.elements.items()}} for m in found]

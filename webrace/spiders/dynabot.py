@@ -1,0 +1,358 @@
+"""``scrapy crawl dynabot -a scd=FILE -a seeds=FILE [-a frontier=trace|randomwalk|linkhint]
+[-a hints=blast,sequence]``: DynaBot (seed 004, chapter II).
+
+Every page the frontier yields is a candidate source: its forms are analysed, the service
+class description's probing templates are turned into probes (``webrace.dynabot.analyzer``),
+and the probes are sent one after the other (a source is left at its first match) as
+ordinary Scrapy requests, so robots.txt, per-host politeness and the user agent apply to
+them as to any request. Each response is matched against the control flow graph, following
+intermediate pages (a second form, a link to the results) until a result vertex.
+
+Items: a ``ServiceProfile`` (``kind: "profile"``) per member found, with exactly how to
+query it, and a ``ServiceTrace`` (``kind: "trace"``) per analysed source. At the end the
+statistics of the seed's Tables 2-5 are logged and written to
+``WEBRACE_DATA_DIR/last-dynabot.json``.
+
+Frontiers (section 2.5): ``trace`` analyses the seed list in order and follows no link;
+``randomwalk`` follows the links of every page, in random order; ``linkhint`` follows them
+too, URLs containing a hint word first (deepest first among them).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import lxml.html
+import scrapy
+from scrapy import signals
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import Response, TextResponse
+from scrapy.linkextractors import LinkExtractor
+from twisted.python.failure import Failure
+
+from scd import SCDError, ServiceClass, load_scd
+from webrace.backends import data_dir
+from webrace.dynabot.analyzer import Probe, extract, next_step, plan_probes, submit_button
+from webrace.dynabot.forms import Form, Upload, analyze_forms, form_data, form_request
+from webrace.dynabot.stats import format_report, report
+from webrace.items import ServiceProfile, ServiceTrace
+from webrace.middlewares.exclusion import IGNORED
+from webrace.urls import BadURL, normalize
+
+logger = logging.getLogger(__name__)
+
+FRONTIERS = ("trace", "randomwalk", "linkhint")
+
+
+def read_seeds(path: str) -> tuple[list[str], list[str]]:
+    """The seed URLs of a file (one per line, ``#`` comments), and the problems of the lines
+    that are not URLs (``FILE:LINE: reason``)."""
+    seeds, problems = [], []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        return [], [f"{path}: cannot read the seed list: {exc}"]
+    for number, line in enumerate(lines, 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        try:
+            url = normalize(line)
+        except BadURL as exc:
+            problems.append(f"{path}:{number}: not a URL: {exc}")
+            continue
+        if url not in seeds:
+            seeds.append(url)
+    return seeds, problems
+
+
+def check_arguments(scd: str | None, seeds: str | None, frontier: str) -> tuple[ServiceClass, list[str]]:
+    """The service class and seed URLs, or ValueError with every problem (one per line)."""
+    problems = []
+    service = None
+    if not scd:
+        problems.append("missing -a scd=FILE (a service class description, e.g. serviceclasses/nucleotide_blast.xml)")
+    else:
+        try:
+            service = load_scd(scd)
+        except SCDError as exc:
+            problems.extend(str(exc).splitlines())
+        except OSError as exc:
+            problems.append(f"{scd}: cannot read: {exc.strerror or exc}")
+    urls: list[str] = []
+    if not seeds:
+        problems.append("missing -a seeds=FILE (start URLs, one per line)")
+    else:
+        urls, bad = read_seeds(seeds)
+        problems.extend(bad)
+        if not urls and not bad:
+            problems.append(f"{seeds}: no URL in the seed list")
+    if frontier not in FRONTIERS:
+        problems.append(f"unknown frontier {frontier!r}: expected one of {', '.join(FRONTIERS)}")
+    if problems:
+        raise ValueError("\n".join(problems))
+    assert service is not None
+    return service, urls
+
+
+@dataclass
+class Source:
+    """One source under analysis."""
+
+    url: str
+    forms: list[Form]
+    plan: list[Probe]
+    started: float
+    priority: int = 0  # the start page's: a source's probes go with it in the frontier
+    kept_forms: set[int] = field(default_factory=set)
+    next_probe: int = 0
+    pending: list[tuple[scrapy.Request, list]] = field(default_factory=list)  # follow-ups not sent yet
+    requests: int = 0  # probes sent (submissions and followed links)
+    submissions: int = 0
+    per_form: Counter = field(default_factory=Counter)  # form index -> submissions
+    skipped: Counter = field(default_factory=Counter)
+    done: bool = False
+
+
+class DynaBotSpider(scrapy.Spider):
+    name = "dynabot"
+    custom_settings = {
+        # the embedded scheduler: a DynaBot run is one process (the Redis one serves URD rounds)
+        "SCHEDULER": "scrapy.core.scheduler.Scheduler",
+    }
+
+    def __init__(self, scd: str | None = None, seeds: str | None = None, frontier: str = "trace",
+                 hints: str = "", max_pages: str | int | None = None, seed: str | int | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        try:
+            self.service, self.seeds = check_arguments(scd, seeds, frontier)
+        except ValueError as exc:
+            raise NotConfigured(f"dynabot: {exc}") from None
+        self.frontier = frontier
+        self.hints = [h.strip().lower() for h in hints.split(",") if h.strip()]
+        self.max_pages_arg = max_pages
+        self.random = random.Random(seed)
+        self.traces: list[dict] = []
+        self.pages = 0
+        self.page_statuses: Counter = Counter()
+        self.page_types: Counter = Counter()
+        self.links = LinkExtractor(deny_extensions=[])
+        # what a person fills in when querying a member (user="true" in any probing template)
+        self.user_arguments = {a.name for e in self.service.examples for a in e.arguments if a.user}
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> DynaBotSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        settings = crawler.settings
+        spider.per_form = settings.getint("DYNABOT_MAX_PROBES_PER_FORM")
+        spider.per_source = settings.getint("DYNABOT_MAX_PROBES_PER_SOURCE")
+        spider.max_hops = settings.getint("DYNABOT_MAX_HOPS")
+        spider.max_pages = int(spider.max_pages_arg) if spider.max_pages_arg else settings.getint("DYNABOT_MAX_PAGES")
+        crawler.signals.connect(spider.closed_report, signal=signals.spider_closed)
+        return spider
+
+    # -- the frontier ------------------------------------------------------------------------
+
+    async def start(self):
+        for number, url in enumerate(self.seeds):
+            priority = -number if self.frontier == "trace" else self._priority(url, 0)
+            yield self.page_request(url, depth=0, priority=priority)
+
+    def page_request(self, url: str, depth: int, priority: int) -> scrapy.Request:
+        self.pages += 1
+        return scrapy.Request(url, callback=self.parse_page, errback=self.page_failed, priority=priority,
+                              cb_kwargs={"depth": depth})
+
+    def _priority(self, url: str, depth: int) -> int:
+        if self.frontier == "randomwalk":
+            return self.random.randrange(1_000_000)
+        if self.frontier == "linkhint":
+            hinted = any(hint in url.lower() for hint in self.hints)
+            return (1_000_000 if hinted else 0) + depth  # hinted first, deepest first among equals
+        return 0
+
+    def follow_links(self, response: Response, depth: int):
+        if self.frontier == "trace" or not isinstance(response, TextResponse):
+            return
+        for link in self.links.extract_links(response):
+            if self.pages >= self.max_pages:
+                self.crawler.stats.inc_value("dynabot/links_over_max_pages")
+                return
+            try:
+                url = normalize(link.url)
+            except BadURL:
+                continue
+            yield self.page_request(url, depth + 1, self._priority(url, depth + 1))
+
+    # -- a candidate source ----------------------------------------------------------------------
+
+    def parse_page(self, response: Response, depth: int):
+        self.page_statuses[response.status] += 1
+        media = (response.headers.get("Content-Type") or b"").decode("latin-1").split(";")[0].strip() or "none"
+        self.page_types[media] += 1
+        yield from self.follow_links(response, depth)
+        started = time.monotonic()
+        if response.status >= 400 or not isinstance(response, TextResponse):
+            if self.frontier == "trace":
+                reason = f"HTTP {response.status}" if response.status >= 400 else f"not a text page ({media})"
+                yield self.trace(Source(response.url, [], [], started), "error" if response.status >= 400
+                                 else "no-form", reason)
+            return
+        forms = analyze_forms(response.body, response.url, response.encoding)
+        if not forms:
+            self.crawler.stats.inc_value("dynabot/pages_without_forms")
+            if self.frontier == "trace":
+                yield self.trace(Source(response.url, [], [], started), "no-form", "the page has no form")
+            return
+        plan = plan_probes(forms, self.service, self.per_form, self.per_source)
+        source = Source(response.url, forms, plan, started, response.request.priority,
+                        kept_forms={p.form.index for p in plan})
+        if not plan:
+            yield self.trace(source, "no-match", "no form can take the probing templates' required arguments")
+            return
+        yield from self.send_next(source)
+
+    def page_failed(self, failure: Failure):
+        request = failure.request
+        reason = request.meta.get(IGNORED) or failure.type.__name__
+        self.page_statuses[reason] += 1
+        if self.frontier == "trace":
+            source = Source(request.url, [], [], time.monotonic())
+            yield self.trace(source, "error", f"start page not fetched: {reason}")
+
+    # -- probing ----------------------------------------------------------------------------------
+
+    def send_next(self, source: Source):
+        """The next follow-up of the current probe, else the next probe, else the verdict."""
+        while not source.done:
+            if source.requests >= self.per_source:
+                yield self.trace(source, "no-match", f"probe budget ({self.per_source}) spent")
+                return
+            if source.pending:
+                request, path = source.pending.pop(0)
+                source.requests += 1
+                yield request
+                return
+            if source.next_probe >= len(source.plan):
+                yield self.trace(source, "no-match", "no probe's response matched a result of the service class")
+                return
+            probe = source.plan[source.next_probe]
+            source.next_probe += 1
+            try:
+                request = form_request(probe.form, probe.assignment, button=probe.button, **self._probe_kwargs(
+                    source, probe, [("start", source.url)], probe.form, 0))
+            except ValueError as exc:
+                source.skipped["unusable"] += 1
+                logger.debug("probe not sent: %s", exc)
+                continue
+            source.requests += 1
+            source.submissions += 1
+            source.per_form[probe.form.index] += 1
+            yield request
+            return
+
+    def _probe_kwargs(self, source: Source, probe: Probe, path: list, submitted: Form | None, hops: int) -> dict:
+        return {"callback": self.parse_probe, "errback": self.probe_failed, "dont_filter": True,
+                "meta": {"dynabot": "probe", "dont_retry": True}, "priority": source.priority,
+                "cb_kwargs": {"source": source, "probe": probe, "path": path, "submitted": submitted, "hops": hops}}
+
+    def parse_probe(self, response: Response, source: Source, probe: Probe, path: list, submitted: Form | None,
+                    hops: int):
+        if source.done:
+            return
+        example = self.service.examples[probe.example]
+        values = probe.values(example)
+        markup, text, forms = self._read(response)
+        step = next_step(self.service, path[-1][0], response.url, markup, text, forms, values, submitted)
+        if step.kind == "result":
+            states = [{"vertex": vertex, "url": url} for vertex, url in path]
+            states.append({"vertex": step.vertex.name, "url": response.url})
+            extracted = extract(self.service, step.vertex, markup, text, values)
+            yield self.profile(source, probe, example, states, step.vertex.type, extracted)
+            yield self.trace(source, "match")
+            return
+        if step.kind == "form" and hops < self.max_hops:
+            form = step.forms[0]
+            request = form_request(form, {}, button=submit_button(form), **self._probe_kwargs(
+                source, probe, [*path, (step.vertex.name, response.url)], form, hops + 1))
+            source.submissions += 1
+            source.pending.insert(0, (request, path))
+        elif step.kind == "links" and hops < self.max_hops:
+            for offset, link in enumerate(step.links):
+                request = scrapy.Request(link, **self._probe_kwargs(
+                    source, probe, [*path, (step.vertex.name, response.url)], None, hops + 1))
+                source.pending.insert(offset, (request, path))
+        yield from self.send_next(source)
+
+    def probe_failed(self, failure: Failure):
+        source: Source = failure.request.cb_kwargs["source"]
+        if failure.check(IgnoreRequest):
+            source.skipped[failure.request.meta.get(IGNORED) or "ignored"] += 1
+        else:
+            source.skipped[failure.type.__name__] += 1
+        yield from self.send_next(source)
+
+    @staticmethod
+    def _read(response: Response) -> tuple[str, str, list[Form]]:
+        if not isinstance(response, TextResponse):
+            return "", "", []
+        markup = response.text
+        media = (response.headers.get("Content-Type") or b"").decode("latin-1").lower()
+        if "html" not in media and "xml" not in media:
+            return markup, markup, []
+        try:
+            text = lxml.html.fromstring(markup).text_content() if markup.strip() else ""
+        except (ValueError, lxml.etree.ParserError):
+            text = markup
+        return markup, text, analyze_forms(response.body, response.url, response.encoding)
+
+    # -- items -------------------------------------------------------------------------------------
+
+    def profile(self, source: Source, probe: Probe, example: Any, states: list, result_type: str,
+                extracted: list) -> ServiceProfile:
+        entries = form_data(probe.form, probe.assignment, button=probe.button)
+        return ServiceProfile(
+            kind="profile", source=source.url, service_class=self.service.name,
+            form={"index": probe.form.index, "action": probe.form.action, "method": probe.form.method,
+                  "enctype": probe.form.enctype},
+            button={"name": probe.button.name, "value": probe.button.value} if probe.button else None,
+            arguments=dict(probe.arguments),
+            user_arguments=[name for name in probe.arguments if name in self.user_arguments],
+            fields=[[name, value.content if isinstance(value, Upload) else value] for name, value in entries],
+            states=states, result_type=result_type, extracted=extracted, empty=not extracted,
+            probes=source.requests)
+
+    def trace(self, source: Source, outcome: str, reason: str = "") -> ServiceTrace:
+        source.done = True
+        item = ServiceTrace(
+            kind="trace", source=source.url, outcome=outcome,
+            forms=[{"index": f.index, "action": f.action, "method": f.method, "parameters": len(f.parameters),
+                    "kept": f.index in source.kept_forms, "submissions": source.per_form.get(f.index, 0)}
+                   for f in source.forms],
+            parameters=sum(len(f.parameters) for f in source.forms), probes=source.requests,
+            submissions=source.submissions, skipped=dict(source.skipped),
+            seconds=round(time.monotonic() - source.started, 3), reason=reason)
+        self.traces.append(dict(item))
+        self.crawler.stats.inc_value(f"dynabot/outcome/{outcome}")
+        return item
+
+    def closed_report(self, spider: scrapy.Spider) -> None:
+        if spider is not self:
+            return
+        figures = report(self.traces, pages=self.pages, statuses=self.page_statuses, types=self.page_types,
+                         frontier=self.frontier)
+        logger.info("%s", format_report(figures))
+        try:
+            folder = data_dir(self.crawler.settings)
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "last-dynabot.json").write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            logger.warning("could not write last-dynabot.json: %s", exc)
