@@ -49,6 +49,7 @@ def test_every_nucleotide_member_is_matched_with_how_to_query_it_and_no_lookalik
     assert {url for url, t in traces.items() if t["outcome"] == "match"} == set(members) == set(profiles)
     assert traces[services.url("about")]["outcome"] == "no-form"
     assert traces[services.url("browse")]["outcome"] == "no-match"  # no text input: the form filter drops it
+    assert traces[services.url("login")]["outcome"] == "no-match" and traces[services.url("login")]["probes"] == 0
 
     post = profiles[services.url("blastn-post")]
     fields = dict(post["fields"])
@@ -73,6 +74,7 @@ def test_every_nucleotide_member_is_matched_with_how_to_query_it_and_no_lookalik
     assert not [h for h in services.hits() if h["path"].startswith("/private/")]  # robots.txt obeyed by probes
     assert traces[services.url("hostile")]["outcome"] == "no-match"  # 5 MB of near-matches: answered, no hang
     assert all(h["user_agent"].startswith("WebRACE/") for h in services.hits())
+    assert not [h for h in services.hits() if h["path"].startswith("/login/") and h["method"] == "POST"]
 
     figures = json.loads((project.data / "last-dynabot.json").read_text())
     assert figures["matched"] == len(members) and figures["sources"] == len(traces)
@@ -117,6 +119,15 @@ def test_linkhint_frontier_fetches_hinted_urls_first(services, project):
     assert len(hinted) == 7 and plain and max(hinted) < min(plain)
     assert {t["source"] for t in items if t["kind"] == "trace" and t["outcome"] == "match"} >= {
         services.url(name) for name in ("blastn-get", "blastn-post", "blastn-job")}
+
+
+def test_randomwalk_frontier_finds_members_by_following_links(services, project):
+    done, items = dynabot(project, [services.base + "/"], "nucleotide_blast", "-a", "frontier=randomwalk",
+                          "-a", "seed=7", "-a", "max_pages=40")
+    assert done.returncode == 0, done.stderr[-3000:]
+    matched = {t["source"] for t in items if t["kind"] == "trace" and t["outcome"] == "match"}
+    assert matched == set(services.members["nucleotide_blast"])
+    assert "Number of URLs crawled" in done.stderr
 
 
 def test_a_bad_service_class_or_seed_list_is_refused_before_any_request(project):

@@ -56,6 +56,9 @@ DYNABOT_MAX_PROBES_PER_FORM = 20
 DYNABOT_MAX_PROBES_PER_SOURCE = 60
 DYNABOT_MAX_HOPS = 4
 DYNABOT_MAX_PAGES = 200
+# Order probes by the probing templates' hints and fill optional arguments (False: the seed's
+# plain Algorithm 2, parameters in page order; the benchmark's baseline).
+DYNABOT_USE_HINTS = True
 
 # Distributed mode: set REDIS_URL (setting or environment variable) and the workers share the
 # rounds' queues, the object cache (meta-info and bodies) and coalescing through Redis.

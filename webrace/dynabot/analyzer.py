@@ -2,7 +2,8 @@
 forms and a service class description: no Scrapy here, the spider sends what this plans.
 
 - :func:`form_filter` (Algorithm 1): a form stays only if, for some example (probing
-  template), every required argument has a parameter that can take it;
+  template), every required argument has a parameter that can take it, and it has no
+  password field;
 - :func:`plan_probes` (Algorithm 2, ordered): the probes for a source, likeliest first. An
   argument goes into a parameter its hints name (earlier hints, whole-name matches and
   label matches weigh more), of an input type its ``inputType`` hint accepts; a select or a
@@ -126,9 +127,13 @@ def candidates(argument: Argument, form: Form) -> list[tuple[float, Parameter]]:
 
 
 def form_filter(forms: list[Form], service: ServiceClass) -> list[tuple[Form, list[int]]]:
-    """Algorithm 1: each form that some example can probe, with those examples."""
+    """Algorithm 1: each form that some example can probe, with those examples. A form with
+    a password field is never probed (a login form is nobody's search service, and we do
+    not try credentials)."""
     kept = []
     for form in forms:
+        if any(p.kind == "password" for p in form.parameters):
+            continue
         usable = [n for n, example in enumerate(service.examples)
                   if all(candidates(a, form) for a in example.arguments if a.required)]
         if usable:  # no submit button: a browser still sends it when Enter is pressed in a field
@@ -150,17 +155,19 @@ def submit_button(form: Form) -> Parameter | None:
     return max(buttons, key=score)  # max keeps the first of equals: the default button
 
 
-def _form_probes(form: Form, number: int, example: Example) -> Iterator[Probe]:
+def _form_probes(form: Form, number: int, example: Example, use_hints: bool = True) -> Iterator[Probe]:
     required = [a for a in example.arguments if a.required]
-    optional = [a for a in example.arguments if not a.required]
+    optional = [a for a in example.arguments if not a.required] if use_hints else []
     options = [candidates(a, form) for a in required]
+    if not use_hints:  # the seed's plain E x P: parameters in page order, no optional arguments
+        options = [[(0.0, p) for p in form.parameters if any(p is q for _, q in found)] for found in options]
     combos = []
     for picked in itertools.product(*options):
         parameters = [p.name for _, p in picked]
         if len(set(parameters)) == len(parameters):
             combos.append((sum(s for s, _ in picked), [p for _, p in picked]))
     combos.sort(key=lambda item: -item[0])
-    button = submit_button(form)
+    button = submit_button(form) if use_hints else next(iter(form.submit_buttons()), None)
     for score, chosen in combos:
         arguments = {a.name: p.name for a, p in zip(required, chosen, strict=True)}
         fixed: dict[str, str] = {}
@@ -196,13 +203,16 @@ def _form_probes(form: Form, number: int, example: Example) -> Iterator[Probe]:
             yield Probe(form, number, dict(arguments), {**fixed, **dict(choice)}, button, score)
 
 
-def plan_probes(forms: list[Form], service: ServiceClass, per_form: int = 20, per_source: int = 60) -> list[Probe]:
+def plan_probes(forms: list[Form], service: ServiceClass, per_form: int = 20, per_source: int = 60,
+                use_hints: bool = True) -> list[Probe]:
     """Algorithm 2's probes for a source, likeliest first, within the budgets. Probes of
     all examples are interleaved by score, so a second example's best probe comes before a
-    first example's tenth; duplicates (the same request) are dropped."""
+    first example's tenth; duplicates (the same request) are dropped. ``use_hints=False``
+    is the seed's Algorithm 2 without its heuristics (the benchmark's baseline): required
+    arguments into parameters in page order, optional ones left out, the default button."""
     planned: list[Probe] = []
     for form, examples in form_filter(forms, service):
-        probes = [probe for n in examples for probe in _form_probes(form, n, service.examples[n])]
+        probes = [probe for n in examples for probe in _form_probes(form, n, service.examples[n], use_hints)]
         order = sorted(range(len(probes)), key=lambda i: (-probes[i].score, i))
         seen = set()
         kept = []

@@ -10,8 +10,8 @@ TIME_BINS = ((0, 0.5), (0.5, 1), (1, 5), (5, 10), (10, 50), (50, 100), (100, 500
 
 
 def _label(low: float, high: float | None, unit: str = "") -> str:
-    if high is None:
-        return f">{low:g}{unit}"
+    if high is None:  # time bins are open at their low end, probe counts closed
+        return f">{low:g}{unit}" if unit else f">{low - 1:g}"
     if low == high:
         return f"{low:g}{unit}"
     return f"<{high:g}{unit}" if low == 0 and unit else f"{low:g}-{high:g}{unit}"

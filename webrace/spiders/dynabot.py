@@ -155,6 +155,7 @@ class DynaBotSpider(scrapy.Spider):
         spider.per_form = settings.getint("DYNABOT_MAX_PROBES_PER_FORM")
         spider.per_source = settings.getint("DYNABOT_MAX_PROBES_PER_SOURCE")
         spider.max_hops = settings.getint("DYNABOT_MAX_HOPS")
+        spider.use_hints = settings.getbool("DYNABOT_USE_HINTS")
         spider.max_pages = int(spider.max_pages_arg) if spider.max_pages_arg else settings.getint("DYNABOT_MAX_PAGES")
         crawler.signals.connect(spider.closed_report, signal=signals.spider_closed)
         return spider
@@ -212,7 +213,7 @@ class DynaBotSpider(scrapy.Spider):
             if self.frontier == "trace":
                 yield self.trace(Source(response.url, [], [], started), "no-form", "the page has no form")
             return
-        plan = plan_probes(forms, self.service, self.per_form, self.per_source)
+        plan = plan_probes(forms, self.service, self.per_form, self.per_source, self.use_hints)
         source = Source(response.url, forms, plan, started, response.request.priority,
                         kept_forms={p.form.index for p in plan})
         if not plan:
