@@ -40,7 +40,7 @@ def by_source(items: list[dict], kind: str) -> dict[str, dict]:
 def test_every_nucleotide_member_is_matched_with_how_to_query_it_and_no_lookalike_is(services, project):
     members = services.members["nucleotide_blast"]
     others = services.non_members["nucleotide_blast"]
-    extra = [services.url("robots-form"), services.url("hostile")]
+    extra = [services.url("robots-form"), services.url("hostile"), "http://127.0.0.1:9/"]  # :9 refuses
     services.reset()
     done, items = dynabot(project, members + others + extra, "nucleotide_blast")
     assert done.returncode == 0, done.stderr[-3000:]
@@ -48,6 +48,7 @@ def test_every_nucleotide_member_is_matched_with_how_to_query_it_and_no_lookalik
     assert set(traces) == set(members + others + extra)  # one trace per source, whatever happened
     assert {url for url, t in traces.items() if t["outcome"] == "match"} == set(members) == set(profiles)
     assert traces[services.url("about")]["outcome"] == "no-form"
+    assert traces["http://127.0.0.1:9/"]["outcome"] == "error" and "start page" in traces["http://127.0.0.1:9/"]["reason"]
     assert traces[services.url("browse")]["outcome"] == "no-match"  # no text input: the form filter drops it
     assert traces[services.url("login")]["outcome"] == "no-match" and traces[services.url("login")]["probes"] == 0
 

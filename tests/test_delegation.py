@@ -1,0 +1,530 @@
+"""IPMicra (seed 002): RIR parsing, the IP hierarchy, the delegation procedure, calibration,
+load balancing, the probers and the simulator."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from webrace import delegation as D
+
+N = ipaddress.ip_network
+
+RIR_LINES = """\
+2.3|ripencc|1712016000|5|19830705|20240401|+0200
+# delegated-extended, real format
+ripencc|*|ipv4|*|3|summary
+ripencc|*|ipv6|*|1|summary
+ripencc|*|asn|*|1|summary
+ripencc|FR|ipv4|2.0.0.0|1048576|20100712|allocated|ff8a4b0c-7d6b-4a1b-9b9e-000000000001
+ripencc|FR|ipv4|2.1.0.0|768|20100713|assigned|ff8a4b0c-7d6b-4a1b-9b9e-000000000001
+ripencc|GB|ipv4|5.0.0.0|256|20120101|assigned|0a1b2c3d-0000-0000-0000-000000000002
+ripencc|DE|ipv6|2001:678::|29|20060109|allocated|ff8a4b0c-7d6b-4a1b-9b9e-000000000001
+ripencc|EU|asn|7|1|19930901|allocated|ff8a4b0c-7d6b-4a1b-9b9e-000000000001
+ripencc||ipv4|5.1.0.0|256||available|
+ripencc|ZZ|ipv4|5.2.0.0|256||reserved|
+""".splitlines()
+
+
+# -- RIR files ------------------------------------------------------------------------------
+
+
+def test_parse_rir_skips_version_comment_summary_asn_and_free_space_lines():
+    allocations = D.parse_rir(RIR_LINES)
+    assert [a.cc for a in allocations] == ["FR", "FR", "GB", "DE"]
+    assert {a.status for a in allocations} == {"allocated", "assigned"}
+
+
+def test_parse_rir_turns_768_ipv4_addresses_into_two_cidr_blocks():
+    allocation = D.parse_rir(RIR_LINES)[1]
+    assert allocation.networks == (N("2.1.0.0/23"), N("2.1.2.0/24"))
+
+
+def test_parse_rir_reads_an_ipv4_power_of_two_count_as_one_block():
+    assert D.parse_rir(RIR_LINES)[0].networks == (N("2.0.0.0/12"),)
+
+
+def test_parse_rir_reads_the_ipv6_value_as_a_prefix_length():
+    assert D.parse_rir(RIR_LINES)[3].networks == (N("2001:678::/29"),)
+
+
+def test_parse_rir_groups_records_sharing_an_opaque_id_into_one_organisation():
+    fr_alloc, fr_assign, gb, de = D.parse_rir(RIR_LINES)
+    assert fr_alloc.org == fr_assign.org == de.org == "ripencc:ff8a4b0c-7d6b-4a1b-9b9e-000000000001"
+    assert gb.org != fr_alloc.org
+
+
+def test_parse_rir_without_opaque_ids_gives_no_organisation():
+    [allocation] = D.parse_rir(["2|arin|20240101|1|19700101|20240101|-0500",
+                                "arin|US|ipv4|8.0.0.0|16777216|19921201|allocated"])
+    assert allocation.org is None and allocation.networks == (N("8.0.0.0/8"),)
+
+
+def test_parse_rir_reads_a_file_path(tmp_path):
+    path = tmp_path / "delegated-ripencc-extended-latest"
+    path.write_text("\n".join(RIR_LINES) + "\n")
+    assert D.parse_rir(path) == D.parse_rir(str(path)) == D.parse_rir(RIR_LINES)
+
+
+@pytest.mark.parametrize("line, words", [
+    ("ripencc|FR|ipv4|2.0.0.0", ["<lines>:2", "expected registry|cc|type"]),
+    ("ripencc|FR|ipv4|2.0.0.999|256|20100712|allocated|x", ["<lines>:2", "2.0.0.999"]),
+    ("ripencc|FR|ipv4|255.255.255.0|512|20100712|allocated|x", ["<lines>:2", "512 addresses"]),
+    ("ripencc|FR|ipv6|2001:678::|129|20100712|allocated|x", ["<lines>:2", "ipv6"]),
+    ("ripencc|FR|ipx|1|1|20100712|allocated|x", ["<lines>:2", "'ipx'"]),
+])
+def test_parse_rir_rejects_a_malformed_record_naming_its_line(line, words):
+    with pytest.raises(D.RirError) as error:
+        D.parse_rir(["2|ripencc|20240101|1|19830705|20240101|+0100", line])
+    assert all(word in str(error.value) for word in words)
+
+
+def test_parse_rir_of_a_missing_file_names_the_file(tmp_path):
+    with pytest.raises(D.RirError, match="cannot read RIR file .*nowhere"):
+        D.parse_rir(tmp_path / "nowhere")
+
+
+# -- hierarchy ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def rir_hierarchy() -> D.Hierarchy:
+    hierarchy = D.Hierarchy()
+    hierarchy.add_rir(RIR_LINES)
+    return hierarchy
+
+
+def test_smallest_is_the_longest_prefix_match_for_ipv4_and_ipv6(rir_hierarchy):
+    assert rir_hierarchy.smallest("2.1.1.200").network == N("2.1.0.0/23")
+    assert rir_hierarchy.smallest("2.1.2.1").network == N("2.1.2.0/24")
+    assert rir_hierarchy.smallest("2.9.0.1").network == N("2.0.0.0/12")
+    assert rir_hierarchy.smallest("2001:678:7::1").network == N("2001:678::/29")
+
+
+def test_smallest_of_an_address_outside_every_subnet_is_none(rir_hierarchy):
+    assert rir_hierarchy.smallest("9.9.9.9") is None
+    assert rir_hierarchy.smallest("2a00::1") is None
+
+
+def test_user_subnets_nest_inside_rir_blocks(rir_hierarchy):
+    h = rir_hierarchy
+    campus = h.add_subnet("2.1.0.0/25")
+    lab = h.add_subnet("2.1.0.64/26")
+    v6_site = h.add_subnet("2001:678:1::/48")
+    assert h.smallest("2.1.0.70") == lab
+    assert h.smallest("2.1.0.10") == campus
+    assert h.smallest("2001:678:1::9") == v6_site
+    assert h.parent(lab) == campus
+    assert h.parent(campus) == h.get("2.1.0.0/23")
+    assert h.parent(h.get("2.1.0.0/23")) == h.get("2.0.0.0/12")
+    assert h.parent(h.get("2.0.0.0/12")) is None
+    assert h.children(h.get("2.0.0.0/12")) == [h.get("2.1.0.0/23"), h.get("2.1.2.0/24")]
+    assert h.siblings(h.get("2.1.0.0/23")) == [h.get("2.1.2.0/24")]
+    assert [h.depth(s) for s in (h.get("2.0.0.0/12"), h.get("2.1.0.0/23"), campus, lab)] == [0, 1, 2, 3]
+    assert set(h.children(None)) == {h.get("2.0.0.0/12"), h.get("5.0.0.0/24"), h.get("2001:678::/29")}
+
+
+def test_a_user_subnet_without_organisation_belongs_to_the_enclosing_one(rir_hierarchy):
+    h = rir_hierarchy
+    campus = h.add_subnet("2.1.0.0/25")
+    other = h.add_subnet("2.1.0.128/25", org="someone-else")
+    org = "ripencc:ff8a4b0c-7d6b-4a1b-9b9e-000000000001"
+    assert h.organisation(campus) == org
+    assert h.organisation(other) == "someone-else"
+    assert campus in h.organisation_subnets(org) and h.get("2001:678::/29") in h.organisation_subnets(org)
+
+
+def test_target_ip_accepts_addresses_and_urls_with_ip_literal_hosts():
+    assert D.target_ip("10.0.0.1") == ipaddress.ip_address("10.0.0.1")
+    assert D.target_ip("http://10.0.0.1:8080/a?b") == ipaddress.ip_address("10.0.0.1")
+    assert D.target_ip("https://[2001:db8::1]/x") == ipaddress.ip_address("2001:db8::1")
+
+
+def test_target_ip_asks_for_host_names_to_be_resolved():
+    with pytest.raises(ValueError, match="'example.com', not an IP address: resolve it"):
+        D.target_ip("http://example.com/")
+
+
+# -- the delegation procedure ---------------------------------------------------------------
+
+# 10.0.0.0/8 region
+#   10.1.0.0/16 isp1: 10.1.1.0/24 org a (c1's home), 10.1.2.0/24 org b
+#   10.2.0.0/16 isp2: 10.2.1.0/24 org c (c2's home)
+#   10.3.0.0/16 org d
+#   10.4.0.0/16 org a (a second block of a, away from its first)
+# 20.0.0.0/8 far: 20.1.0.0/16 org e (c3's home)
+# 2001:db8::/32 v6: 2001:db8:1::/48 org a
+SUBNETS = [("10.0.0.0/8", "region"), ("10.1.0.0/16", "isp1"), ("10.1.1.0/24", "a"), ("10.1.2.0/24", "b"),
+           ("10.2.0.0/16", "isp2"), ("10.2.1.0/24", "c"), ("10.3.0.0/16", "d"), ("10.4.0.0/16", "a"),
+           ("20.0.0.0/8", "far"), ("20.1.0.0/16", "e"), ("2001:db8::/32", "v6"), ("2001:db8:1::/48", "a")]
+HOMES = {"c1": "10.1.1.10", "c2": "10.2.1.10", "c3": "20.1.0.10"}
+
+
+def small_delegator(latency: dict[tuple[str, str], float], capacity: dict[str, int] | None = None,
+                    **options) -> D.Delegator:
+    hierarchy = D.Hierarchy()
+    for cidr, org in SUBNETS:
+        hierarchy.add_subnet(cidr, org)
+    prober = D.TableProber((c, ip, ms) for (c, ip), ms in latency.items())
+    delegator = D.Delegator(hierarchy, prober, **options)
+    for crawler_id, ip in HOMES.items():
+        delegator.register(D.Crawler(crawler_id, ip, (capacity or {}).get(crawler_id)))
+    return delegator
+
+
+def everyone(ip: str, c1: float, c2: float, c3: float) -> dict[tuple[str, str], float]:
+    return {("c1", ip): c1, ("c2", ip): c2, ("c3", ip): c3}
+
+
+def test_register_delegates_the_smallest_subnet_containing_the_crawler():
+    delegator = small_delegator({})
+    h = delegator.hierarchy
+    assert delegator.owner(h.get("10.1.1.0/24")) == "c1"
+    assert delegator.owner(h.get("10.2.1.0/24")) == "c2"
+    assert delegator.owner(h.get("20.1.0.0/16")) == "c3"
+    assert delegator.owner(h.get("10.0.0.0/8")) is None
+
+
+def test_url_in_a_delegated_subnet_goes_to_its_crawler_with_no_probe():
+    decision = small_delegator({}).delegate("http://10.1.1.99/index.html")
+    assert (decision.crawler, decision.probes, decision.reason) == ("c1", 0, D.DELEGATED)
+    assert decision.subnet.network == N("10.1.1.0/24")
+
+
+def test_same_organisation_crawler_under_the_threshold_takes_the_subnet():
+    delegator = small_delegator(everyone("10.4.0.1", c1=40, c2=5, c3=200))
+    decision = delegator.delegate("10.4.0.1")
+    assert (decision.crawler, decision.reason, decision.results) == ("c1", D.ORGANISATION, {"c1": 40})
+
+
+def test_same_organisation_crawler_over_the_threshold_falls_through_to_the_hierarchy():
+    delegator = small_delegator(everyone("10.4.0.1", c1=70, c2=5, c3=200))
+    decision = delegator.delegate("10.4.0.1")
+    assert (decision.crawler, decision.reason, decision.probes) == ("c2", D.HIERARCHY, 2)
+    assert list(decision.results) == ["c1", "c2"]  # c1 probed once only, though it is also in 10.0.0.0/8
+
+
+def test_same_organisation_works_across_address_families():
+    decision = small_delegator(everyone("2001:db8:1::5", c1=30, c2=5, c3=200)).delegate("http://[2001:db8:1::5]/")
+    assert (decision.crawler, decision.reason, decision.probes) == ("c1", D.ORGANISATION, 1)
+
+
+def test_bottom_up_asks_the_crawlers_of_sibling_subnets_first():
+    delegator = small_delegator(everyone("10.1.2.9", c1=30, c2=5, c3=200))
+    decision = delegator.delegate("10.1.2.9")
+    # 10.1.1.0/24 (c1) is a sibling of 10.1.2.0/24: asked before climbing to 10.0.0.0/8,
+    # and accepted under the threshold although c2 would have been faster
+    assert (decision.crawler, decision.reason, decision.results) == ("c1", D.HIERARCHY, {"c1": 30})
+
+
+def test_bottom_up_stops_at_the_first_probe_under_the_threshold():
+    delegator = small_delegator(everyone("10.3.0.9", c1=40, c2=80, c3=1))
+    decision = delegator.delegate("10.3.0.9")
+    assert (decision.crawler, decision.reason) == ("c1", D.HIERARCHY)
+    assert set(decision.results) == {"c1", "c2"}  # c3, only above the roots, never asked
+
+
+def test_without_a_probe_under_the_threshold_the_fastest_probed_crawler_wins():
+    delegator = small_delegator(everyone("10.3.0.9", c1=90, c2=80, c3=120))
+    decision = delegator.delegate("10.3.0.9")
+    assert (decision.crawler, decision.reason, decision.probes) == ("c2", D.FASTEST, 3)
+
+
+def test_a_new_delegation_is_remembered_so_the_next_url_in_the_subnet_costs_no_probe():
+    delegator = small_delegator(everyone("10.3.0.9", c1=90, c2=80, c3=120))
+    first = delegator.delegate("10.3.0.9")
+    second = delegator.delegate("http://10.3.200.1/page")
+    assert delegator.owner(first.subnet) == "c2"
+    assert (second.crawler, second.probes, second.reason) == ("c2", 0, D.DELEGATED)
+    assert delegator.probe_results(first.subnet) == {"c1": 90, "c2": 80, "c3": 120}
+
+
+def test_the_same_url_twice_is_one_page():
+    delegator = small_delegator({})
+    delegator.delegate("http://10.1.1.5/")
+    delegator.delegate("http://10.1.1.5/")
+    assert delegator.load("c1") == 1
+
+
+def test_an_address_outside_the_hierarchy_is_probed_each_time_and_no_subnet_remembered():
+    delegator = small_delegator({**everyone("99.0.0.1", 90, 10, 60), **everyone("99.0.0.2", 90, 10, 60)})
+    first, second = delegator.delegate("99.0.0.1"), delegator.delegate("99.0.0.2")
+    assert first.subnet is None and (first.crawler, first.probes) == ("c2", 2)
+    assert (second.crawler, second.probes) == ("c2", 2)
+
+
+def test_an_unreachable_crawler_counts_as_infinitely_far():
+    class Prober:
+        def probe(self, crawler_id, ip):
+            if crawler_id == "c1":
+                raise D.Unreachable("no route")
+            return {"c2": 70.0, "c3": 90.0}[crawler_id]
+
+    hierarchy = D.Hierarchy()
+    for cidr, org in SUBNETS:
+        hierarchy.add_subnet(cidr, org)
+    delegator = D.Delegator(hierarchy, Prober())
+    for crawler_id, ip in HOMES.items():
+        delegator.register(D.Crawler(crawler_id, ip))
+    decision = delegator.delegate("10.1.2.3")
+    assert decision.crawler == "c2" and decision.results["c1"] == math.inf
+
+
+def test_delegating_with_no_crawler_registered_is_a_clear_error():
+    with pytest.raises(D.DelegationError, match="no crawler is registered"):
+        D.Delegator(D.Hierarchy(), D.TableProber()).delegate("10.0.0.1")
+
+
+def test_delegating_a_url_with_a_host_name_asks_for_the_address():
+    with pytest.raises(D.DelegationError, match="resolve it"):
+        small_delegator({}).delegate("http://www.example.org/")
+
+
+def test_a_latency_table_without_the_pair_names_crawler_and_address():
+    with pytest.raises(D.UnknownProbe, match=r"no row for crawler 'c\d' to 10\.3\.0\.9: add a"):
+        small_delegator({}).delegate("10.3.0.9")
+
+
+def test_a_crawler_with_a_bad_address_is_refused_naming_it():
+    with pytest.raises(D.DelegationError, match="crawler 'c9': 'ten.0.0.1' is neither an IP address nor a URL"):
+        D.Crawler("c9", "ten.0.0.1")
+
+
+def test_registering_a_crawler_twice_is_refused():
+    delegator = small_delegator({})
+    with pytest.raises(D.DelegationError, match="'c1' is already registered"):
+        delegator.register(D.Crawler("c1", "10.9.9.9"))
+
+
+# -- dynamic calibration --------------------------------------------------------------------
+
+
+def calibrated() -> D.Delegator:
+    """10.1.2.9 delegated to c1 (30 ms, sibling of c1's home); c2 is 20 ms away."""
+    delegator = small_delegator(everyone("10.1.2.9", c1=30, c2=20, c3=200))
+    assert delegator.delegate("http://10.1.2.9/a").crawler == "c1"
+    assert delegator.report_fetch("c1", "10.1.2.9", 100.0) is None  # the page's first fetch: the baseline
+    delegator.prober.set("c1", "10.1.2.9", 300.0)  # a route changed
+    return delegator
+
+
+def test_one_slow_fetch_does_not_redelegate():
+    delegator = calibrated()
+    assert delegator.report_fetch("c1", "10.1.2.9", 400.0) is None
+    assert delegator.owner(delegator.hierarchy.get("10.1.2.0/24")) == "c1"
+
+
+def test_repeated_slow_fetches_redelegate_the_subnet_with_fresh_probes():
+    delegator = calibrated()
+    assert delegator.report_fetch("c1", "10.1.2.9", 400.0) is None
+    decision = delegator.report_fetch("c1", "10.1.2.9", 410.0)
+    subnet = delegator.hierarchy.get("10.1.2.0/24")
+    assert (decision.crawler, decision.reason) == ("c2", D.RECALIBRATED)
+    assert decision.results == {"c1": 300.0, "c2": 20.0}  # the current crawler re-measured first
+    assert decision.moved == (D.Move(subnet, "c1", "c2"),)
+    assert (delegator.load("c1"), delegator.load("c2")) == (0, 1)
+    assert delegator.assigned("http://10.1.2.9/a") == "c2"
+    assert delegator.delegate("10.1.2.77").probes == 0
+
+
+def test_a_normal_fetch_between_slow_ones_restarts_the_count():
+    delegator = calibrated()
+    assert delegator.report_fetch("c1", "10.1.2.9", 400.0) is None
+    assert delegator.report_fetch("c1", "10.1.2.9", 110.0) is None
+    assert delegator.report_fetch("c1", "10.1.2.9", 400.0) is None
+    assert delegator.owner(delegator.hierarchy.get("10.1.2.0/24")) == "c1"
+
+
+def test_the_number_of_slow_fetches_is_configurable():
+    delegator = small_delegator(everyone("10.1.2.9", c1=30, c2=20, c3=200), slow_after=3)
+    delegator.delegate("10.1.2.9")
+    delegator.report_fetch("c1", "10.1.2.9", 100.0)
+    delegator.prober.set("c1", "10.1.2.9", 300.0)
+    assert [delegator.report_fetch("c1", "10.1.2.9", 400.0) is None for _ in range(3)] == [True, True, False]
+
+
+def test_an_absolute_slow_threshold_counts_without_earlier_fetches():
+    delegator = small_delegator(everyone("10.1.2.9", c1=30, c2=20, c3=200), slow_ms=250.0)
+    delegator.delegate("10.1.2.9")
+    delegator.prober.set("c1", "10.1.2.9", 300.0)
+    assert delegator.report_fetch("c1", "10.1.2.9", 260.0) is None
+    assert delegator.report_fetch("c1", "10.1.2.9", 260.0).crawler == "c2"
+
+
+def test_fetch_reports_from_a_crawler_not_holding_the_subnet_change_nothing():
+    delegator = calibrated()
+    assert [delegator.report_fetch("c2", "10.1.2.9", 900.0) for _ in range(3)] == [None, None, None]
+
+
+# -- load balancing -------------------------------------------------------------------------
+
+
+def balancing(variance_ms: float) -> D.Delegator:
+    """c1 (capacity 2) is the fastest for everything; threshold 1 ms so every crawler is
+    probed and balancing has all the results."""
+    latency = {**everyone("10.3.0.1", c1=10, c2=12, c3=300),   # 10.3.0.0/16: low variance
+               **everyone("10.4.0.1", c1=10, c2=45, c3=300),   # 10.4.0.0/16
+               **everyone("10.1.2.1", c1=5, c2=50, c3=300)}    # 10.1.2.0/24: the new one
+    delegator = small_delegator(latency, {"c1": 2, "c2": 10, "c3": 10}, threshold_ms=1.0, variance_ms=variance_ms)
+    assert [delegator.delegate(ip).crawler for ip in ("10.3.0.1", "10.4.0.1")] == ["c1", "c1"]
+    return delegator
+
+
+def test_a_full_crawler_hands_its_lowest_variance_subnet_to_the_next_best():
+    delegator = balancing(variance_ms=25.0)
+    decision = delegator.delegate("10.1.2.1")
+    h = delegator.hierarchy
+    assert (decision.crawler, decision.reason) == ("c1", D.BALANCED)
+    assert decision.moved == (D.Move(h.get("10.3.0.0/16"), "c1", "c2"),)
+    assert delegator.assigned("10.3.0.1") == "c2"
+    assert (delegator.load("c1"), delegator.load("c2")) == (2, 1)
+
+
+def test_with_no_subnet_movable_within_the_variance_band_the_url_goes_to_the_best_crawler_with_room():
+    delegator = balancing(variance_ms=1.0)
+    decision = delegator.delegate("10.1.2.1")
+    assert (decision.crawler, decision.reason, decision.moved) == ("c2", D.BALANCED, ())
+    assert delegator.owner(decision.subnet) == "c2"
+    assert (delegator.load("c1"), delegator.load("c2")) == (2, 1)
+
+
+def test_when_every_crawler_is_full_delegation_says_so():
+    delegator = small_delegator({}, {"c1": 1, "c2": 0, "c3": 0})
+    delegator.delegate("10.1.1.1")
+    with pytest.raises(D.CapacityError, match="every crawler is at capacity"):
+        delegator.delegate("10.1.1.2")
+
+
+@st.composite
+def workloads(draw):
+    crawlers = draw(st.integers(2, 5))
+    capacities = draw(st.lists(st.integers(0, 12), min_size=crawlers, max_size=crawlers))
+    ips = draw(st.lists(st.sampled_from([f"10.{a}.{b}.{c}" for a in (1, 2, 3) for b in (0, 1, 2) for c in (1, 2, 3)]),
+                        min_size=1, max_size=60))
+    latency = draw(st.lists(st.floats(1, 400), min_size=crawlers * 27, max_size=crawlers * 27))
+    return capacities, ips, latency, draw(st.sampled_from([1.0, 50.0])), draw(st.sampled_from([0.0, 25.0, 500.0]))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workloads())
+def test_balancing_never_gives_a_crawler_more_pages_than_its_capacity(workload):
+    capacities, ips, latency, threshold, variance = workload
+    hierarchy = D.Hierarchy()
+    for a in (1, 2, 3):
+        hierarchy.add_subnet(f"10.{a}.0.0/16", org=f"org{a}")
+        for b in (0, 1, 2):
+            hierarchy.add_subnet(f"10.{a}.{b}.0/24")
+    targets = sorted({f"10.{a}.{b}.{c}" for a in (1, 2, 3) for b in (0, 1, 2) for c in (1, 2, 3)})
+    crawler_ids = [f"c{n}" for n in range(len(capacities))]
+    rows = [(c, ip, latency[n * len(targets) + t]) for n, c in enumerate(crawler_ids) for t, ip in enumerate(targets)]
+    delegator = D.Delegator(hierarchy, D.TableProber(rows), threshold_ms=threshold, variance_ms=variance)
+    for n, (crawler_id, capacity) in enumerate(zip(crawler_ids, capacities, strict=True)):
+        delegator.register(D.Crawler(crawler_id, f"10.{n % 3 + 1}.{n % 3}.{200 + n}", capacity))
+    urls = [f"http://{ip}/p{n}" for n, ip in enumerate(ips)]
+    for n, url in enumerate(urls):
+        if n >= sum(capacities):
+            with pytest.raises(D.CapacityError):
+                delegator.delegate(url)
+            break
+        delegator.delegate(url)
+        loads = {c: delegator.load(c) for c in crawler_ids}
+        assert all(loads[c] <= cap for c, cap in zip(crawler_ids, capacities, strict=True))
+        assert sum(loads.values()) == n + 1
+    placed = [delegator.assigned(url) for url in urls[:sum(capacities)]]
+    assert all(crawler_id is not None for crawler_id in placed)
+    assert {c: placed.count(c) for c in crawler_ids} == {c: delegator.load(c) for c in crawler_ids}
+
+
+def test_balancing_keeps_every_crawler_within_capacity_on_simulated_crawls():
+    for seed in (1, 2):
+        sim = D.simulate(crawlers=6, urls=300, seed=seed, capacity=60)
+        metrics = D.run_simulation(sim)
+        assert metrics["max_load"] <= 60 and sum(metrics["loads"].values()) == 300
+
+
+# -- probers --------------------------------------------------------------------------------
+
+
+def test_tcp_prober_measures_a_connection_to_a_local_listening_socket():
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        ms = D.TcpProber(port=server.getsockname()[1], timeout=5).probe("me", "127.0.0.1")
+    assert math.isfinite(ms) and ms >= 0
+
+
+def test_tcp_prober_reports_an_unreachable_port_naming_address_and_port():
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    with pytest.raises(D.Unreachable, match=f"TCP connect to 127.0.0.1:{port} failed"):
+        D.TcpProber(port=port, timeout=5).probe("me", "127.0.0.1")
+
+
+def test_http_prober_times_a_head_request_to_a_local_server():
+    class Handler(BaseHTTPRequestHandler):
+        def do_HEAD(self):  # noqa: N802 (http.server's naming)
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        ms = D.HttpProber(port=server.server_address[1], timeout=5).probe("me", "127.0.0.1")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert math.isfinite(ms) and ms >= 0
+
+
+def test_a_prober_for_one_crawler_refuses_to_measure_for_another():
+    with pytest.raises(D.ProbeError, match="measures from crawler 'c1', not 'c2'"):
+        D.TcpProber(crawler_id="c1").probe("c2", "127.0.0.1")
+
+
+# -- simulator ------------------------------------------------------------------------------
+
+
+def test_simulation_is_deterministic_by_seed():
+    a, b, c = D.simulate(4, 200, seed=7), D.simulate(4, 200, seed=7), D.simulate(4, 200, seed=8)
+    assert (a.rir_lines, a.crawlers, a.latency_rows, a.urls) == (b.rir_lines, b.crawlers, b.latency_rows, b.urls)
+    assert a.urls != c.urls
+
+
+def test_simulated_rir_lines_build_a_hierarchy_covering_every_crawler_and_url():
+    sim = D.simulate(12, 300, seed=3)
+    hierarchy = D.Hierarchy()
+    hierarchy.add_rir(sim.rir_lines)
+    assert len({c.ip for c in sim.crawlers}) == 12
+    assert all(hierarchy.smallest(c.ip) is not None for c in sim.crawlers)
+    assert all(hierarchy.smallest(D.target_ip(url)) is not None for url in sim.urls)
+    assert any(D.target_ip(url).version == 6 for url in sim.urls)
+    assert max(hierarchy.depth(s) for s in hierarchy) >= 4
+
+
+def test_simulated_optimal_crawler_is_the_fastest_in_the_latency_table():
+    sim = D.simulate(4, 100, seed=1)
+    latency = sim.latency()
+    for ip, crawler_id in sim.optimal.items():
+        assert latency[crawler_id, ip] == min(latency[c.id, ip] for c in sim.crawlers)
+
+
+def test_run_simulation_reports_shares_probes_and_crawl_times():
+    sim = D.simulate(4, 200, seed=2)
+    ipmicra, everyone_probes, random = D.run_simulation(sim), D.run_probe_all(sim), D.run_random(sim, seed=1)
+    assert everyone_probes["optimal_share"] == 1.0 and everyone_probes["probes_per_url"] == 4
+    assert 0 <= ipmicra["optimal_share"] <= 1 and 0 <= ipmicra["probes_per_url"] <= 4
+    assert len(ipmicra["probes"]) == 200
+    assert everyone_probes["crawl_time_ms"] <= min(ipmicra["crawl_time_ms"], random["crawl_time_ms"])
