@@ -173,6 +173,7 @@ def small_delegator(latency: dict[tuple[str, str], float], capacity: dict[str, i
     for cidr, org in SUBNETS:
         hierarchy.add_subnet(cidr, org)
     prober = D.TableProber((c, ip, ms) for (c, ip), ms in latency.items())
+    options.setdefault("lookahead", None)  # these tests follow the paper's procedure step by step
     delegator = D.Delegator(hierarchy, prober, **options)
     for crawler_id, ip in HOMES.items():
         delegator.register(D.Crawler(crawler_id, ip, (capacity or {}).get(crawler_id)))
@@ -528,3 +529,21 @@ def test_run_simulation_reports_shares_probes_and_crawl_times():
     assert 0 <= ipmicra["optimal_share"] <= 1 and 0 <= ipmicra["probes_per_url"] <= 4
     assert len(ipmicra["probes"]) == 200
     assert everyone_probes["crawl_time_ms"] <= min(ipmicra["crawl_time_ms"], random["crawl_time_ms"])
+
+
+def test_by_default_the_fastest_of_a_level_wins_not_the_first_under_the_threshold():
+    # c1 and c2 both hold subnets inside 10.0.0.0/8; 10.3.0.0/16 (org d) is new to both
+    # c2's home (10.2.1.0/24) shares more leading bits with 10.3.0.5 than c1's: it is asked first
+    latency = {("c1", "10.3.0.5"): 12.0, ("c2", "10.3.0.5"): 40.0, ("c3", "10.3.0.5"): 90.0}
+    paper = small_delegator(latency).delegate("10.3.0.5")
+    ours = small_delegator(latency, lookahead=0).delegate("10.3.0.5")
+    assert paper.crawler == "c2" and ours.crawler == "c1"  # the paper stops at c2's 40 ms
+
+
+def test_lookahead_probes_one_more_level_before_choosing():
+    # 10.1.2.0/24 (org b) sits in isp1 (10.1.0.0/16) with c1's home; c2 is one level up (10.0.0.0/8)
+    latency = {("c1", "10.1.2.7"): 30.0, ("c2", "10.1.2.7"): 8.0, ("c3", "10.1.2.7"): 150.0}
+    without = small_delegator(latency, lookahead=0).delegate("10.1.2.7")
+    with_one = small_delegator(latency, lookahead=1).delegate("10.1.2.7")
+    assert (without.crawler, without.probes) == ("c1", 1)
+    assert with_one.crawler == "c2" and with_one.probes == 2 and "c3" not in with_one.results

@@ -248,13 +248,15 @@ def _metrics(sim: Simulation, assignment: dict[str, str], probes: list[int]) -> 
     }
 
 
-def run_simulation(sim: Simulation, threshold_ms: float = 50.0, variance_ms: float = 25.0) -> dict:
+def run_simulation(sim: Simulation, threshold_ms: float = 50.0, variance_ms: float = 25.0,
+                   lookahead: int | None = 1) -> dict:
     """Delegate the simulation's URLs in order with IPMicra; metrics (``optimal_share``,
     ``probes_per_url``, ``probes_last_50``, ``probes`` per URL, ``crawl_time_ms``,
     ``makespan_ms``, ``max_load``, ``reasons``, ``assignment``)."""
     hierarchy = Hierarchy()
     hierarchy.add_rir(sim.rir_lines)
-    delegator = Delegator(hierarchy, TableProber(sim.latency_rows), threshold_ms=threshold_ms, variance_ms=variance_ms)
+    delegator = Delegator(hierarchy, TableProber(sim.latency_rows), threshold_ms=threshold_ms, variance_ms=variance_ms,
+                          lookahead=lookahead)
     for crawler in sim.crawlers:
         delegator.register(crawler)
     decisions = [delegator.delegate(url) for url in sim.urls]
