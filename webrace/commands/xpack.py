@@ -15,7 +15,7 @@ class Command(ScrapyCommand):
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "pack IN OUT | unpack IN OUT | stat IN [--json] | query IN XPATH [--count]"
+        return "pack IN OUT | unpack IN OUT | stat IN [--json] | query IN XPATH [--count] [--ns P=URI]"
 
     def short_desc(self) -> str:
         return "XPack: pack XML into queryable compressed form, unpack it, describe it, query it"
@@ -29,6 +29,8 @@ class Command(ScrapyCommand):
         super().add_options(parser)
         parser.add_argument("--json", action="store_true", help="with `stat`: JSON")
         parser.add_argument("--count", action="store_true", help="with `query`: only the number of results")
+        parser.add_argument("--ns", action="append", default=[], metavar="PREFIX=URI",
+                            help="with `query`: a namespace prefix (e.g. for XHTML's default namespace)")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         from webrace.xpack.cli import run
@@ -38,5 +40,7 @@ class Command(ScrapyCommand):
             argv.append("--json")
         if opts.count:
             argv.append("--count")
+        for item in opts.ns:
+            argv += ["--ns", item]
         sys.stdout.flush()
         self.exitcode = run(argv)

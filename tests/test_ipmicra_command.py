@@ -1,0 +1,71 @@
+"""`scrapy ipmicra delegate` and `scrapy ipmicra simulate`: the command other tools rely on."""
+
+from __future__ import annotations
+
+import json
+
+RIR = """2|ripencc|20240101|4|19830101|20240101|+0100
+ripencc|*|ipv4|*|3|summary
+# a comment
+ripencc|CY|ipv4|194.42.0.0|768|20000101|allocated|org-ucy
+ripencc|CY|ipv4|194.42.16.0|4096|20000101|allocated|org-ucy
+ripencc|GR|ipv4|195.251.0.0|65536|19950101|allocated|org-grnet
+ripencc|CY|asn|3268|1|19950101|allocated|org-ucy
+"""
+CRAWLERS = [{"id": "cy", "ip": "194.42.0.10", "capacity": 100}, {"id": "gr", "ip": "195.251.1.10", "capacity": None}]
+LATENCY = {"194.42.1.5": {"cy": 3.0, "gr": 40.0}, "194.42.16.7": {"cy": 4.0, "gr": 41.0},
+           "195.251.9.9": {"cy": 38.0, "gr": 5.0}}
+
+
+def write_inputs(project, latency=LATENCY, urls=None) -> None:
+    project.write("ripe.txt", RIR)
+    project.write("crawlers.json", json.dumps(CRAWLERS))
+    project.write("latency.csv", "crawler,ip,ms\n" + "".join(
+        f"{c},{ip},{ms}\n" for ip, row in latency.items() for c, ms in row.items()))
+    project.write("urls.txt", "\n".join(urls or ["http://194.42.1.5/", "http://195.251.9.9/a",
+                                                 "http://194.42.16.7/x", "http://194.42.1.5/again",
+                                                 "http://example.org/not-an-ip"]) + "\n")
+
+
+def delegate(project, *extra):
+    return project.scrapy("ipmicra", "delegate", "--rir", "ripe.txt", "--crawlers", "crawlers.json",
+                          "--latency", "latency.csv", "--urls", "urls.txt", "-o", "out.jsonl", *extra)
+
+
+def test_delegate_writes_one_line_per_url_in_input_order_and_a_summary(project):
+    write_inputs(project)
+    done = delegate(project)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in (project.root / "out.jsonl").read_text().splitlines()]
+    assert [set(line) for line in lines] == [{"url", "ip", "crawler", "probes"}] * 4
+    assert [(x["url"], x["ip"], x["crawler"]) for x in lines] == [
+        ("http://194.42.1.5/", "194.42.1.5", "cy"), ("http://195.251.9.9/a", "195.251.9.9", "gr"),
+        ("http://194.42.16.7/x", "194.42.16.7", "cy"), ("http://194.42.1.5/again", "194.42.1.5", "cy")]
+    assert lines[0]["probes"] == 0  # 194.42.0.0/23 is cy's home subnet, delegated at registration
+    assert lines[3]["probes"] == 0  # same subnet again: no probe
+    assert "urls.txt:5: skipped" in done.stderr and "Delegated 4 URL(s)" in done.stderr
+
+
+def test_a_missing_latency_row_is_a_clear_error_and_no_output(project):
+    write_inputs(project, latency={"194.42.1.5": {"cy": 3.0}})
+    done = delegate(project)
+    # URL 3 is the first one outside a crawler's home subnet: the first that needs a probe
+    assert done.returncode == 1 and "latency.csv" in done.stderr and "urls.txt:3" in done.stderr
+    assert "Traceback" not in done.stderr and not (project.root / "out.jsonl").exists()
+
+
+def test_bad_crawler_and_latency_files_name_file_and_line(project):
+    write_inputs(project)
+    project.write("latency.csv", "crawler,ip,ms\ncy,194.42.1.5,fast\n")
+    done = delegate(project)
+    assert done.returncode == 1 and "latency.csv:2" in done.stderr
+    write_inputs(project)
+    project.write("crawlers.json", '[{"id": "cy"}]')
+    done = delegate(project)
+    assert done.returncode == 1 and "crawlers.json" in done.stderr and "needs" in done.stderr
+
+
+def test_simulate_prints_the_benchmark_metrics(project):
+    done = project.scrapy("ipmicra", "simulate", "--crawlers", "4", "--urls", "200", "--seed", "3")
+    assert done.returncode == 0, done.stderr
+    assert "random" in done.stdout and "IPMicra 50 ms" in done.stdout and "probes/URL" in done.stdout

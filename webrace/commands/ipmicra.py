@@ -1,0 +1,231 @@
+"""``scrapy ipmicra delegate ...`` and ``scrapy ipmicra simulate ...``: IPMicra (seed 002) from
+the command line.
+
+    scrapy ipmicra delegate --rir FILE [--rir FILE...] [--subnets FILE] --crawlers CRAWLERS.json
+        --latency LATENCY.csv --urls URLS.txt [--threshold-ms 50] -o OUT.jsonl
+    scrapy ipmicra simulate --crawlers N --urls M [--seed S] [--threshold-ms 50]
+
+``delegate`` builds the hierarchy from RIR delegated-extended files (and finer subnets, one
+CIDR per line), registers the crawlers (a JSON list of ``{"id", "ip", "capacity"}``), and
+delegates every URL (one per line, host an IP literal) in order, probing through the
+latency table (CSV ``crawler,ip,ms``: probing crawler c for a URL costs one probe and reads
+the row of c and the URL's IP). ``OUT.jsonl`` gets one line per URL, ``{"url", "ip",
+"crawler", "probes"}``, in input order; a line that is not such a URL is skipped and
+counted; a summary goes to stderr. Any error in the inputs: a message naming the file and
+line, exit 1, and no output file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+
+class InputError(ValueError):
+    """A problem with one of the command's input files."""
+
+
+def read_crawlers(path: str) -> list[Any]:
+    from webrace.delegation import Crawler, DelegationError
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
+    if not isinstance(data, list) or not data:
+        raise InputError(f"{path}: expected a non-empty JSON list of {{\"id\", \"ip\", \"capacity\"}}")
+    crawlers, seen = [], set()
+    for n, entry in enumerate(data):
+        if not isinstance(entry, dict) or not {"id", "ip"} <= set(entry):
+            raise InputError(f"{path}: crawler #{n + 1}: needs \"id\" and \"ip\"")
+        capacity = entry.get("capacity")
+        if capacity is not None and (not isinstance(capacity, int) or isinstance(capacity, bool)):
+            raise InputError(f"{path}: crawler {entry['id']!r}: capacity must be an integer or null")
+        if str(entry["id"]) in seen:
+            raise InputError(f"{path}: crawler {entry['id']!r} is listed twice")
+        seen.add(str(entry["id"]))
+        try:
+            crawlers.append(Crawler(str(entry["id"]), entry["ip"], capacity))
+        except DelegationError as exc:
+            raise InputError(f"{path}: {exc}") from None
+    return crawlers
+
+
+def read_latency(path: str) -> list[tuple[str, str, float]]:
+    try:
+        handle = open(path, encoding="utf-8", newline="")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    rows = []
+    with handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if [h.strip() for h in header or []] != ["crawler", "ip", "ms"]:
+            raise InputError(f"{path}:1: the header must be crawler,ip,ms")
+        for row in reader:
+            if not row or not "".join(row).strip():
+                continue
+            if len(row) != 3:
+                raise InputError(f"{path}:{reader.line_num}: expected 3 fields, got {len(row)}")
+            try:
+                ms = float(row[2])
+            except ValueError:
+                raise InputError(f"{path}:{reader.line_num}: ms {row[2]!r} is not a number") from None
+            if ms < 0 or ms != ms:
+                raise InputError(f"{path}:{reader.line_num}: ms must be a non-negative number")
+            rows.append((row[0].strip(), row[1].strip(), ms))
+    return rows
+
+
+def write_atomically(path: str, lines: list[str]) -> None:
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent if str(target.parent) else ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.writelines(line + "\n" for line in lines)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class Command(ScrapyCommand):
+    requires_project = False
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return ("delegate --rir FILE [--rir FILE...] [--subnets FILE] --crawlers CRAWLERS.json --latency LATENCY.csv "
+                "--urls URLS.txt [--threshold-ms 50] -o OUT.jsonl | simulate --crawlers N --urls M [--seed S]")
+
+    def short_desc(self) -> str:
+        return "IPMicra: delegate URLs to the nearest crawler through an IP hierarchy; simulate it"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--rir", action="append", default=[], metavar="FILE",
+                            help="RIR delegated-extended file (repeatable)")
+        parser.add_argument("--subnets", metavar="FILE", help="finer subnets, one CIDR per line (optional)")
+        parser.add_argument("--crawlers", metavar="CRAWLERS.json|N",
+                            help="delegate: JSON list of crawlers; simulate: how many")
+        parser.add_argument("--latency", metavar="LATENCY.csv", help="crawler,ip,ms rows the probes read")
+        parser.add_argument("--urls", metavar="URLS.txt|M", help="delegate: URLs, one per line; simulate: how many")
+        parser.add_argument("--threshold-ms", type=float, default=50.0, help="probing threshold (default 50)")
+        parser.add_argument("--lookahead", type=int, default=1,
+                            help="levels looked at past the first probe under the threshold (-1: the paper's stop)")
+        parser.add_argument("-o", "--output", metavar="OUT.jsonl", help="delegate: where the decisions go")
+        parser.add_argument("--seed", type=int, default=1, help="simulate: the world's seed")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1 or args[0] not in ("delegate", "simulate"):
+            raise UsageError("expected `delegate` or `simulate`")
+        lookahead = None if opts.lookahead < 0 else opts.lookahead
+        try:
+            if args[0] == "delegate":
+                self.delegate(opts, lookahead)
+            else:
+                self.simulate(opts, lookahead)
+        except InputError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            self.exitcode = 1
+
+    def delegate(self, opts: argparse.Namespace, lookahead: int | None) -> None:
+        from webrace.delegation import (
+            DelegationError,
+            Delegator,
+            Hierarchy,
+            RirError,
+            TableProber,
+            UnknownProbe,
+            target_ip,
+        )
+
+        missing = [flag for flag, value in (("--rir", opts.rir), ("--crawlers", opts.crawlers),
+                                            ("--latency", opts.latency), ("--urls", opts.urls),
+                                            ("-o", opts.output)) if not value]
+        if missing:
+            raise UsageError(f"`delegate` needs {', '.join(missing)}")
+        hierarchy = Hierarchy()
+        for path in opts.rir:
+            try:
+                hierarchy.add_rir(path)
+            except (RirError, OSError) as exc:
+                raise InputError(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
+        if opts.subnets:
+            for number, line in enumerate(self._lines(opts.subnets), 1):
+                cidr = line.split("#", 1)[0].strip()
+                if cidr:
+                    try:
+                        hierarchy.add_subnet(cidr)
+                    except ValueError as exc:
+                        raise InputError(f"{opts.subnets}:{number}: {exc}") from None
+        delegator = Delegator(hierarchy, TableProber(read_latency(opts.latency)), threshold_ms=opts.threshold_ms,
+                              lookahead=lookahead)
+        for crawler in read_crawlers(opts.crawlers):
+            delegator.register(crawler)
+        lines, skipped, reasons, probes = [], [], Counter(), 0
+        for number, line in enumerate(self._lines(opts.urls), 1):
+            url = line.strip()
+            if not url or url.startswith("#"):
+                continue
+            try:
+                ip = target_ip(url)
+            except ValueError as exc:
+                skipped.append(f"{opts.urls}:{number}: skipped: {exc}")
+                continue
+            try:
+                decision = delegator.delegate(url)
+            except UnknownProbe as exc:
+                raise InputError(f"{opts.latency}: {exc} (needed by {opts.urls}:{number})") from None
+            except DelegationError as exc:
+                raise InputError(f"{opts.urls}:{number}: {exc}") from None
+            probes += decision.probes
+            reasons[decision.reason] += 1
+            lines.append(json.dumps({"url": url, "ip": str(ip), "crawler": decision.crawler,
+                                     "probes": decision.probes}))
+        for problem in skipped:
+            print(problem, file=sys.stderr)
+        write_atomically(opts.output, lines)
+        loads = ", ".join(f"{c} {delegator.load(c)}" for c in delegator.crawlers)
+        print(f"Delegated {len(lines)} URL(s) with {probes} probe(s) ({probes / max(1, len(lines)):.2f} per URL); "
+              f"skipped {len(skipped)}; by reason: {', '.join(f'{k} {v}' for k, v in sorted(reasons.items()))}; "
+              f"pages per crawler: {loads}", file=sys.stderr)
+
+    def simulate(self, opts: argparse.Namespace, lookahead: int | None) -> None:
+        from webrace.delegation import run_probe_all, run_random, run_simulation, simulate
+
+        try:
+            crawlers, urls = int(opts.crawlers or 4), int(opts.urls or 1000)
+        except ValueError:
+            raise UsageError("`simulate` takes --crawlers N and --urls M (numbers)") from None
+        if crawlers < 1 or urls < 1:
+            raise UsageError("--crawlers and --urls must be at least 1")
+        sim = simulate(crawlers, urls, opts.seed)
+        rows = {"random": run_random(sim, opts.seed), "probe every crawler (optimal)": run_probe_all(sim),
+                f"IPMicra {opts.threshold_ms:g} ms": run_simulation(sim, threshold_ms=opts.threshold_ms,
+                                                                     lookahead=lookahead)}
+        base = rows["random"]["crawl_time_ms"]
+        print(f"{crawlers} crawlers, {urls} URLs, world seed {opts.seed}")
+        print(f"  {'method':<32} {'optimal':>8} {'probes/URL':>10} {'last 50':>8} {'crawl s':>9} {'/random':>8}")
+        for name, r in rows.items():
+            print(f"  {name:<32} {r['optimal_share']:>8.1%} {r['probes_per_url']:>10.2f} {r['probes_last_50']:>8.2f} "
+                  f"{r['crawl_time_ms'] / 1000:>9.1f} {r['crawl_time_ms'] / base:>8.3f}")
+
+    @staticmethod
+    def _lines(path: str) -> list[str]:
+        try:
+            return Path(path).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
