@@ -71,6 +71,18 @@ WEBRACE_LEASE_TIMEOUT = 300.0
 WEBRACE_MAX_LEASED = 8
 # Distributed mode: a worker stops after this many seconds without work; None = never.
 WEBRACE_IDLE_CLOSE = None
+
+# IPMicra in the distributed mode: each worker has its own queue per round and a page waits
+# in the queue of the worker its host's IP is delegated to (README, section 11).
+WEBRACE_DELEGATION = False
+WEBRACE_WORKER_ID = None  # this worker's name (default: host name and process id)
+WEBRACE_WORKER_IP = None  # the address this worker crawls from (its home subnet is delegated to it)
+WEBRACE_WORKER_CAPACITY = None  # pages (distinct addresses) this worker takes at most; None: no limit
+WEBRACE_DELEGATION_RIR = []  # RIR delegated-extended files: the IP hierarchy
+WEBRACE_DELEGATION_SUBNETS = None  # a file of finer subnets, one CIDR per line
+WEBRACE_DELEGATION_LATENCY = None  # a crawler,ip,ms CSV the probes read (else measured: TCP connect)
+WEBRACE_DELEGATION_HOSTS = {}  # host -> address pins, before DNS
+WEBRACE_DELEGATION_THRESHOLD_MS = 50.0  # the probing threshold
 # Leases pages from Redis with REDIS_URL; otherwise it is Scrapy's own scheduler.
 SCHEDULER = "webrace.backends.redisscheduler.LeaseScheduler"
 

@@ -11,12 +11,15 @@ Keys, under ``<prefix>round:<id>:`` —
 ``nodes`` (hash URL -> node JSON: parent, depth, budgets, state, counted URDs, links),
 ``queue`` (zset URL by depth then arrival: breadth first), ``leases`` (zset URL by lease
 deadline, Redis server time), ``active`` (hash URD id -> pending pages that keep it active),
-``seq`` (arrival counter).
+``seq`` (arrival counter); with IPMicra delegation (``WEBRACE_DELEGATION``) also
+``queue:<worker>`` (the pages delegated to a worker, same ordering) and ``queues`` (the set of
+those keys).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -37,7 +40,12 @@ for _, pair in ipairs(cjson.decode(ARGV[3])) do
     local node = {p = parent, d = depth, b = budgets, s = 'pending', c = counted, l = {}}
     redis.call('HSET', KEYS[1], url, cjson.encode(node))
     local seq = redis.call('INCR', KEYS[4])
-    redis.call('ZADD', KEYS[2], depth * 1e12 + seq, url)
+    local queue = KEYS[2]
+    if pair[3] and pair[3] > 0 then  -- delegated: the queue of the worker its host went to
+      queue = KEYS[5 + pair[3]]
+      redis.call('SADD', KEYS[5], queue)
+    end
+    redis.call('ZADD', queue, depth * 1e12 + seq, url)
     table.insert(out, 'new'); table.insert(out, cjson.encode(budgets)); table.insert(out, 'pending')
   else
     local node = cjson.decode(raw)
@@ -91,9 +99,10 @@ redis.call('ZREM', KEYS[3], ARGV[1])
 return {'{}', cjson.encode(ended)}
 """
 
-# Take the next page: first put expired leases back in the queue, then move the head of
-# the queue to the leases. Members whose node is missing, unreadable or no longer pending
-# are dropped and counted.
+# Take the next page from the queue KEYS[1] (the shared one, or a worker's own): first put
+# expired leases back in the shared queue KEYS[5], then move the head of KEYS[1] to the
+# leases. Members whose node is missing, unreadable or no longer pending are dropped and
+# counted.
 _LEASE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -103,7 +112,7 @@ for _, url in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)) do
   local ok, node = pcall(cjson.decode, redis.call('HGET', KEYS[3], url) or '')
   if ok and node.s == 'pending' then
     local seq = redis.call('INCR', KEYS[4])
-    redis.call('ZADD', KEYS[1], node.d * 1e12 + seq, url)
+    redis.call('ZADD', KEYS[5], node.d * 1e12 + seq, url)  -- back to the shared queue: any worker
     reaped = reaped + 1
   end
 end
@@ -124,15 +133,24 @@ end
 
 
 class RedisFrontier:
-    def __init__(self, client: redis.Redis, key_prefix: str, round_id: str) -> None:
+    """``router`` (distributed mode with delegation): URLs -> the worker each one is
+    delegated to (None: the shared queue); a delegated URL waits in that worker's queue
+    (``queue:<worker>``) and the round's ``queues`` set lists those queues."""
+
+    def __init__(self, client: redis.Redis, key_prefix: str, round_id: str,
+                 router: Callable[[list[str]], list[str | None]] | None = None) -> None:
         self.client = client
-        base = f"{key_prefix}round:{round_id}:"
-        self.keys = {name: base + name for name in ("nodes", "queue", "leases", "active", "seq")}
+        self.base = f"{key_prefix}round:{round_id}:"
+        self.keys = {name: self.base + name for name in ("nodes", "queue", "leases", "active", "seq", "queues")}
+        self.router = router
         self._offer_many = client.register_script(_OFFER_MANY)
         self._finish = client.register_script(_FINISH)
         self._lease = client.register_script(_LEASE)
         self.reaped = 0  # leases that expired and went back to the queue
         self.skipped = 0  # queue entries without a readable pending node
+
+    def worker_queue(self, worker: str) -> str:
+        return f"{self.base}queue:{worker}"
 
     def offer(
         self, url: str, parent_url: str | None, depth: int, budgets: dict[str, int]
@@ -146,9 +164,13 @@ class RedisFrontier:
         if not offers:
             return []
         k = self.keys
+        routes = self.router([url for url, _ in offers]) if self.router else [None] * len(offers)
+        queues = sorted({route for route in routes if route})
+        index = {worker: n + 1 for n, worker in enumerate(queues)}
         flat = self._offer_many(
-            keys=[k["nodes"], k["queue"], k["active"], k["seq"]],
-            args=[parent_url or "", depth, json.dumps([[url, budgets] for url, budgets in offers])],
+            keys=[k["nodes"], k["queue"], k["active"], k["seq"], k["queues"], *map(self.worker_queue, queues)],
+            args=[parent_url or "", depth, json.dumps([[url, budgets, index.get(route, 0)]
+                                                       for (url, budgets), route in zip(offers, routes, strict=True)])],
         )
         return [(Offer(_text(flat[i])), _dict(flat[i + 1]), _text(flat[i + 2])) for i in range(0, len(flat), 3)]
 
@@ -210,27 +232,42 @@ class RedisFrontier:
     def forget_active(self) -> None:
         self.client.delete(self.keys["active"])
 
-    def lease(self, lease_ms: int) -> Node | None:
-        """The next page to fetch (breadth first), leased for ``lease_ms``; None when the
-        queue is empty (pages may still be leased by other workers: see :meth:`pending`)."""
+    def lease(self, lease_ms: int, worker: str | None = None, also: tuple[str, ...] = ()) -> Node | None:
+        """The next page to fetch (breadth first), leased for ``lease_ms``: from ``worker``'s
+        own queue first, then the shared queue, then the queues of the workers in ``also``
+        (those that stopped: their pages must not wait for them); None when there is none
+        (pages may still be leased by other workers: see :meth:`pending`)."""
         k = self.keys
-        result = self._lease(keys=[k["queue"], k["leases"], k["nodes"], k["seq"]], args=[lease_ms])
-        self.reaped += int(result[0])
-        self.skipped += int(result[1])
-        if len(result) < 4:
-            return None
-        return _node(_text(result[2]), result[3])
+        sources = [self.worker_queue(worker)] if worker else []
+        sources += [k["queue"], *(self.worker_queue(w) for w in also if w != worker)]
+        for queue in sources:
+            result = self._lease(keys=[queue, k["leases"], k["nodes"], k["seq"], k["queue"]], args=[lease_ms])
+            self.reaped += int(result[0])
+            self.skipped += int(result[1])
+            if len(result) >= 4:
+                return _node(_text(result[2]), result[3])
+        return None
 
-    def queued(self) -> int:
-        """Pages waiting in the queue (not leased)."""
-        return int(self.client.zcard(self.keys["queue"]))
+    def worker_queues(self) -> list[str]:
+        return sorted(_text(q) for q in self.client.smembers(self.keys["queues"]))
+
+    def queued(self, worker: str | None = None) -> int:
+        """Pages waiting (not leased): in every queue, or in the shared queue and ``worker``'s."""
+        queues = [self.keys["queue"], *([self.worker_queue(worker)] if worker else self.worker_queues())]
+        pipe = self.client.pipeline(transaction=False)
+        for queue in queues:
+            pipe.zcard(queue)
+        return sum(int(n) for n in pipe.execute())
 
     def pending(self) -> int:
         """Pages queued or leased: the round is over when this is 0."""
-        return int(self.client.zcard(self.keys["queue"])) + int(self.client.zcard(self.keys["leases"]))
+        return self.queued() + int(self.client.zcard(self.keys["leases"]))
+
+    def all_keys(self) -> list[str]:
+        return [*self.keys.values(), *self.worker_queues()]
 
     def delete(self) -> None:
-        self.client.delete(*self.keys.values())
+        self.client.delete(*self.all_keys())
 
 
 def _node(url: str, raw: bytes | str) -> Node:

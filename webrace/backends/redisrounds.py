@@ -22,10 +22,11 @@ CLOSED_ROUND_TTL = 3600  # seconds a closed round's keys stay, for workers finis
 
 
 class RoundRegistry:
-    def __init__(self, client: redis.Redis, key_prefix: str) -> None:
+    def __init__(self, client: redis.Redis, key_prefix: str, router=None) -> None:
         self.client = client
         self.prefix = key_prefix
         self.key = f"{key_prefix}rounds"
+        self.router = router  # IPMicra: URLs -> the workers they are delegated to (see RedisFrontier)
         self._frontiers: dict[str, RedisFrontier] = {}
 
     def open(self, urds: Iterable[Urd]) -> str | None:
@@ -56,7 +57,7 @@ class RoundRegistry:
 
     def frontier(self, round_id: str) -> RedisFrontier:
         if round_id not in self._frontiers:
-            self._frontiers[round_id] = RedisFrontier(self.client, self.prefix, round_id)
+            self._frontiers[round_id] = RedisFrontier(self.client, self.prefix, round_id, self.router)
         return self._frontiers[round_id]
 
     def finished(self, round_id: str) -> bool:
@@ -65,7 +66,7 @@ class RoundRegistry:
     def close(self, round_id: str) -> None:
         """Take the round off the open list; its keys expire a while later."""
         self.client.zrem(self.key, round_id)
-        for key in [self._urds_key(round_id), *self.frontier(round_id).keys.values()]:
+        for key in [self._urds_key(round_id), *self.frontier(round_id).all_keys()]:
             self.client.expire(key, CLOSED_ROUND_TTL)
         self._frontiers.pop(round_id, None)
 

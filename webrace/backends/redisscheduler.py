@@ -90,7 +90,12 @@ class LeaseScheduler(BaseScheduler):
             for round_id in self._open_rounds():
                 frontier = self.registry.frontier(round_id)
                 reaped, skipped = frontier.reaped, frontier.skipped
-                node = frontier.lease(self.lease_ms)
+                delegation = getattr(self.spider, "delegation", None)
+                if delegation is None:
+                    node = frontier.lease(self.lease_ms)
+                else:  # IPMicra: this worker's own queue, then the shared one, then stopped workers'
+                    delegation.heartbeat()
+                    node = frontier.lease(self.lease_ms, delegation.me, delegation.stopped_workers())
                 self.stats.inc_value("webrace/leases/expired", frontier.reaped - reaped)
                 self.stats.inc_value("webrace/leases/corrupt_skipped", frontier.skipped - skipped)
                 if node is None:
@@ -125,7 +130,9 @@ class LeaseScheduler(BaseScheduler):
         now = time.monotonic()
         if now - at > 0.2:
             try:
-                queued = any(self.registry.frontier(r).queued() for r in self._open_rounds())
+                delegation = getattr(self.spider, "delegation", None)
+                me = delegation.me if delegation is not None else None
+                queued = any(self.registry.frontier(r).queued(me) for r in self._open_rounds())
             except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
                 queued = False
             self._queued_cache = (now, queued)

@@ -22,6 +22,18 @@ class Command(ScrapyCrawl):
                 print(f"error: {exc}", file=sys.stderr)
                 self.exitcode = 1
                 return
+            if self.settings.getbool("WEBRACE_DELEGATION") and args and args[0] == "urd":
+                from webrace.backends.redis import prefix
+                from webrace.backends.redisdelegation import RedisDelegation
+                from webrace.delegation import DelegationError
+
+                try:  # the hierarchy, latency table and this worker's address, before any request
+                    RedisDelegation(connect(self.settings), prefix(self.settings), self.settings)
+                except DelegationError as exc:
+                    print(f"error: {exc}", file=sys.stderr)
+                    print("Nothing was crawled.", file=sys.stderr)
+                    self.exitcode = 1
+                    return
         if args and args[0] == "dynabot":
             from webrace.spiders.dynabot import check_arguments
 

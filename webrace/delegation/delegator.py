@@ -178,6 +178,18 @@ class Delegator:
         """The crawler the subnet is delegated to."""
         return self._owner.get(subnet)
 
+    def adopt(self, subnet: Subnet, crawler_id: str) -> None:
+        """Record a delegation decided elsewhere (another worker's coordinator, in the
+        distributed mode): the subnet is now ``crawler_id``'s, without probing."""
+        self._crawler(crawler_id)
+        current = self._owner.get(subnet)
+        if current == crawler_id:
+            return
+        if current is not None:
+            self._move(subnet, current, crawler_id)
+        else:
+            self._delegate(subnet, crawler_id)
+
     def delegations(self) -> dict[Subnet, str]:
         return dict(self._owner)
 

@@ -102,11 +102,19 @@ class UrdSpider(scrapy.Spider):
         spider.scout = CrawlRules.load(crawler, spider.template_arg)  # TemplateError: refused
         spider.cache = ObjectCache.from_settings(settings)
         spider.continuous = settings.getbool("WEBRACE_CONTINUOUS")
+        spider.delegation = None  # IPMicra's per-worker queues (distributed mode, WEBRACE_DELEGATION)
         if settings.get("REDIS_URL"):
             from webrace.backends.redis import connect, prefix
             from webrace.backends.redisrounds import RoundRegistry
 
-            spider.registry = RoundRegistry(connect(settings), prefix(settings))
+            router = None
+            if settings.getbool("WEBRACE_DELEGATION"):
+                from webrace.backends.redisdelegation import RedisDelegation
+
+                spider.delegation = RedisDelegation(connect(settings), prefix(settings), settings)
+                spider.delegation.register()
+                router = spider.delegation.route
+            spider.registry = RoundRegistry(connect(settings), prefix(settings), router)
         crawler.signals.connect(spider.on_closed, signal=signals.spider_closed)
         if spider.scout is not None:
             crawler.signals.connect(spider.close_rules, signal=signals.spider_closed)
@@ -242,6 +250,11 @@ class UrdSpider(scrapy.Spider):
                     if result.results:
                         yield result
                 self._add_enqueued(node, response.url, outcome.enqueued)
+        if self.delegation is not None and rnd.shared:  # hosts resolved before the links are routed
+            latency = response.meta.get("download_latency")
+            if latency is not None and response.status != 304:
+                self.delegation.report(response.url, latency * 1000)
+            await self.delegation.prepare(node.links)
         for out in self._expand(rnd, node, item):
             yield out
 

@@ -1,0 +1,103 @@
+"""IPMicra in the distributed mode: per-worker queues in a real Redis, and workers crawling
+only the hosts delegated to them."""
+
+from __future__ import annotations
+
+import json
+
+import redis
+from conftest import REDIS_URL, Project, urd
+from scrapy.settings import Settings
+from test_distributed import finish, schedule, start_worker
+
+from webrace.backends.redisdelegation import RedisDelegation
+from webrace.backends.redisrounds import RoundRegistry
+
+RIR = """2|ripencc|20240101|3|19830101|20240101|+0100
+ripencc|*|ipv4|*|3|summary
+ripencc|CY|ipv4|194.42.0.0|768|20000101|allocated|org-ucy
+ripencc|CY|ipv4|194.42.16.0|4096|20000101|allocated|org-ucy
+ripencc|GR|ipv4|195.251.0.0|65536|19950101|allocated|org-grnet
+"""
+LATENCY = "crawler,ip,ms\ncy,194.42.1.5,3\ngr,194.42.1.5,40\ncy,195.251.9.9,38\ngr,195.251.9.9,5\n" \
+          "cy,194.42.16.7,4\ngr,194.42.16.7,41\n"
+HOSTS = {"cy.test": "194.42.1.5", "gr.test": "195.251.9.9", "cy2.test": "194.42.16.7"}
+WORKERS = {"cy": "194.42.0.10", "gr": "195.251.1.10"}
+
+
+def delegation_settings(tmp_path, worker: str, prefix: str) -> dict:
+    (tmp_path / "ripe.txt").write_text(RIR)
+    (tmp_path / "latency.csv").write_text(LATENCY)
+    return {"REDIS_URL": REDIS_URL, "WEBRACE_REDIS_PREFIX": prefix, "WEBRACE_DELEGATION": True,
+            "WEBRACE_WORKER_ID": worker, "WEBRACE_WORKER_IP": WORKERS[worker],
+            "WEBRACE_DELEGATION_RIR": [str(tmp_path / "ripe.txt")],
+            "WEBRACE_DELEGATION_LATENCY": str(tmp_path / "latency.csv"), "WEBRACE_DELEGATION_HOSTS": HOSTS}
+
+
+def delegation(tmp_path, worker: str, prefix: str) -> RedisDelegation:
+    settings = Settings({"WEBRACE_LEASE_TIMEOUT": 300.0, "WEBRACE_DELEGATION_THRESHOLD_MS": 50.0,
+                         **delegation_settings(tmp_path, worker, prefix)})
+    found = RedisDelegation(redis.Redis.from_url(REDIS_URL), prefix, settings)
+    found.register()
+    return found
+
+
+def test_per_worker_queues_receive_the_pages_of_their_hosts(tmp_path, redis_prefix):
+    cy, gr = delegation(tmp_path, "cy", redis_prefix), delegation(tmp_path, "gr", redis_prefix)
+    client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
+    frontier = RoundRegistry(client, redis_prefix, cy.route).frontier("r1")
+    urls = ["http://cy.test/a", "http://gr.test/b", "http://cy2.test/c", "http://elsewhere.test/d"]
+    frontier.offer_many("http://hub.test/", 1, [(url, {"u1": 1}) for url in urls])
+    assert client.zrange(frontier.worker_queue("cy"), 0, -1) == ["http://cy.test/a", "http://cy2.test/c"]
+    assert client.zrange(frontier.worker_queue("gr"), 0, -1) == ["http://gr.test/b"]
+    assert client.zrange(frontier.keys["queue"], 0, -1) == ["http://elsewhere.test/d"]  # host not resolved
+    assert frontier.pending() == 4
+    assert client.hget(f"{redis_prefix}delegation:subnets", "194.42.16.0/20") == "cy"  # decided once, shared
+    assert gr.route(["http://cy2.test/other"]) == ["cy"]  # gr adopts cy's decision
+    # leasing: a worker's own queue, then the shared one; never another live worker's
+    gr_frontier = RoundRegistry(client, redis_prefix, gr.route).frontier("r1")
+    assert gr_frontier.lease(60_000, "gr").url == "http://gr.test/b"
+    assert gr_frontier.lease(60_000, "gr").url == "http://elsewhere.test/d"
+    assert gr_frontier.lease(60_000, "gr") is None
+    assert gr_frontier.lease(60_000, "gr", also=("cy",)).url == "http://cy.test/a"  # cy stopped: taken over
+
+
+def test_two_workers_each_crawl_the_hosts_delegated_to_them(site, tmp_path, redis_prefix):
+    site.html("/", [site.url(f"/c{i}", "cy.test") for i in range(4)] + [site.url(f"/g{i}", "gr.test")
+                                                                        for i in range(4)], host="hub.test")
+    for i in range(4):
+        site.html(f"/c{i}", [], host="cy.test")
+        site.html(f"/g{i}", [], host="gr.test")
+    env = {"REDIS_URL": REDIS_URL, "WEBRACE_REDIS_PREFIX": redis_prefix}
+    scheduler = Project(tmp_path / "scheduler")
+    (tmp_path / "scheduler").mkdir()
+    scheduler.env.update(env)
+    scheduler.add_urds(urd("u1", "alice", site.url("/", "hub.test"), depth=1, scope="any"))
+    assert "opened" in schedule(scheduler)
+    runs = {}
+    for worker in WORKERS:
+        (tmp_path / worker).mkdir()
+        project = Project(tmp_path / worker)
+        project.env.update(env)
+        settings = {k: (json.dumps(v) if isinstance(v, dict) else ",".join(v) if isinstance(v, list) else v)
+                    for k, v in delegation_settings(tmp_path, worker, redis_prefix).items()
+                    if k not in ("REDIS_URL", "WEBRACE_REDIS_PREFIX")}
+        runs[worker] = (project, *start_worker(project, **settings))
+    done = {worker: finish(project, proc, out) for worker, (project, proc, out) in runs.items()}
+    for run in done.values():
+        assert run.returncode == 0, run.stderr[-3000:]
+    fetched = {worker: {item["url"] for item in run.pages} for worker, run in done.items()}
+    assert {u for u in fetched["cy"] if "gr.test" in u} == set() and len([u for u in fetched["cy"]
+                                                                          if "cy.test" in u]) == 4
+    assert {u for u in fetched["gr"] if "cy.test" in u} == set() and len([u for u in fetched["gr"]
+                                                                          if "gr.test" in u]) == 4
+
+
+def test_a_worker_without_its_address_or_hierarchy_is_refused_before_any_request(tmp_path, redis_prefix):
+    project = Project(tmp_path)
+    project.env.update({"REDIS_URL": REDIS_URL, "WEBRACE_REDIS_PREFIX": redis_prefix})
+    done = project.scrapy("crawl", "urd", "-s", "WEBRACE_DELEGATION=True", "-s", "WEBRACE_DELEGATION_RIR=ripe.txt")
+    assert done.returncode == 1 and "WEBRACE_WORKER_IP" in done.stderr and "Traceback" not in done.stderr
+    done = project.scrapy("crawl", "urd", "-s", "WEBRACE_DELEGATION=True", "-s", "WEBRACE_WORKER_IP=10.0.0.1",
+                          "-s", "WEBRACE_DELEGATION_RIR=missing.txt")
+    assert done.returncode == 1 and "missing.txt" in done.stderr and "Nothing was crawled" in done.stderr

@@ -1,0 +1,253 @@
+"""IPMicra in the distributed mode (``WEBRACE_DELEGATION``): every worker has its own queue
+in each round, and a page waits in the queue of the worker its host's IP is delegated to.
+
+Each worker registers itself (``WEBRACE_WORKER_ID``, ``WEBRACE_WORKER_IP``) and keeps a
+:class:`~webrace.delegation.Delegator` over the hierarchy of ``WEBRACE_DELEGATION_RIR`` (and
+``WEBRACE_DELEGATION_SUBNETS``). Delegations are shared: the first worker to decide a subnet
+writes it (``HSETNX``), the others adopt it, so a subnet has one crawler for everybody.
+
+Keys, under the prefix: ``delegation:workers`` (hash worker id -> JSON ``{ip, capacity,
+seen}``, ``seen`` refreshed while the worker runs), ``delegation:subnets`` (hash CIDR ->
+worker id), ``delegation:rtt`` (hash ``worker|ip`` -> ms, what workers measured).
+
+Probes: with ``WEBRACE_DELEGATION_LATENCY`` (a ``crawler,ip,ms`` CSV) they read the table,
+as ``scrapy ipmicra delegate`` does; without it, a worker measures its own round trip to a
+new address (a timed TCP connect, in a thread, before the links are offered) and knows the
+other workers' from what they measured before (``delegation:rtt``); asking another worker
+to probe on demand is not done. DNS answers are cached per worker, resolved through
+Scrapy's resolver before a page's links are offered; ``WEBRACE_DELEGATION_HOSTS`` pins
+hosts to addresses. Pages whose host cannot be resolved, and the start pages `scrapy urd
+schedule` offers, wait in the shared queue, which every worker takes from after its own.
+A worker that stops (no ``seen`` for ``WEBRACE_LEASE_TIMEOUT``) has its queue taken over.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+import redis
+
+from webrace.delegation import (
+    Crawler,
+    DelegationError,
+    Delegator,
+    Hierarchy,
+    ProbeError,
+    RirError,
+    TableProber,
+    TcpProber,
+    Unreachable,
+    target_ip,
+)
+
+logger = logging.getLogger(__name__)
+
+HEARTBEAT_S = 1.0
+
+
+def worker_id(settings: Any) -> str:
+    return settings.get("WEBRACE_WORKER_ID") or f"{socket.gethostname()}-{os.getpid()}"
+
+
+class SharedMeasurements:
+    """Probes answered from measurements: this worker's own (TCP connects made before the
+    links are offered), the others' as they stored them in Redis."""
+
+    def __init__(self, client: redis.Redis, key: str, me: str) -> None:
+        self.client, self.key, self.me = client, key, me
+        self.local: dict[tuple[str, str], float] = {}
+
+    def probe(self, crawler_id: str, ip: Any) -> float:
+        field = f"{crawler_id}|{ip}"
+        found = self.local.get((crawler_id, str(ip)))
+        if found is None:
+            raw = self.client.hget(self.key, field)
+            if raw is None:
+                raise Unreachable(f"no measurement of {crawler_id} to {ip}")
+            found = float(raw)
+        return found
+
+    def record(self, ip: str, ms: float) -> None:
+        self.local[(self.me, ip)] = ms
+        self.client.hset(self.key, f"{self.me}|{ip}", f"{ms:.3f}")
+
+
+class RedisDelegation:
+    def __init__(self, client: redis.Redis, key_prefix: str, settings: Any) -> None:
+        from webrace.commands.ipmicra import InputError, read_latency
+
+        self.client = client
+        self.me = worker_id(settings)
+        my_ip = settings.get("WEBRACE_WORKER_IP")
+        if not my_ip:
+            raise DelegationError("WEBRACE_DELEGATION needs WEBRACE_WORKER_IP: the address this worker crawls from")
+        capacity = settings.get("WEBRACE_WORKER_CAPACITY")
+        self.crawler = Crawler(self.me, my_ip, int(capacity) if capacity not in (None, "") else None)
+        self.keys = {name: f"{key_prefix}delegation:{name}" for name in ("workers", "subnets", "rtt")}
+        self.stale_s = settings.getfloat("WEBRACE_LEASE_TIMEOUT")
+        hierarchy = Hierarchy()
+        rir = settings.getlist("WEBRACE_DELEGATION_RIR")
+        if not rir:
+            raise DelegationError("WEBRACE_DELEGATION needs WEBRACE_DELEGATION_RIR: RIR delegated-extended files")
+        latency = settings.get("WEBRACE_DELEGATION_LATENCY")
+        try:
+            for path in rir:
+                hierarchy.add_rir(path)
+            if settings.get("WEBRACE_DELEGATION_SUBNETS"):
+                with open(settings["WEBRACE_DELEGATION_SUBNETS"], encoding="utf-8") as handle:
+                    for line in handle:
+                        if line.split("#", 1)[0].strip():
+                            hierarchy.add_subnet(line.split("#", 1)[0].strip())
+            rows = read_latency(latency) if latency else None
+        except (RirError, InputError, OSError, ValueError) as exc:
+            raise DelegationError(f"WEBRACE_DELEGATION: {getattr(exc, 'strerror', None) or exc}") from None
+        self.hierarchy = hierarchy
+        self.measured = None if latency else SharedMeasurements(client, self.keys["rtt"], self.me)
+        prober = TableProber(rows) if rows is not None else self.measured
+        self.delegator = Delegator(hierarchy, prober, threshold_ms=settings.getfloat("WEBRACE_DELEGATION_THRESHOLD_MS"))
+        self.pins = {host.lower(): str(target_ip(ip)) for host, ip in
+                     (settings.getdict("WEBRACE_DELEGATION_HOSTS") or {}).items()}
+        self.dns: dict[str, str | None] = {}
+        self._beat = 0.0
+        self._workers_seen: dict[str, float] = {}
+
+    # -- workers ---------------------------------------------------------------------------
+
+    def register(self) -> None:
+        self.heartbeat(force=True)
+        self.sync_workers()
+
+    def heartbeat(self, force: bool = False) -> None:
+        now = time.time()
+        if force or now - self._beat >= HEARTBEAT_S:
+            self._beat = now
+            self.client.hset(self.keys["workers"], self.me, json.dumps(
+                {"ip": str(self.crawler.ip), "capacity": self.crawler.capacity, "seen": now}))
+
+    def sync_workers(self) -> None:
+        for raw_id, raw in self.client.hgetall(self.keys["workers"]).items():
+            wid = raw_id.decode() if isinstance(raw_id, bytes) else raw_id
+            info = json.loads(raw)
+            self._workers_seen[wid] = float(info.get("seen") or 0)
+            if wid not in self.delegator.crawlers:
+                try:
+                    self.delegator.register(Crawler(wid, info["ip"], info.get("capacity")))
+                except DelegationError as exc:
+                    logger.warning("worker %s cannot take part in delegation: %s", wid, exc)
+
+    def stopped_workers(self) -> tuple[str, ...]:
+        """Workers not seen for the lease timeout: their queues are everybody's."""
+        now = time.time()
+        return tuple(w for w, seen in self._workers_seen.items() if w != self.me and now - seen > self.stale_s)
+
+    # -- routing -----------------------------------------------------------------------------
+
+    def hosts_to_resolve(self, urls: Iterable[str]) -> list[str]:
+        hosts = {(urlsplit(url).hostname or "").lower() for url in urls}
+        return sorted(h for h in hosts if h and h not in self.dns and h not in self.pins and not _literal(h))
+
+    def address(self, url: str) -> str | None:
+        host = (urlsplit(url).hostname or "").lower()
+        if not host:
+            return None
+        if host in self.pins:
+            return self.pins[host]
+        if _literal(host):
+            return str(target_ip(host))
+        return self.dns.get(host)
+
+    def route(self, urls: list[str]) -> list[str | None]:
+        """The worker each URL is delegated to (None: the shared queue)."""
+        self.sync_workers()
+        addresses = [self.address(url) for url in urls]
+        subnets = {ip: self.hierarchy.smallest(target_ip(ip)) for ip in set(filter(None, addresses))}
+        cidrs = sorted({str(s.network) for s in subnets.values() if s is not None})
+        shared = dict(zip(cidrs, self.client.hmget(self.keys["subnets"], cidrs), strict=True)) if cidrs else {}
+        routes: list[str | None] = []
+        for ip in addresses:
+            if ip is None:
+                routes.append(None)
+                continue
+            subnet = subnets[ip]
+            owner = shared.get(str(subnet.network)) if subnet is not None else None
+            if owner is not None:
+                owner = owner.decode() if isinstance(owner, bytes) else owner
+                if owner in self.delegator.crawlers:
+                    self.delegator.adopt(subnet, owner)
+                    routes.append(owner)
+                    continue
+            try:
+                decision = self.delegator.delegate(ip)
+            except (DelegationError, ProbeError) as exc:
+                logger.debug("not delegated, left to the shared queue: %s (%s)", ip, exc)
+                routes.append(None)
+                continue
+            chosen = decision.crawler
+            if subnet is not None:
+                key = str(subnet.network)
+                if not self.client.hsetnx(self.keys["subnets"], key, chosen):
+                    winner = self.client.hget(self.keys["subnets"], key)
+                    winner = winner.decode() if isinstance(winner, bytes) else winner
+                    if winner and winner in self.delegator.crawlers:
+                        self.delegator.adopt(subnet, winner)
+                        chosen = winner
+                shared[key] = chosen
+            routes.append(chosen)
+        return routes
+
+    async def prepare(self, urls: list[str]) -> None:
+        """Before a page's links are offered: resolve their new hosts (Scrapy's resolver,
+        so its cache and the configured resolver apply) and, without a latency table,
+        measure this worker's round trip to their new addresses (in a thread)."""
+        from twisted.internet import reactor, threads
+        from twisted.internet.defer import DeferredList
+
+        hosts = self.hosts_to_resolve(urls)
+        if hosts:
+            results = await DeferredList([reactor.resolve(h) for h in hosts], consumeErrors=True)
+            for host, (ok, answer) in zip(hosts, results, strict=True):
+                self.dns[host] = answer if ok else None
+        if self.measured is None:
+            return
+        fresh = sorted({ip for url in urls if (ip := self.address(url))
+                        and (self.me, ip) not in self.measured.local})
+        if fresh:
+            ports = {self.address(url): urlsplit(url).port or (443 if url.startswith("https") else 80) for url in urls}
+            await threads.deferToThread(self._measure, [(ip, ports.get(ip, 80)) for ip in fresh])
+
+    def _measure(self, targets: list[tuple[str, int]]) -> None:
+        for ip, port in targets:
+            try:
+                ms = TcpProber(port=port, timeout=3.0, crawler_id=self.me).probe(self.me, target_ip(ip))
+            except Unreachable:
+                ms = float("inf")
+            self.measured.record(ip, ms)
+
+    def report(self, url: str, ms: float) -> None:
+        """Calibration: this worker fetched ``url`` in ``ms``; slow fetches may re-delegate."""
+        ip = self.address(url)
+        if ip is None:
+            return
+        try:
+            decision = self.delegator.report_fetch(self.me, ip, ms)
+        except DelegationError:
+            return
+        if decision is not None and decision.subnet is not None:
+            self.client.hset(self.keys["subnets"], str(decision.subnet.network), decision.crawler)
+            logger.info("IPMicra: %s re-delegated to %s after slow fetches", decision.subnet.network,
+                        decision.crawler)
+
+
+def _literal(host: str) -> bool:
+    try:
+        target_ip(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
