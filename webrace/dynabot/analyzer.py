@@ -155,6 +155,20 @@ def submit_button(form: Form) -> Parameter | None:
     return max(buttons, key=score)  # max keeps the first of equals: the default button
 
 
+def _place(argument: Argument, parameter: Parameter, fixed: dict[str, str],
+           iterate: list[tuple[Parameter, list[str]]]) -> None:
+    """Put an argument's value into a parameter: typed into a field, chosen among a select's
+    or radio group's options, or (an iterator argument) every matching option in turn."""
+    if parameter.kind not in ("select", "radio"):
+        fixed[parameter.name] = argument.value
+        return
+    values = choose_option(argument, parameter)
+    if argument.iterator:
+        iterate.append((parameter, values))
+    else:
+        fixed[parameter.name] = values[0]
+
+
 def _form_probes(form: Form, number: int, example: Example, use_hints: bool = True) -> Iterator[Probe]:
     required = [a for a in example.arguments if a.required]
     optional = [a for a in example.arguments if not a.required] if use_hints else []
@@ -171,16 +185,9 @@ def _form_probes(form: Form, number: int, example: Example, use_hints: bool = Tr
     for score, chosen in combos:
         arguments = {a.name: p.name for a, p in zip(required, chosen, strict=True)}
         fixed: dict[str, str] = {}
-        iterate: list[tuple[Argument, Parameter, list[str]]] = []
+        iterate: list[tuple[Parameter, list[str]]] = []
         for argument, parameter in zip(required, chosen, strict=True):
-            if parameter.kind in ("select", "radio"):
-                values = choose_option(argument, parameter)
-                if argument.iterator:
-                    iterate.append((argument, parameter, values))
-                else:
-                    fixed[parameter.name] = values[0]
-            else:
-                fixed[parameter.name] = argument.value
+            _place(argument, parameter, fixed, iterate)
         taken = set(arguments.values())
         for argument in optional:
             for hint, parameter in candidates(argument, form):
@@ -189,16 +196,9 @@ def _form_probes(form: Form, number: int, example: Example, use_hints: bool = Tr
                 arguments[argument.name] = parameter.name
                 taken.add(parameter.name)
                 score += hint / 10  # optional arguments in place make a probe likelier
-                if parameter.kind in ("select", "radio"):
-                    values = choose_option(argument, parameter)
-                    if argument.iterator:
-                        iterate.append((argument, parameter, values))
-                    else:
-                        fixed[parameter.name] = values[0]
-                else:
-                    fixed[parameter.name] = argument.value
+                _place(argument, parameter, fixed, iterate)
                 break
-        axes = [[(p.name, v) for v in values] for _, p, values in iterate]
+        axes = [[(p.name, v) for v in values] for p, values in iterate]
         for choice in itertools.product(*axes):
             yield Probe(form, number, dict(arguments), {**fixed, **dict(choice)}, button, score)
 
