@@ -101,3 +101,30 @@ def test_a_worker_without_its_address_or_hierarchy_is_refused_before_any_request
     done = project.scrapy("crawl", "urd", "-s", "WEBRACE_DELEGATION=True", "-s", "WEBRACE_WORKER_IP=10.0.0.1",
                           "-s", "WEBRACE_DELEGATION_RIR=missing.txt")
     assert done.returncode == 1 and "missing.txt" in done.stderr and "Nothing was crawled" in done.stderr
+
+
+def test_workers_measure_for_each_other_when_asked_through_redis(tmp_path, redis_prefix):
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    try:
+        measured = {}
+        for worker in WORKERS:  # no latency table: probes are measured TCP connects
+            settings = Settings({"WEBRACE_LEASE_TIMEOUT": 300.0, "WEBRACE_DELEGATION_THRESHOLD_MS": 50.0,
+                                 **{k: v for k, v in delegation_settings(tmp_path, worker, redis_prefix).items()
+                                    if k != "WEBRACE_DELEGATION_LATENCY"}})
+            measured[worker] = RedisDelegation(redis.Redis.from_url(REDIS_URL), redis_prefix, settings)
+            measured[worker].register()
+        cy, gr = measured["cy"], measured["gr"]
+        assert cy.undecided([f"http://127.0.0.1:{port}/a"]) == [("127.0.0.1", port)]
+        fields = cy.ask([("127.0.0.1", port)])
+        assert fields == ["gr|127.0.0.1"]
+        assert gr.serve_probes() == 1 and gr.serve_probes() == 0  # answered once
+        ms = cy.measured.probe("gr", "127.0.0.1")  # cy reads gr's measurement from Redis
+        assert 0 <= ms < float("inf")
+        assert cy.ask([("127.0.0.1", port)]) == []  # already measured: nobody asked again
+    finally:
+        listener.close()

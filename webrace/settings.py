@@ -83,6 +83,7 @@ WEBRACE_DELEGATION_SUBNETS = None  # a file of finer subnets, one CIDR per line
 WEBRACE_DELEGATION_LATENCY = None  # a crawler,ip,ms CSV the probes read (else measured: TCP connect)
 WEBRACE_DELEGATION_HOSTS = {}  # host -> address pins, before DNS
 WEBRACE_DELEGATION_THRESHOLD_MS = 50.0  # the probing threshold
+WEBRACE_DELEGATION_PROBE_TIMEOUT = 2.0  # seconds to wait for the other workers' probe answers
 # Leases pages from Redis with REDIS_URL; otherwise it is Scrapy's own scheduler.
 SCHEDULER = "webrace.backends.redisscheduler.LeaseScheduler"
 

@@ -8,16 +8,20 @@ writes it (``HSETNX``), the others adopt it, so a subnet has one crawler for eve
 
 Keys, under the prefix: ``delegation:workers`` (hash worker id -> JSON ``{ip, capacity,
 seen}``, ``seen`` refreshed while the worker runs), ``delegation:subnets`` (hash CIDR ->
-worker id), ``delegation:rtt`` (hash ``worker|ip`` -> ms, what workers measured).
+worker id), ``delegation:rtt`` (hash ``worker|ip`` -> ms, what workers measured),
+``delegation:probe:<worker>`` (probe requests waiting for that worker).
 
 Probes: with ``WEBRACE_DELEGATION_LATENCY`` (a ``crawler,ip,ms`` CSV) they read the table,
-as ``scrapy ipmicra delegate`` does; without it, a worker measures its own round trip to a
-new address (a timed TCP connect, in a thread, before the links are offered) and knows the
-other workers' from what they measured before (``delegation:rtt``); asking another worker
-to probe on demand is not done. DNS answers are cached per worker, resolved through
-Scrapy's resolver before a page's links are offered; ``WEBRACE_DELEGATION_HOSTS`` pins
-hosts to addresses. Pages whose host cannot be resolved, and the start pages `scrapy urd
-schedule` offers, wait in the shared queue, which every worker takes from after its own.
+as ``scrapy ipmicra delegate`` does; without it they are measured: before a page's links
+are offered, the addresses whose subnet nobody has yet are measured by this worker (a timed
+TCP connect, in a thread) and by every other running worker, asked through Redis
+(``delegation:probe:<worker>`` lists; each worker answers them between pages, in a
+thread) and answering in ``delegation:rtt`` (hash ``worker|ip`` -> ms); a worker that does
+not answer within ``WEBRACE_DELEGATION_PROBE_TIMEOUT`` counts as far. DNS answers are
+cached per worker, resolved through Scrapy's resolver before a page's links are offered;
+``WEBRACE_DELEGATION_HOSTS`` pins hosts to addresses. Pages whose host cannot be resolved,
+and the start pages `scrapy urd schedule` offers, wait in the shared queue, which every
+worker takes from after its own.
 A worker that stops (no ``seen`` for ``WEBRACE_LEASE_TIMEOUT``) has its queue taken over.
 """
 
@@ -90,7 +94,8 @@ class RedisDelegation:
             raise DelegationError("WEBRACE_DELEGATION needs WEBRACE_WORKER_IP: the address this worker crawls from")
         capacity = settings.get("WEBRACE_WORKER_CAPACITY")
         self.crawler = Crawler(self.me, my_ip, int(capacity) if capacity not in (None, "") else None)
-        self.keys = {name: f"{key_prefix}delegation:{name}" for name in ("workers", "subnets", "rtt")}
+        self.keys = {name: f"{key_prefix}delegation:{name}" for name in ("workers", "subnets", "rtt", "probe")}
+        self.probe_timeout = settings.getfloat("WEBRACE_DELEGATION_PROBE_TIMEOUT", 2.0)
         self.stale_s = settings.getfloat("WEBRACE_LEASE_TIMEOUT")
         hierarchy = Hierarchy()
         rir = settings.getlist("WEBRACE_DELEGATION_RIR")
@@ -204,9 +209,11 @@ class RedisDelegation:
 
     async def prepare(self, urls: list[str]) -> None:
         """Before a page's links are offered: resolve their new hosts (Scrapy's resolver,
-        so its cache and the configured resolver apply) and, without a latency table,
-        measure this worker's round trip to their new addresses (in a thread)."""
-        from twisted.internet import reactor, threads
+        so its cache and the configured resolver apply) and, without a latency table, have
+        the addresses that need a decision measured: by this worker (a TCP connect, in a
+        thread) and by the other running workers (asked through Redis, answered within
+        ``WEBRACE_DELEGATION_PROBE_TIMEOUT``; a worker that does not answer counts as far)."""
+        from twisted.internet import reactor, task, threads
         from twisted.internet.defer import DeferredList
 
         hosts = self.hosts_to_resolve(urls)
@@ -216,11 +223,66 @@ class RedisDelegation:
                 self.dns[host] = answer if ok else None
         if self.measured is None:
             return
-        fresh = sorted({ip for url in urls if (ip := self.address(url))
-                        and (self.me, ip) not in self.measured.local})
-        if fresh:
-            ports = {self.address(url): urlsplit(url).port or (443 if url.startswith("https") else 80) for url in urls}
-            await threads.deferToThread(self._measure, [(ip, ports.get(ip, 80)) for ip in fresh])
+        targets = self.undecided(urls)
+        if not targets:
+            return
+        asked = self.ask(targets)
+        mine = [(ip, port) for ip, port in targets if (self.me, ip) not in self.measured.local]
+        if mine:
+            await threads.deferToThread(self._measure, mine)
+        deadline = time.monotonic() + self.probe_timeout
+        while asked and time.monotonic() < deadline:
+            asked = [field for field, present in zip(asked, self.client.hmget(self.keys["rtt"], asked), strict=True)
+                     if present is None]
+            if asked:
+                await task.deferLater(reactor, 0.05, lambda: None)
+
+    def undecided(self, urls: Iterable[str]) -> list[tuple[str, int]]:
+        """(address, port) of the URLs whose subnet no worker has been given yet."""
+        ports: dict[str, int] = {}
+        for url in urls:
+            ip = self.address(url)
+            if ip is not None and ip not in ports:
+                parts = urlsplit(url)
+                ports[ip] = parts.port or (443 if parts.scheme == "https" else 80)
+        subnets = {ip: self.hierarchy.smallest(target_ip(ip)) for ip in ports}
+        cidrs = sorted({str(s.network) for s in subnets.values() if s is not None})
+        taken = {c for c, owner in zip(cidrs, self.client.hmget(self.keys["subnets"], cidrs), strict=True)
+                 if owner is not None} if cidrs else set()
+        return [(ip, port) for ip, port in ports.items()
+                if subnets[ip] is None or str(subnets[ip].network) not in taken]
+
+    def ask(self, targets: list[tuple[str, int]]) -> list[str]:
+        """Ask every other running worker to measure its round trip to ``targets``; the
+        ``worker|ip`` fields of ``delegation:rtt`` that will hold the answers."""
+        self.sync_workers()
+        stopped = set(self.stopped_workers())
+        fields = []
+        pipe = self.client.pipeline(transaction=False)
+        for worker in self.delegator.crawlers:
+            if worker == self.me or worker in stopped:
+                continue
+            wanted = [(ip, port) for ip, port in targets if not self.client.hexists(self.keys["rtt"], f"{worker}|{ip}")]
+            for ip, port in wanted:
+                pipe.rpush(f"{self.keys['probe']}:{worker}", json.dumps({"ip": ip, "port": port}))
+                fields.append(f"{worker}|{ip}")
+        pipe.execute()
+        return fields
+
+    def serve_probes(self, most: int = 16) -> int:
+        """Answer the other workers' probe requests (blocking TCP connects: run it in a
+        thread); the number answered."""
+        raw = self.client.lpop(f"{self.keys['probe']}:{self.me}", most) or []
+        targets = []
+        for item in raw:
+            try:
+                request = json.loads(item)
+                targets.append((str(target_ip(request["ip"])), int(request["port"])))
+            except (ValueError, KeyError, TypeError):
+                logger.warning("ignored a malformed probe request: %r", item)
+        if targets and self.measured is not None:
+            self._measure(targets)
+        return len(targets)
 
     def _measure(self, targets: list[tuple[str, int]]) -> None:
         for ip, port in targets:

@@ -114,12 +114,23 @@ class UrdSpider(scrapy.Spider):
                 spider.delegation = RedisDelegation(connect(settings), prefix(settings), settings)
                 spider.delegation.register()
                 router = spider.delegation.route
+                if spider.delegation.measured is not None:  # answer the other workers' probes
+                    crawler.signals.connect(spider.serve_probes, signal=signals.engine_started)
             spider.registry = RoundRegistry(connect(settings), prefix(settings), router)
         crawler.signals.connect(spider.on_closed, signal=signals.spider_closed)
         if spider.scout is not None:
             crawler.signals.connect(spider.close_rules, signal=signals.spider_closed)
         crawler.signals.connect(spider.on_idle, signal=signals.spider_idle)
         return spider
+
+    def serve_probes(self) -> None:
+        """IPMicra without a latency table: answer other workers' probe requests every
+        quarter second, in a thread (they are TCP connects)."""
+        from twisted.internet import task, threads
+
+        self._probe_loop = task.LoopingCall(lambda: threads.deferToThread(self.delegation.serve_probes))
+        self._probe_loop.start(0.25, now=True).addErrback(
+            lambda failure: logger.warning("IPMicra probe answering stopped: %s", failure.getErrorMessage()))
 
     # -- start: due URDs, coalesced by URL -----------------------------------------------
 
@@ -605,6 +616,9 @@ class UrdSpider(scrapy.Spider):
             return
         if self._wake_call is not None and self._wake_call.active():
             self._wake_call.cancel()
+        probes = getattr(self, "_probe_loop", None)
+        if probes is not None and probes.running:
+            probes.stop()
         if self.round is not None:
             logger.info("Crawl ended during round %d (%s): last check of its URDs left unchanged",
                         self.rounds, reason)
