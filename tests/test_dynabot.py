@@ -96,13 +96,13 @@ def test_other_service_classes_tell_their_members_from_lookalikes(services, proj
 def test_probe_budgets_are_respected(services, project):
     target = services.url("blastp-post")  # a large form that is not a nucleotide BLAST: every probe fails
     services.reset()
-    done, items = dynabot(project, [target], "nucleotide_blast", "-s", "DYNABOT_MAX_PROBES_PER_FORM=3")
+    done, items = dynabot(project, [target], "nucleotide_blast", "-s", "WEBRACE_DYNABOT_MAX_PROBES_PER_FORM=3")
     (trace,) = [i for i in items if i["kind"] == "trace"]
     sent = [h for h in services.hits() if h["path"] != "/blastp-post/" and h["path"].startswith("/blastp-post/")]
     assert trace["outcome"] == "no-match" and trace["probes"] == len(sent) == 3
     services.reset()
     done, items = dynabot(project, [services.url("blastn-format")], "nucleotide_blast",
-                          "-s", "DYNABOT_MAX_PROBES_PER_SOURCE=1")
+                          "-s", "WEBRACE_DYNABOT_MAX_PROBES_PER_SOURCE=1")
     (trace,) = [i for i in items if i["kind"] == "trace"]
     assert trace["outcome"] == "no-match" and trace["probes"] == 1  # the format page is never submitted
     assert len([h for h in services.hits() if h["path"].startswith("/blastn-format/") and h["method"] == "POST"]) == 1
@@ -138,6 +138,10 @@ def test_a_bad_service_class_or_seed_list_is_refused_before_any_request(project)
     done = project.scrapy("crawl", "dynabot", "-a", "scd=bad.xml", "-a", "seeds=seeds.txt", *SETTINGS)
     assert done.returncode == 1 and "Nothing was crawled" in done.stderr and "Traceback" not in done.stderr
     assert "bad.xml:" in done.stderr and "seeds.txt:2:" in done.stderr
+    (project.root / "seeds.txt").write_text("http://127.0.0.1:9/\n")
+    done = project.scrapy("crawl", "dynabot", "-a", f"scd={SCD['keyword_search']}", "-a", "seeds=seeds.txt",
+                          "-a", "frontier=sideways", "-a", "max_pages=lots", *SETTINGS)
+    assert done.returncode == 1 and "sideways" in done.stderr and "max_pages=lots" in done.stderr
 
 
 def test_probes_put_the_likeliest_assignment_first():

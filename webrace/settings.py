@@ -52,13 +52,13 @@ WEBRACE_STORE_XPACK = False
 
 # DynaBot (`scrapy crawl dynabot`): probes sent per form and per source at most, intermediate
 # pages followed after a probe at most, pages a crawling frontier fetches at most.
-DYNABOT_MAX_PROBES_PER_FORM = 20
-DYNABOT_MAX_PROBES_PER_SOURCE = 60
-DYNABOT_MAX_HOPS = 4
-DYNABOT_MAX_PAGES = 200
+WEBRACE_DYNABOT_MAX_PROBES_PER_FORM = 20
+WEBRACE_DYNABOT_MAX_PROBES_PER_SOURCE = 60
+WEBRACE_DYNABOT_MAX_HOPS = 4
+WEBRACE_DYNABOT_MAX_PAGES = 200
 # Order probes by the probing templates' hints and fill optional arguments (False: the seed's
 # plain Algorithm 2, parameters in page order; the benchmark's baseline).
-DYNABOT_USE_HINTS = True
+WEBRACE_DYNABOT_USE_HINTS = True
 
 # Distributed mode: set REDIS_URL (setting or environment variable) and the workers share the
 # rounds' queues, the object cache (meta-info and bodies) and coalescing through Redis.

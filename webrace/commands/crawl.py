@@ -39,7 +39,8 @@ class Command(ScrapyCrawl):
 
             spargs = opts.spargs or {}
             try:
-                check_arguments(spargs.get("scd"), spargs.get("seeds"), spargs.get("frontier", "trace"))
+                check_arguments(spargs.get("scd"), spargs.get("seeds"), spargs.get("frontier", "trace"),
+                                spargs.get("max_pages"))
             except ValueError as exc:
                 for problem in str(exc).splitlines():
                     print(f"error: {problem}", file=sys.stderr)

@@ -73,7 +73,8 @@ def read_seeds(path: str) -> tuple[list[str], list[str]]:
     return seeds, problems
 
 
-def check_arguments(scd: str | None, seeds: str | None, frontier: str) -> tuple[ServiceClass, list[str]]:
+def check_arguments(scd: str | None, seeds: str | None, frontier: str,
+                    max_pages: str | int | None = None) -> tuple[ServiceClass, list[str]]:
     """The service class and seed URLs, or ValueError with every problem (one per line)."""
     problems = []
     service = None
@@ -96,6 +97,8 @@ def check_arguments(scd: str | None, seeds: str | None, frontier: str) -> tuple[
             problems.append(f"{seeds}: no URL in the seed list")
     if frontier not in FRONTIERS:
         problems.append(f"unknown frontier {frontier!r}: expected one of {', '.join(FRONTIERS)}")
+    if max_pages is not None and not str(max_pages).isdigit():
+        problems.append(f"-a max_pages={max_pages}: expected a whole number of pages")
     if problems:
         raise ValueError("\n".join(problems))
     assert service is not None
@@ -133,7 +136,7 @@ class DynaBotSpider(scrapy.Spider):
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         try:
-            self.service, self.seeds = check_arguments(scd, seeds, frontier)
+            self.service, self.seeds = check_arguments(scd, seeds, frontier, max_pages)
         except ValueError as exc:
             raise NotConfigured(f"dynabot: {exc}") from None
         self.frontier = frontier
@@ -152,11 +155,12 @@ class DynaBotSpider(scrapy.Spider):
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> DynaBotSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
-        spider.per_form = settings.getint("DYNABOT_MAX_PROBES_PER_FORM")
-        spider.per_source = settings.getint("DYNABOT_MAX_PROBES_PER_SOURCE")
-        spider.max_hops = settings.getint("DYNABOT_MAX_HOPS")
-        spider.use_hints = settings.getbool("DYNABOT_USE_HINTS")
-        spider.max_pages = int(spider.max_pages_arg) if spider.max_pages_arg else settings.getint("DYNABOT_MAX_PAGES")
+        spider.per_form = settings.getint("WEBRACE_DYNABOT_MAX_PROBES_PER_FORM")
+        spider.per_source = settings.getint("WEBRACE_DYNABOT_MAX_PROBES_PER_SOURCE")
+        spider.max_hops = settings.getint("WEBRACE_DYNABOT_MAX_HOPS")
+        spider.use_hints = settings.getbool("WEBRACE_DYNABOT_USE_HINTS")
+        spider.max_pages = (int(spider.max_pages_arg) if spider.max_pages_arg
+                            else settings.getint("WEBRACE_DYNABOT_MAX_PAGES"))
         crawler.signals.connect(spider.closed_report, signal=signals.spider_closed)
         return spider
 
