@@ -121,13 +121,14 @@ class RedisDelegation:
                      (settings.getdict("WEBRACE_DELEGATION_HOSTS") or {}).items()}
         self.dns: dict[str, str | None] = {}
         self._beat = 0.0
+        self._synced = 0.0
         self._workers_seen: dict[str, float] = {}
 
     # -- workers ---------------------------------------------------------------------------
 
     def register(self) -> None:
         self.heartbeat(force=True)
-        self.sync_workers()
+        self.sync_workers(force=True)
 
     def heartbeat(self, force: bool = False) -> None:
         now = time.time()
@@ -136,7 +137,14 @@ class RedisDelegation:
             self.client.hset(self.keys["workers"], self.me, json.dumps(
                 {"ip": str(self.crawler.ip), "capacity": self.crawler.capacity, "seen": now}))
 
-    def sync_workers(self) -> None:
+    def sync_workers(self, force: bool = False) -> None:
+        """Learn the registered workers (and when each was last seen). On the hot path (every
+        page's links) a full read happens when a worker joined or once per heartbeat."""
+        now = time.time()
+        if not force and now - self._synced < HEARTBEAT_S and \
+                self.client.hlen(self.keys["workers"]) == len(self._workers_seen):
+            return
+        self._synced = now
         for raw_id, raw in self.client.hgetall(self.keys["workers"]).items():
             wid = raw_id.decode() if isinstance(raw_id, bytes) else raw_id
             info = json.loads(raw)
