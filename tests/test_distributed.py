@@ -73,7 +73,10 @@ def test_two_workers_share_one_round_and_fetch_every_page_once(wide_site, tmp_pa
     scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1), urd("u2", "bob", wide_site.url("/"), depth=0))
     assert "opened: 2 URD(s)" in schedule(scheduler)
     a, b = worker_project(tmp_path, "a", redis_env), worker_project(tmp_path, "b", redis_env)
-    (pa, oa), (pb, ob) = start_worker(a), start_worker(b)
+    # slow enough that one worker alone needs seconds for the round: the other, starting a
+    # moment later on a loaded machine, still finds pages left (CI once saw one take all 31)
+    wide_site.delay = 0.2
+    (pa, oa), (pb, ob) = start_worker(a, WEBRACE_MAX_LEASED=2), start_worker(b, WEBRACE_MAX_LEASED=2)
     run_a, run_b = finish(a, pa, oa), finish(b, pb, ob)
     assert run_a.returncode == 0 and run_b.returncode == 0, run_a.stderr[-2000:] + run_b.stderr[-2000:]
     assert sorted(wide_site.paths()) == all_paths()  # every page exactly once
