@@ -116,8 +116,8 @@ def test_node_count_and_tags_come_from_the_packed_file():
     assert info["nodes"] == 1 + 1 + 3000 * 2  # document, root, 3,000 items with a text each
     assert info["tags"] == ["r", "i"]
     doc = xpack.PackedDocument(packed)
-    doc.tags()
-    assert "labels" in doc.decompressed and not doc.decompressed & {"content", "attrvalues"}
+    assert doc.tags() == ["r", "i"] and doc.nodes == info["nodes"]
+    assert not doc.decompressed  # both from the header
     assert set(info["containers"]) == {"labels", "structure", "namespaces", "content", "attrvalues"}
 
 
@@ -203,6 +203,92 @@ def test_queries_decompress_only_what_they_need(interleaved):
     assert not doc.decompressed & {"content", "attrvalues"}
     assert doc.query("//i[@n='7']/@href") == [("attribute", "http://example.org/p/0")]
     assert "content" not in doc.decompressed or interleaved  # columnar: attribute values alone
+
+
+PLAIN_NS = {"d": "urn:default", "x": "urn:x", "y": "urn:y"}
+STEP_NAMES = ["d:a", "d:b", "d:item", "d:title", "x:link", "y:node", "d:data-row", "*"]
+
+
+def lxml_elements(data: bytes, expression: str) -> list:
+    tree = op.parse(data)
+    elements: list = []
+    op.page_pack(tree, elements)
+    index = {id(el): i for i, el in enumerate(elements) if el is not None}
+    return [("element", index[id(el)]) for el in tree.xpath(expression, namespaces=PLAIN_NS)]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(element(), max_size=4), st.lists(st.sampled_from(STEP_NAMES), min_size=1, max_size=4), st.booleans())
+def test_plain_paths_over_the_token_stream_equal_lxmls(elements, steps, descendant):
+    """Name tests and * down child axes (/d:root/d:a/x:link) or one // step are answered
+    from the token stream alone (Skeleton); same nodes as lxml on generated documents."""
+    data = document("".join(elements))
+    expression = f"//{steps[0]}" if descendant else "/d:root/" + "/".join(steps)
+    doc = xpack.PackedDocument(xpack.pack(data))
+    assert doc.query(expression, PLAIN_NS) == lxml_elements(data, expression)
+    assert "tree" not in doc._cache  # the label dictionary and structure only, as bytes and tokens
+
+
+@pytest.mark.parametrize("tags", [
+    ["html", "head", "body", "p"],
+    ["{http://www.w3.org/1999/xhtml}html", "{http://www.w3.org/1999/xhtml}p"],
+    ["root", "{urn:x}link", "{urn:x}a", "b", "{http://www.w3.org/1999/xhtml}p", "not-a-common-name", "{urn:e}ü"],
+    ["r"],
+])
+def test_the_tag_list_in_the_header_is_the_documents_tags_in_order_of_first_use(tags):
+    from webrace.xpack import format as fmt
+
+    assert fmt._read_tag_list(fmt._tag_list(tags)) == tags
+    body = "".join(f'<{t.rpartition("}")[2]} xmlns="{t[1:].partition("}")[0]}"/>' if t.startswith("{")
+                   else f"<{t}/>" for t in tags[1:])
+    data = f"<{tags[0]}>{body}</{tags[0]}>".encode() if not tags[0].startswith("{") else \
+        f'<{tags[0].rpartition("}")[2]} xmlns="{tags[0][1:].partition("}")[0]}">{body}</{tags[0].rpartition("}")[2]}>'.encode()
+    doc = xpack.PackedDocument(xpack.pack(data))
+    assert doc.tags() == tags and not doc.decompressed
+    assert doc.tree().tags() == tags  # the label dictionary agrees
+
+
+def without_tag_list(packed: bytes) -> bytes:
+    """The same file as XPack wrote it before the header carried the tag list."""
+    import struct
+    import zlib
+
+    from webrace.xpack import format as fmt
+
+    _, nodes, flags, count, blocks = fmt._HEAD.unpack_from(packed)
+    at = fmt._HEAD.size + fmt._table(flags & 0x3F, count, blocks).size
+    size, start = fmt._read_varint(packed, at)
+    head = bytearray(packed[:at])
+    head[8] = flags & ~fmt.TAG_LIST
+    return bytes(head) + struct.pack("<I", zlib.crc32(head)) + packed[start + size + 4:]
+
+
+def test_files_without_the_tag_list_are_still_read():
+    packed = xpack.pack(CATALOG)
+    old = without_tag_list(packed)
+    assert len(old) < len(packed)
+    doc = xpack.PackedDocument(old)
+    assert doc.tags() == xpack.PackedDocument(packed).tags() == ["catalog", "book", "{http://purl.org/dc/elements/1.1/}title",
+                                                                "price", "tag", "note", "b", "shelf", "magazine"]
+    assert doc.query("/catalog/book") == lxml_answer(CATALOG, "/catalog/book")
+    assert xpack.canonical(xpack.unpack(old)) == xpack.canonical(CATALOG)
+
+
+def test_a_tag_list_that_disagrees_with_the_label_dictionary_is_refused():
+    import struct
+    import zlib
+
+    from webrace.xpack import format as fmt
+
+    packed = xpack.pack(b"<r><a/><b/></r>")
+    tags = fmt._tag_list(["r", "a", "p"])  # same length as r, a, b
+    at = packed.index(fmt._tag_list(["r", "a", "b"]))
+    head = packed[:at] + tags
+    forged = head + struct.pack("<I", zlib.crc32(head)) + packed[at + len(tags) + 4:]
+    doc = xpack.PackedDocument(forged)
+    assert doc.tags() == ["r", "a", "p"]  # the header alone cannot tell
+    with pytest.raises(xpack.XPackError, match="disagree"):
+        xpack.PackedDocument(forged).query("//r/text()")
 
 
 @pytest.mark.parametrize(("expression", "message"), [

@@ -1,4 +1,5 @@
-"""The preset dictionary of XPack's codec 5 (raw deflate primed with common labels).
+"""The preset dictionary of XPack's codec 5 (raw deflate primed with common labels), and
+the table of common element names the header's tag list is written with.
 
 A small document's label dictionary (element name plus attribute names, see
 :mod:`webrace.xpack.format`) is a few hundred bytes that a general compressor cannot shrink
@@ -7,6 +8,11 @@ the HTML elements and their usual attributes, not from any benchmark document), 
 halves it (measured: gtk-doc XHTML 4,059 -> 2,139 bytes over 22 pages; 114 other Debian
 HTML pages 8,982 -> 5,858). The dictionary is part of the format: changing it needs a new
 magic number.
+
+:data:`TAG_NAMES` lets the header carry a document's tag list uncompressed at one byte per
+common name (gtk-doc XHTML: 24 tags in 26 bytes), so that the tag list is read without
+decompressing anything (see :mod:`webrace.xpack.format`). It is part of the format too:
+names are only ever appended, below :data:`MAX_TAG_CODES` entries.
 """
 
 from __future__ import annotations
@@ -59,3 +65,12 @@ def _labels() -> list[str]:
 # deflate prefers near matches: the plain names last, nearest the data
 DICTIONARY = "\x00".join(["{http://www.w3.org/1999/xhtml}" + label for label in _labels() if label[0] != "#"]
                          + _labels()).encode()
+
+
+XHTML = "http://www.w3.org/1999/xhtml"
+MAX_TAG_CODES = 0xFD  # codes 0xFD-0xFF are the tag list's escapes
+TAG_NAMES = tuple(_ELEMENTS + """input acronym ins del strike wbr time mark source picture video audio canvas
+template details summary dialog menu dir frame frameset noframes applet nobr svg path g rect circle line
+polyline polygon text defs use symbol math mi mo mn mrow msup msub mfrac rss channel item description guid
+pubDate feed entry id updated published author name email uri content category rdf""".split())
+assert len(TAG_NAMES) < MAX_TAG_CODES

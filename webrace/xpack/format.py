@@ -1,12 +1,22 @@
 """XPack's binary format: the operators' containers, compressed in a few blocks.
 
     b"XPK2"  node count (u32)  flags (u8: table width 2 or 4, | 0x80 for the interleaved
-    layout)  container count (u8)  block count (u8)
+    layout, | 0x40 when the tag list follows the table)  container count (u8)  block count (u8)
     per container: block number (u8), raw length (u16 or u32, the width)
     per block: codec (u8), stored length (u16 or u32), CRC-32 of the stored bytes (u32)
+    the tag list (flag 0x40): its length (varint), then the number of tags (varint) and one
+    code per tag, in order of first use: a byte below 0xFD is a name of
+    :data:`webrace.xpack.dictionary.TAG_NAMES` in the current namespace (none at first);
+    0xFD makes XHTML's the current namespace, 0xFE followed by a length-prefixed URI another
+    (empty: none); 0xFF is followed by a length-prefixed name in Clark notation
     CRC-32 of everything above (u32)
     the stored blocks, in order; a block is its containers' raw bytes, concatenated in
     container order, compressed as one
+
+The tag list repeats the element names of the label dictionary, uncompressed, so that a
+file's node count and tags are read from its header alone (gtk-doc XHTML: 24 tags in 26
+bytes, 1.5% of a packed page; opening a page for them takes a few microseconds instead of a
+decompression). Files written without it (flag clear) are read as before.
 
 Containers (the seed's operators, node by node in document order; node 0 is the document):
 
@@ -53,7 +63,7 @@ from typing import Any
 import brotli
 import numpy as np
 
-from webrace.xpack.dictionary import DICTIONARY
+from webrace.xpack.dictionary import DICTIONARY, MAX_TAG_CODES, TAG_NAMES, XHTML
 from webrace.xpack.operators import (
     COMMENT,
     DOCUMENT,
@@ -71,12 +81,16 @@ from webrace.xpack.query import Evaluator
 MAGIC = b"XPK2"
 CONTENT_KINDS = (TEXT, WS, COMMENT, PI)
 CONTAINERS = ("labels", "structure", "namespaces", "attrvalues", "content")
-GROUPS = (("labels",), ("structure", "namespaces"), ("attrvalues", "content"))
+GROUPS = (("labels", "structure", "namespaces"), ("attrvalues", "content"))
 SOLID_LIMIT = 64 * 1024  # values and content share a block below this raw size
 CODECS = {0: "raw", 1: "deflate", 2: "bzip2", 3: "xz", 4: "brotli", 5: "deflate+labels"}
 MAX_RAW = 1 << 31
 _HEAD = struct.Struct("<4sIBBB")  # magic, nodes, flags (table width | INTERLEAVED), containers, blocks
 INTERLEAVED = 0x80
+TAG_LIST = 0x40
+_CRC = struct.Struct("<I")
+_TAG_CODES = {name: code for code, name in enumerate(TAG_NAMES)}
+_XHTML_TAGS = tuple(f"{{{XHTML}}}{name}" for name in TAG_NAMES)
 # a label that is empty, has an empty attribute name, or gives attributes to a non-element
 _BAD_LABEL = re.compile("(?:^|\x00)(?:#[^\x00\x01]*\x01|\x01|\x00|$)|\x01(?:\x01|\x00|$)")
 _TABLES: dict[tuple[int, int, int], struct.Struct] = {}
@@ -134,8 +148,63 @@ def _table(width: int, containers: int, blocks: int) -> struct.Struct:
     found = _TABLES.get(key)
     if found is None:
         w = "H" if width == 2 else "I"
-        found = _TABLES[key] = struct.Struct("<" + ("B" + w) * containers + ("B" + w + "I") * blocks + "I")
+        found = _TABLES[key] = struct.Struct("<" + ("B" + w) * containers + ("B" + w + "I") * blocks)
     return found
+
+
+def _tag_list(tags: list[str]) -> bytes:
+    """The header's tag list (see the module's docstring)."""
+    out = bytearray(_varint(len(tags)))
+    current = ""
+    for tag in tags:
+        uri, local = tag[1:].split("}", 1) if tag.startswith("{") else ("", tag)
+        code = _TAG_CODES.get(local)
+        if code is None:
+            raw = tag.encode("utf-8", "surrogatepass")
+            out += b"\xff" + _varint(len(raw)) + raw
+            continue
+        if uri != current:
+            if uri == XHTML:
+                out.append(0xFD)
+            else:
+                raw = uri.encode("utf-8", "surrogatepass")
+                out += b"\xfe" + _varint(len(raw)) + raw
+            current = uri
+        out.append(code)
+    return bytes(out)
+
+
+def _read_tag_list(data: bytes) -> list[str]:
+    if len(data) > 1 and data[0] == len(data) - 1 and max(data[1:]) < len(TAG_NAMES):
+        return [TAG_NAMES[code] for code in data[1:]]  # common names, no namespace
+    if len(data) > 2 and data[1] == 0xFD and data[0] == len(data) - 2 and max(data[2:]) < len(TAG_NAMES):
+        return [_XHTML_TAGS[code] for code in data[2:]]  # common names, XHTML's namespace  # an XHTML page of common names: the usual case
+    count, at = _read_varint(data, 0)
+    tags, current = [], ""
+    try:
+        while at < len(data):
+            code = data[at]
+            at += 1
+            if code < MAX_TAG_CODES:
+                local = TAG_NAMES[code]
+                tags.append(f"{{{current}}}{local}" if current else local)
+            elif code == 0xFD:
+                current = XHTML
+            else:
+                size, at = _read_varint(data, at)
+                text = data[at:at + size].decode("utf-8", "surrogatepass")
+                if len(text.encode("utf-8", "surrogatepass")) != size:
+                    raise ValueError
+                at += size
+                if code == 0xFE:
+                    current = text
+                else:
+                    tags.append(text)
+    except (IndexError, ValueError):
+        raise XPackError("corrupt XPack file (tag list)") from None
+    if len(tags) != count:
+        raise XPackError("corrupt XPack file (tag list)")
+    return tags
 
 
 # -- varints, arrays and string lists -------------------------------------------------------
@@ -211,6 +280,7 @@ def _split(data: bytes, count: int, what: str) -> list[str]:
 # -- the tree as arrays --------------------------------------------------------------------
 
 KINDS = (DOCUMENT, TEXT, WS, COMMENT, PI)
+_KIND_BYTES = {kind.encode() for kind in KINDS}
 SEP = "\x01"  # between a label's name and its attribute names (never in XML names or text)
 
 
@@ -326,6 +396,10 @@ class Tree:
     def nodes(self) -> int:
         return len(self.labels)
 
+    def tags(self) -> list[str]:
+        """The element names, in order of first use."""
+        return [name for name in self.names if name[:1] != "#"]
+
     @functools.cached_property
     def levels(self) -> list[np.ndarray]:
         return levels_of(self.depth)
@@ -401,6 +475,96 @@ class Tree:
         return nodes, merged[:len(owners)], content
 
 
+
+
+class Skeleton:
+    """What plain paths (name tests and ``*`` down child axes, or one ``//name``) need, read
+    with a handful of array operations: the structure as its token stream and the label
+    dictionary as bytes, searched by name. No per-label or per-node Python work, so that a
+    small page is queried in tens of microseconds (the :class:`Tree` is built for the rest).
+    Checked as far as it is used: label count, one document label opening the stream, token
+    range, node count, and (for depths) that opens and closes balance."""
+
+    def __init__(self, nodes: int, labels: bytes, structure: bytes) -> None:
+        count, at = _read_varint(labels, 0)
+        self.text = text = labels[at:]
+        self.haystack = haystack = b"\x00" + text  # label k follows the (k + 1)th NUL
+        found, at = [], haystack.find(b"\x00#")
+        while at >= 0:
+            end = haystack.find(b"\x00", at + 1)
+            found.append((haystack[at + 1:end if end >= 0 else None], at))
+            at = haystack.find(b"\x00#", at + 1)
+        kinds = dict(found)
+        if not count or text.count(b"\x00") != count - 1 or len(kinds) != len(found) \
+                or b"#document" not in kinds or not kinds.keys() <= _KIND_BYTES:
+            raise XPackError("corrupt XPack file (label dictionary)")
+        self.labels = count
+        self.leaves = [haystack.count(b"\x00", 0, at) for kind, at in kinds.items() if kind != b"#document"]
+        self.document = haystack.count(b"\x00", 0, kinds[b"#document"])
+        dtype = _DTYPES.get(chr(structure[0])) if structure else None
+        if dtype is None:
+            raise XPackError("corrupt XPack file (structure: array type)")
+        size, at = _read_varint(structure, 1)
+        if len(structure) - at != size * np.dtype(dtype).itemsize:
+            raise XPackError("corrupt XPack file (structure: array length)")
+        self.tokens = tokens = np.frombuffer(structure, dtype=dtype, count=size, offset=at)
+        if size < 2 or tokens[0] != self.document + 1 or tokens.max() > count or np.count_nonzero(tokens) != nodes:
+            raise XPackError("corrupt XPack file (structure)")
+
+    def labels_named(self, name: str) -> list[int]:
+        """The element labels with this name (Clark notation)."""
+        haystack, needle = self.haystack, b"\x00" + name.encode("utf-8", "surrogatepass")
+        found, at = [], haystack.find(needle)
+        while at >= 0:
+            after = at + len(needle)
+            if after == len(haystack) or haystack[after] <= 1:  # the name ends there: NUL or SEP
+                found.append(haystack.count(b"\x00", 0, at))
+            at = haystack.find(needle, at + 1)
+        return found
+
+    def openings(self, name: str | None) -> np.ndarray:
+        """The token positions where an element with this name (None: any element) opens."""
+        if name is None:
+            return np.flatnonzero(self.elements)
+        labels = self.labels_named(name)
+        if not labels:
+            return np.zeros(0, dtype=np.intp)
+        if len(labels) <= 4:  # a few comparisons beat a table lookup
+            mask = self.tokens == labels[0] + 1
+            for label in labels[1:]:
+                mask |= self.tokens == label + 1
+            return np.flatnonzero(mask)
+        lookup = np.zeros(self.labels + 1, dtype=bool)
+        lookup[np.array(labels, dtype=np.int64) + 1] = True
+        return np.flatnonzero(lookup.take(self.tokens))
+
+    @functools.cached_property
+    def elements(self) -> np.ndarray:
+        """Per token: does an element open there."""
+        lookup = np.ones(self.labels + 1, dtype=bool)
+        lookup[0] = lookup[self.document + 1] = False
+        lookup[np.array(self.leaves, dtype=np.int64) + 1] = False
+        return lookup.take(self.tokens)
+
+    @functools.cached_property
+    def level(self) -> np.ndarray:
+        """Per token, the depth after it (an element at depth d opens to d + 1)."""
+        delta = np.ones(self.labels + 1, dtype=np.int32)
+        delta[0] = -1
+        delta[np.array(self.leaves, dtype=np.int64) + 1] = 0
+        level = np.cumsum(delta.take(self.tokens))
+        if level[-1] != 0 or level[:-1].min() < 1 or np.count_nonzero(self.tokens == self.document + 1) != 1:
+            raise XPackError("corrupt XPack file (structure)")
+        return level
+
+    def node_ids(self, positions: np.ndarray) -> list[int]:
+        """Token positions -> node numbers (document order)."""
+        if not len(positions):
+            return []
+        closes = np.flatnonzero(self.tokens[:positions[-1]] == 0)
+        return (positions - np.searchsorted(closes, positions)).tolist()
+
+
 def _places(keys: np.ndarray) -> np.ndarray:
     """For items in document order, each one's index once stably sorted by key."""
     order = np.argsort(keys, kind="stable")
@@ -420,9 +584,9 @@ def _in_order(values: list[str], places: np.ndarray) -> list[str]:
 # -- packing ---------------------------------------------------------------------------------
 
 
-def containers_of(packed: Packed, interleaved: bool | None = None) -> tuple[dict[str, bytes], bool]:
-    """The raw containers of a page-packed document (the other operators applied), and the
-    layout of the values (interleaved unless told, when they are small)."""
+def containers_of(packed: Packed, interleaved: bool | None = None) -> tuple[dict[str, bytes], bool, list[str]]:
+    """The raw containers of a page-packed document (the other operators applied), the
+    layout of the values (interleaved unless told, when they are small), and the tags."""
     labels: dict[str, int] = {}
     node_labels, opens = [], []
     for i, name in enumerate(packed.names):
@@ -451,7 +615,7 @@ def containers_of(packed: Packed, interleaved: bool | None = None) -> tuple[dict
         "namespaces": namespaces.encode("utf-8", "surrogatepass"),
         "attrvalues": "\x00".join(attrvalues).encode("utf-8", "surrogatepass"),
         "content": "\x00".join(content).encode("utf-8", "surrogatepass"),
-    }, interleaved
+    }, interleaved, tree.tags()
 
 
 def _smallest(data: bytes, codecs: tuple[int, ...]) -> tuple[int, bytes]:
@@ -469,7 +633,7 @@ def pack(data: bytes, codecs: tuple[int, ...] = (1, 2, 3, 4, 5), interleaved: bo
     ``codecs``: the codec numbers tried for each block (see :data:`CODECS`); ``interleaved``:
     the value layout (default: interleaved when the values are under :data:`SOLID_LIMIT`)."""
     packed = page_pack(parse(data))
-    raw, interleaved = containers_of(packed, interleaved)
+    raw, interleaved, tag_names = containers_of(packed, interleaved)
     groups = [list(group) for group in GROUPS]
     values = groups.pop()
     if interleaved:
@@ -484,11 +648,11 @@ def pack(data: bytes, codecs: tuple[int, ...] = (1, 2, 3, 4, 5), interleaved: bo
         fields += [block_of[name], len(raw[name])]
     for codec, stored in blocks:
         fields += [codec, len(stored), zlib.crc32(stored)]
-    head = _HEAD.pack(MAGIC, len(packed.names), width | (INTERLEAVED if interleaved else 0), len(CONTAINERS),
-                      len(blocks))
-    table = _table(width, len(CONTAINERS), len(blocks))
-    body = head + table.pack(*fields, 0)[:-4]
-    return body + struct.pack("<I", zlib.crc32(body)) + b"".join(stored for _, stored in blocks)
+    head = _HEAD.pack(MAGIC, len(packed.names), width | TAG_LIST | (INTERLEAVED if interleaved else 0),
+                      len(CONTAINERS), len(blocks))
+    tags = _tag_list(tag_names)
+    body = head + _table(width, len(CONTAINERS), len(blocks)).pack(*fields) + _varint(len(tags)) + tags
+    return body + _CRC.pack(zlib.crc32(body)) + b"".join(stored for _, stored in blocks)
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -504,35 +668,58 @@ class PackedDocument:
         magic, nodes, flags, count, blocks = _HEAD.unpack_from(data)
         if magic != MAGIC:
             raise XPackError("not an XPack file (bad magic)")
-        width, self.interleaved = flags & ~INTERLEAVED, bool(flags & INTERLEAVED)
+        width, self.interleaved = flags & 0x3F, bool(flags & INTERLEAVED)
         if width not in (2, 4) or count != len(CONTAINERS) or not 1 <= blocks <= count:
             raise XPackError("corrupt XPack file (header)")
         table = _table(width, count, blocks)
         at = _HEAD.size + table.size
-        if at > len(data):
+        self._tag_list: bytes | None = None
+        if flags & TAG_LIST:
+            size, start = (data[at], at + 1) if len(data) > at and data[at] < 0x80 else _read_varint(data, at)
+            at = start + size
+            self._tag_list = data[start:at]
+        if at + 4 > len(data):
             raise XPackError("truncated XPack file (header)")
-        fields = table.unpack_from(data, _HEAD.size)
-        if zlib.crc32(data[:at - 4]) != fields[-1]:
+        if zlib.crc32(data[:at]) != _CRC.unpack_from(data, at)[0]:
             raise XPackError("corrupt XPack file (header checksum)")
+        self._fields = fields = table.unpack_from(data, _HEAD.size)
+        self._start = at + 4
+        if self._start + sum(fields[2 * count + 1::3]) != len(data):
+            raise XPackError("truncated or corrupt XPack file (length)")
         self.data = data
         self.nodes = nodes
-        self.blocks: list[tuple[int, int, int, int]] = []  # codec, stored length, crc, offset
-        for b in range(blocks):
-            codec, stored, crc = fields[2 * count + 3 * b:2 * count + 3 * b + 3]
-            if codec not in CODECS:
-                raise XPackError("corrupt XPack file (codec)")
-            self.blocks.append((codec, stored, crc, at))
-            at += stored
-        if at != len(data):
-            raise XPackError("truncated or corrupt XPack file (length)")
-        self.entries: dict[str, tuple[int, int]] = {}  # container -> block, raw length
-        for n, name in enumerate(CONTAINERS):
-            block, raw = fields[2 * n], fields[2 * n + 1]
-            if block >= blocks:
-                raise XPackError("corrupt XPack file (container table)")
-            self.entries[name] = (block, raw)
+        self._blocks: list[tuple[int, int, int, int]] | None = None
+        self._entries: dict[str, tuple[int, int]] | None = None
         self._raw: dict[str, bytes] = {}  # decompressed containers
         self._cache: dict[str, Any] = {}  # what was read from them
+
+    @property
+    def blocks(self) -> list[tuple[int, int, int, int]]:
+        """Per block: codec, stored length, CRC-32, offset."""
+        if self._blocks is None:
+            fields, at, blocks = self._fields, self._start, []
+            for b in range(2 * len(CONTAINERS), len(fields), 3):
+                codec, stored, crc = fields[b:b + 3]
+                if codec not in CODECS:
+                    raise XPackError("corrupt XPack file (codec)")
+                blocks.append((codec, stored, crc, at))
+                at += stored
+            self._blocks = blocks
+        return self._blocks
+
+    @property
+    def entries(self) -> dict[str, tuple[int, int]]:
+        """Container -> (its block, its raw length)."""
+        if self._entries is None:
+            fields = self._fields
+            blocks = (len(fields) - 2 * len(CONTAINERS)) // 3
+            entries = {}
+            for n, name in enumerate(CONTAINERS):
+                if fields[2 * n] >= blocks:
+                    raise XPackError("corrupt XPack file (container table)")
+                entries[name] = (fields[2 * n], fields[2 * n + 1])
+            self._entries = entries
+        return self._entries
 
     @property
     def decompressed(self) -> set[str]:
@@ -542,9 +729,10 @@ class PackedDocument:
     def container(self, name: str) -> bytes:
         found = self._raw.get(name)
         if found is None:
-            block = self.entries[name][0]
-            members = [c for c in CONTAINERS if self.entries[c][0] == block]
-            raw = sum(self.entries[c][1] for c in members)
+            entries = self.entries
+            block = entries[name][0]
+            members = [(c, entries[c][1]) for c in CONTAINERS if entries[c][0] == block]
+            raw = sum(size for _, size in members)
             codec, stored, crc, at = self.blocks[block]
             chunk = self.data[at:at + stored]
             if zlib.crc32(chunk) != crc:
@@ -555,11 +743,13 @@ class PackedDocument:
                 raise XPackError(f"corrupt XPack file ({name}: {exc})") from None
             if len(plain) != raw:
                 raise XPackError(f"corrupt XPack file ({name}: length)")
-            start = 0
-            for member in members:
-                size = self.entries[member][1]
-                self._raw[member] = plain[start:start + size]
-                start += size
+            if len(members) == 1:
+                self._raw[name] = plain
+            else:
+                start = 0
+                for member, size in members:
+                    self._raw[member] = plain[start:start + size]
+                    start += size
             found = self._raw[name]
         return found
 
@@ -572,7 +762,10 @@ class PackedDocument:
         return found
 
     def tags(self) -> list[str]:
-        """The distinct element names, in order of first use (the label dictionary only)."""
+        """The distinct element names, in order of first use: from the header's tag list, or
+        in files written without one, from the label dictionary."""
+        if self._tag_list is not None:
+            return _read_tag_list(self._tag_list)
         raw = self.container("labels")
         start = _read_varint(raw, 0)[1]
         try:
@@ -608,7 +801,16 @@ class PackedDocument:
     def tree(self) -> Tree:
         found = self._cache.get("tree")
         if found is None:
-            found = self._cache["tree"] = Tree(self.nodes, self.labels(), self.container("structure"))
+            found = Tree(self.nodes, self.labels(), self.container("structure"))
+            if self._tag_list is not None and _read_tag_list(self._tag_list) != found.tags():
+                raise XPackError("corrupt XPack file (tag list and label dictionary disagree)")
+            self._cache["tree"] = found
+        return found
+
+    def skeleton(self) -> Skeleton:
+        found = self._cache.get("skeleton")
+        if found is None:
+            found = self._cache["skeleton"] = Skeleton(self.nodes, self.container("labels"), self.container("structure"))
         return found
 
     def _places(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

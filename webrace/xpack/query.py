@@ -115,8 +115,17 @@ def _qualify(name: str, namespaces: dict[str, str], expression: str, attribute: 
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(expression: str, namespaces: tuple[tuple[str, str], ...]) -> list[Step]:
-    return compile_query(expression, dict(namespaces))
+def _compiled(expression: str, namespaces: tuple[tuple[str, str], ...]) -> tuple[list[Step], str | None]:
+    """The steps, and whether the path is plain: element name tests (or ``*``) without
+    predicates, all down the child axis ("children") or one ``//`` step ("descendants")."""
+    steps = compile_query(expression, dict(namespaces))
+    plain = None
+    if all(step.kind == "element" and not step.predicates for step in steps):
+        if not any(step.descendant for step in steps):
+            plain = "children"
+        elif len(steps) == 1:
+            plain = "descendants"
+    return steps, plain
 
 
 class Evaluator:
@@ -125,10 +134,13 @@ class Evaluator:
 
     def __init__(self, doc: Any) -> None:
         self.doc = doc
-        self.tree = doc.tree()
         self._named: dict[str | None, np.ndarray] = {}
         self._attrs: tuple[np.ndarray, np.ndarray] | None = None
         self._prefixes: dict[str, str] | None = None
+
+    @property
+    def tree(self) -> Any:
+        return self.doc.tree()
 
     def namespaces(self) -> dict[str, str]:
         if self._prefixes is None:
@@ -141,7 +153,9 @@ class Evaluator:
     def run(self, expression: str, namespaces: dict[str, str] | None = None) -> list[tuple[str, Any]]:
         """Results in document order: ("element", node), ("text", string) or ("attribute", string)."""
         prefixes = {**self.namespaces(), **(namespaces or {})} if ":" in expression else {}
-        steps = _compiled(expression, tuple(sorted(prefixes.items())))
+        steps, plain = _compiled(expression, tuple(sorted(prefixes.items())))
+        if plain:
+            return [("element", node) for node in self._plain(steps, plain == "descendants")]
         context = np.zeros(1, dtype=np.int64)
         for step in steps:
             if step.kind == "element":
@@ -161,6 +175,30 @@ class Evaluator:
                 values, _ = self.doc.attribute_values()
                 return [("attribute", values[p]) for p in places[keep].tolist()]
         return [("element", i) for i in context.tolist()]
+
+    def _plain(self, steps: list[Step], descendants: bool) -> list[int]:
+        """A plain path over the token stream (see :class:`~webrace.xpack.format.Skeleton`):
+        ``//name`` is every opening of a label with that name; ``/a/b/c`` keeps, depth by
+        depth, the openings whose parent (the last element opened one level up) was kept."""
+        skeleton = self.doc.skeleton()
+        if descendants:
+            return skeleton.node_ids(skeleton.openings(steps[0].name))
+        level = skeleton.level
+        context = None
+        for depth, step in enumerate(steps, 1):
+            found = skeleton.openings(step.name)
+            found = found[level[found] == depth + 1]
+            if context is not None and len(found):
+                # an element at this depth is a child of a kept one if it lies before that
+                # one's close: the first token after it back at the kept one's depth
+                shallower = np.flatnonzero(level < depth)
+                ends = shallower[np.searchsorted(shallower, context)]
+                owner = np.searchsorted(context, found) - 1
+                found = found[(owner >= 0) & (found < ends[np.maximum(owner, 0)])]
+            if not len(found):
+                return []
+            context = found
+        return skeleton.node_ids(context)
 
     def _named_nodes(self, name: str | None) -> np.ndarray:
         """The nodes with an element name (None: every element; TEXT: every text node)."""
