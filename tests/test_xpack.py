@@ -239,10 +239,11 @@ def test_the_tag_list_in_the_header_is_the_documents_tags_in_order_of_first_use(
     from webrace.xpack import format as fmt
 
     assert fmt._read_tag_list(fmt._tag_list(tags)) == tags
-    body = "".join(f'<{t.rpartition("}")[2]} xmlns="{t[1:].partition("}")[0]}"/>' if t.startswith("{")
-                   else f"<{t}/>" for t in tags[1:])
-    data = f"<{tags[0]}>{body}</{tags[0]}>".encode() if not tags[0].startswith("{") else \
-        f'<{tags[0].rpartition("}")[2]} xmlns="{tags[0][1:].partition("}")[0]}">{body}</{tags[0].rpartition("}")[2]}>'.encode()
+    def tag(name: str, body: str = "") -> str:
+        uri, _, local = name[1:].rpartition("}") if name.startswith("{") else ("", "", name)
+        return f'<{local} xmlns="{uri}">{body}</{local}>' if uri else f"<{local}>{body}</{local}>"
+
+    data = tag(tags[0], "".join(tag(t) for t in tags[1:])).encode()
     doc = xpack.PackedDocument(xpack.pack(data))
     assert doc.tags() == tags and not doc.decompressed
     assert doc.tree().tags() == tags  # the label dictionary agrees

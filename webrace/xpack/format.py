@@ -178,7 +178,7 @@ def _read_tag_list(data: bytes) -> list[str]:
     if len(data) > 1 and data[0] == len(data) - 1 and max(data[1:]) < len(TAG_NAMES):
         return [TAG_NAMES[code] for code in data[1:]]  # common names, no namespace
     if len(data) > 2 and data[1] == 0xFD and data[0] == len(data) - 2 and max(data[2:]) < len(TAG_NAMES):
-        return [_XHTML_TAGS[code] for code in data[2:]]  # common names, XHTML's namespace  # an XHTML page of common names: the usual case
+        return [_XHTML_TAGS[code] for code in data[2:]]  # common names, XHTML's namespace
     count, at = _read_varint(data, 0)
     tags, current = [], ""
     try:
@@ -810,7 +810,8 @@ class PackedDocument:
     def skeleton(self) -> Skeleton:
         found = self._cache.get("skeleton")
         if found is None:
-            found = self._cache["skeleton"] = Skeleton(self.nodes, self.container("labels"), self.container("structure"))
+            found = Skeleton(self.nodes, self.container("labels"), self.container("structure"))
+            self._cache["skeleton"] = found
         return found
 
     def _places(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
