@@ -229,6 +229,16 @@ def test_plain_paths_over_the_token_stream_equal_lxmls(elements, steps, descenda
     assert "tree" not in doc._cache  # the label dictionary and structure only, as bytes and tokens
 
 
+def test_plain_paths_with_wide_token_streams_and_many_labels_equal_lxmls():
+    # 300 element names: tokens no longer fit a byte; a name with several labels (attributes vary)
+    items = "".join(f"<n{k}><n{(k * 7) % 300} a='1'/><m/></n{k}>" for k in range(300))
+    data = f"<r>{items}<m b='2'><m/></m></r>".encode()
+    doc = xpack.PackedDocument(xpack.pack(data))
+    assert doc.skeleton().tokens.dtype.itemsize == 2
+    for expression in ("//n150", "/r/n7", "/r/n7/n49", "/r/*/m", "//m", "/r/m/m", "/r/*/*", "//*", "/r/n299/n293"):
+        assert doc.query(expression) == lxml_elements(data, expression), expression
+
+
 @pytest.mark.parametrize("tags", [
     ["html", "head", "body", "p"],
     ["{http://www.w3.org/1999/xhtml}html", "{http://www.w3.org/1999/xhtml}p"],

@@ -210,6 +210,7 @@ def _read_tag_list(data: bytes) -> list[str]:
 # -- varints, arrays and string lists -------------------------------------------------------
 
 _DTYPES = {"B": np.uint8, "H": np.uint16, "I": np.uint32}
+_DTYPE_CODES = {ord(code): np.dtype(dtype) for code, dtype in _DTYPES.items()}
 
 
 def _varint(value: int) -> bytes:
@@ -486,26 +487,25 @@ class Skeleton:
     range, node count, and (for depths) that opens and closes balance."""
 
     def __init__(self, nodes: int, labels: bytes, structure: bytes) -> None:
-        count, at = _read_varint(labels, 0)
-        self.text = text = labels[at:]
-        self.haystack = haystack = b"\x00" + text  # label k follows the (k + 1)th NUL
+        count, at = (labels[0], 1) if labels and labels[0] < 0x80 else _read_varint(labels, 0)
+        self.haystack = haystack = b"\x00" + labels[at:]  # label k follows the (k + 1)th NUL
         found, at = [], haystack.find(b"\x00#")
         while at >= 0:
             end = haystack.find(b"\x00", at + 1)
             found.append((haystack[at + 1:end if end >= 0 else None], at))
             at = haystack.find(b"\x00#", at + 1)
         kinds = dict(found)
-        if not count or text.count(b"\x00") != count - 1 or len(kinds) != len(found) \
+        if not count or haystack.count(b"\x00") != count or len(kinds) != len(found) \
                 or b"#document" not in kinds or not kinds.keys() <= _KIND_BYTES:
             raise XPackError("corrupt XPack file (label dictionary)")
         self.labels = count
         self.leaves = [haystack.count(b"\x00", 0, at) for kind, at in kinds.items() if kind != b"#document"]
         self.document = haystack.count(b"\x00", 0, kinds[b"#document"])
-        dtype = _DTYPES.get(chr(structure[0])) if structure else None
+        dtype = _DTYPE_CODES.get(structure[0]) if structure else None
         if dtype is None:
             raise XPackError("corrupt XPack file (structure: array type)")
         size, at = _read_varint(structure, 1)
-        if len(structure) - at != size * np.dtype(dtype).itemsize:
+        if len(structure) - at != size * dtype.itemsize:
             raise XPackError("corrupt XPack file (structure: array length)")
         self.tokens = tokens = np.frombuffer(structure, dtype=dtype, count=size, offset=at)
         if size < 2 or tokens[0] != self.document + 1 or tokens.max() > count or np.count_nonzero(tokens) != nodes:
@@ -525,7 +525,7 @@ class Skeleton:
     def openings(self, name: str | None) -> np.ndarray:
         """The token positions where an element with this name (None: any element) opens."""
         if name is None:
-            return np.flatnonzero(self.elements)
+            return self.elements.nonzero()[0]
         labels = self.labels_named(name)
         if not labels:
             return np.zeros(0, dtype=np.intp)
@@ -533,10 +533,10 @@ class Skeleton:
             mask = self.tokens == labels[0] + 1
             for label in labels[1:]:
                 mask |= self.tokens == label + 1
-            return np.flatnonzero(mask)
+            return mask.nonzero()[0]
         lookup = np.zeros(self.labels + 1, dtype=bool)
         lookup[np.array(labels, dtype=np.int64) + 1] = True
-        return np.flatnonzero(lookup.take(self.tokens))
+        return lookup.take(self.tokens).nonzero()[0]
 
     @functools.cached_property
     def elements(self) -> np.ndarray:
@@ -561,8 +561,8 @@ class Skeleton:
         """Token positions -> node numbers (document order)."""
         if not len(positions):
             return []
-        closes = np.flatnonzero(self.tokens[:positions[-1]] == 0)
-        return (positions - np.searchsorted(closes, positions)).tolist()
+        closes = (self.tokens[:positions[-1]] == 0).nonzero()[0]
+        return (positions - closes.searchsorted(positions)).tolist()
 
 
 def _places(keys: np.ndarray) -> np.ndarray:

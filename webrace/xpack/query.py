@@ -191,9 +191,9 @@ class Evaluator:
             if context is not None and len(found):
                 # an element at this depth is a child of a kept one if it lies before that
                 # one's close: the first token after it back at the kept one's depth
-                shallower = np.flatnonzero(level < depth)
-                ends = shallower[np.searchsorted(shallower, context)]
-                owner = np.searchsorted(context, found) - 1
+                shallower = (level < depth).nonzero()[0]
+                ends = shallower[shallower.searchsorted(context)]
+                owner = context.searchsorted(found) - 1
                 found = found[(owner >= 0) & (found < ends[np.maximum(owner, 0)])]
             if not len(found):
                 return []
