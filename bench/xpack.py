@@ -99,6 +99,7 @@ def queries_for(data: bytes) -> tuple[str, str, dict[str, str]]:
 
 
 TEXT_HEAVY = 0.30
+REPEAT = 7  # each timing is the best of this many single runs, the same for XPack and lxml
 
 
 def text_share(docs: list[bytes]) -> float:
@@ -142,8 +143,8 @@ def measure(name: str, paths: list[str], codecs: dict[str, tuple]) -> dict | Non
         doc = xpack.PackedDocument(packed)
         return doc.nodes, doc.tags()
 
-    stat_ours = sum(best_ms(lambda p=p: xpack_stat(p), 5) for p in packed)
-    stat_lxml = sum(best_ms(lambda b=b: lxml_stat(b), 3) for b in stored)
+    stat_ours = sum(best_ms(lambda p=p: xpack_stat(p), REPEAT) for p in packed)
+    stat_lxml = sum(best_ms(lambda b=b: lxml_stat(b), REPEAT) for b in stored)
     query_ours = query_lxml = 0.0
     for data, blob, p in zip(usable, stored, packed, strict=True):
         descendant, path, ns = queries_for(data)
@@ -151,9 +152,9 @@ def measure(name: str, paths: list[str], codecs: dict[str, tuple]) -> dict | Non
             ours = xpack.PackedDocument(p).query(expression, ns)
             theirs = etree.fromstring(decompress(blob), op.xml_parser()).xpath(expression, namespaces=ns)
             assert len(ours) == len(theirs), (expression, len(ours), len(theirs))
-            query_ours += best_ms(lambda p=p, e=expression, ns=ns: xpack.PackedDocument(p).query(e, ns), 3)
+            query_ours += best_ms(lambda p=p, e=expression, ns=ns: xpack.PackedDocument(p).query(e, ns), REPEAT)
             query_lxml += best_ms(lambda blob=blob, e=expression, ns=ns: etree.fromstring(
-                decompress(blob), op.xml_parser()).xpath(e, namespaces=ns), 3)
+                decompress(blob), op.xml_parser()).xpath(e, namespaces=ns), REPEAT)
     share = text_share(usable)
     print(f"\n{name}: {len(usable)} document(s), {raw / 1024:.0f} KB, {share:.0%} text"
           f"{' (text-heavy)' if share >= TEXT_HEAVY else ''}")

@@ -40,8 +40,8 @@ Containers (the seed's operators, node by node in document order; node 0 is the 
   their link text: gtk-doc XHTML 43.5 KB against 44.5 KB in columns). Column sizes are never
   stored: they follow from the structure.
 
-Blocks: ``labels`` alone (the tag list costs one tiny decompression); ``structure`` and
-``namespaces`` (what any query reads); the values in one block when interleaved, else
+Blocks: ``labels``, ``structure`` and ``namespaces`` together (what any query reads: one
+decompression; the tag list is in the header); the values in one block when interleaved, else
 ``attrvalues`` and ``content`` each alone, so that an attribute query does not decompress
 the text. Each block is stored raw or with raw deflate, bzip2, xz (raw LZMA2), brotli, or
 deflate primed with :mod:`webrace.xpack.dictionary`'s common labels, whichever is smallest
