@@ -531,6 +531,21 @@ def test_run_simulation_reports_shares_probes_and_crawl_times():
     assert everyone_probes["crawl_time_ms"] <= min(ipmicra["crawl_time_ms"], random["crawl_time_ms"])
 
 
+def test_download_time_is_handshake_plus_slow_start_rounds_plus_expected_timeouts():
+    from webrace.delegation.simulator import download_ms
+
+    # 32 KB = 23 segments of 1,460 bytes: windows of 2, 4, 8, 16 segments, 4 rounds after the handshake
+    assert download_ms(10.0) == 50.0 and download_ms(100.0) == 500.0
+    assert download_ms(10.0, size=1460) == 20.0  # one segment: handshake and one round
+    # loss adds 23 x loss x the 1 s minimum RTO, whoever fetches: it does not favour a crawler
+    assert download_ms(10.0, 0.01) - download_ms(10.0) == download_ms(100.0, 0.01) - download_ms(100.0) == 230.0
+    sim = D.simulate(4, 100, seed=3)
+    assert set(sim.loss) == {str(D.target_ip(url)) for url in sim.urls} and set(sim.loss.values()) <= {
+        0.0005, 0.005, 0.01}
+    run = D.run_random(sim, seed=1)
+    assert run["download_ms"] > 5 * run["crawl_time_ms"]  # five round trips a page at least, plus timeouts
+
+
 def test_by_default_the_fastest_of_a_level_wins_not_the_first_under_the_threshold():
     # c1 and c2 both hold subnets inside 10.0.0.0/8; 10.3.0.0/16 (org d) is new to both
     # c2's home (10.2.1.0/24) shares more leading bits with 10.3.0.5 than c1's: it is asked first
