@@ -175,10 +175,15 @@ def _tag_list(tags: list[str]) -> bytes:
 
 
 def _read_tag_list(data: bytes) -> list[str]:
-    if len(data) > 1 and data[0] == len(data) - 1 and max(data[1:]) < len(TAG_NAMES):
-        return [TAG_NAMES[code] for code in data[1:]]  # common names, no namespace
-    if len(data) > 2 and data[1] == 0xFD and data[0] == len(data) - 2 and max(data[2:]) < len(TAG_NAMES):
-        return [_XHTML_TAGS[code] for code in data[2:]]  # common names, XHTML's namespace
+    # the usual cases first: common names only, in no namespace or in XHTML's (an escape
+    # or an unknown code is past the end of the table: the general reading below)
+    try:
+        if data[0] == len(data) - 1:
+            return [TAG_NAMES[code] for code in data[1:]]
+        if data[1] == 0xFD and data[0] == len(data) - 2:
+            return [_XHTML_TAGS[code] for code in data[2:]]
+    except IndexError:
+        pass
     count, at = _read_varint(data, 0)
     tags, current = [], ""
     try:
