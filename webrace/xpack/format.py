@@ -639,6 +639,13 @@ def pack(data: bytes, codecs: tuple[int, ...] = (1, 2, 3, 4, 5), interleaved: bo
     the value layout (default: interleaved when the values are under :data:`SOLID_LIMIT`)."""
     packed = page_pack(parse(data))
     raw, interleaved, tag_names = containers_of(packed, interleaved)
+    return assemble(raw, len(packed.names), interleaved, tag_names, codecs)
+
+
+def assemble(raw: dict[str, bytes], nodes: int, interleaved: bool, tag_names: list[str],
+             codecs: tuple[int, ...] = (1, 2, 3, 4, 5)) -> bytes:
+    """The file for raw containers: blocks compressed, header, tag list and checksums (what
+    :func:`pack` writes; the tests forge files through it)."""
     groups = [list(group) for group in GROUPS]
     values = groups.pop()
     if interleaved:
@@ -653,7 +660,7 @@ def pack(data: bytes, codecs: tuple[int, ...] = (1, 2, 3, 4, 5), interleaved: bo
         fields += [block_of[name], len(raw[name])]
     for codec, stored in blocks:
         fields += [codec, len(stored), zlib.crc32(stored)]
-    head = _HEAD.pack(MAGIC, len(packed.names), width | TAG_LIST | (INTERLEAVED if interleaved else 0),
+    head = _HEAD.pack(MAGIC, nodes, width | TAG_LIST | (INTERLEAVED if interleaved else 0),
                       len(CONTAINERS), len(blocks))
     tags = _tag_list(tag_names)
     body = head + _table(width, len(CONTAINERS), len(blocks)).pack(*fields) + _varint(len(tags)) + tags
@@ -903,7 +910,13 @@ def unpack(data: bytes) -> bytes:
     """The document again (UTF-8, with an XML declaration); equal to the original under C14N."""
     from lxml import etree
 
-    tree = page_unpack(PackedDocument(data).to_packed())
+    packed = PackedDocument(data).to_packed()
+    try:
+        tree = page_unpack(packed)
+    except XPackError:
+        raise
+    except (ValueError, TypeError, IndexError, KeyError) as exc:  # names or values lxml will not take
+        raise XPackError(f"corrupt XPack file ({exc})") from None
     return etree.tostring(tree, xml_declaration=True, encoding="utf-8")
 
 
