@@ -69,3 +69,4 @@ def test_simulate_prints_the_benchmark_metrics(project):
     done = project.scrapy("ipmicra", "simulate", "--crawlers", "4", "--urls", "200", "--seed", "3")
     assert done.returncode == 0, done.stderr
     assert "random" in done.stdout and "IPMicra 50 ms" in done.stdout and "probes/URL" in done.stdout
+    assert "download s" in done.stdout
