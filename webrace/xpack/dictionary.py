@@ -10,7 +10,7 @@ HTML pages 8,982 -> 5,858). The dictionary is part of the format: changing it ne
 magic number.
 
 :data:`TAG_NAMES` lets the header carry a document's tag list uncompressed at one byte per
-common name (gtk-doc XHTML: 24 tags in 26 bytes), so that the tag list is read without
+common name (a gtk-doc page: about 24 tags in 26 bytes), so that the tag list is read without
 decompressing anything (see :mod:`webrace.xpack.format`). It is part of the format too:
 names are only ever appended, below :data:`MAX_TAG_CODES` entries.
 """

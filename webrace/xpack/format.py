@@ -14,9 +14,9 @@
     container order, compressed as one
 
 The tag list repeats the element names of the label dictionary, uncompressed, so that a
-file's node count and tags are read from its header alone (gtk-doc XHTML: 24 tags in 26
-bytes, 1.5% of a packed page; opening a page for them takes a few microseconds instead of a
-decompression). Files written without it (flag clear) are read as before.
+file's node count and tags are read from its header alone (a gtk-doc page: about 24 tags in
+26 bytes, 1.1% of the packed page; opening a page for them takes a few microseconds
+instead of a decompression). Files written without it (flag clear) are read as before.
 
 Containers (the seed's operators, node by node in document order; node 0 is the document):
 
@@ -479,8 +479,6 @@ class Tree:
         content[~spaces] = merged[len(owners):len(owners) + int((~spaces).sum())]
         content[spaces] = merged[len(owners) + int((~spaces).sum()):]
         return nodes, merged[:len(owners)], content
-
-
 
 
 class Skeleton:
