@@ -753,13 +753,10 @@ class PackedDocument:
                 raise XPackError(f"corrupt XPack file ({name}: {exc})") from None
             if len(plain) != raw:
                 raise XPackError(f"corrupt XPack file ({name}: length)")
-            if len(members) == 1:
-                self._raw[name] = plain
-            else:
-                start = 0
-                for member, size in members:
-                    self._raw[member] = plain[start:start + size]
-                    start += size
+            start = 0
+            for member, size in members:
+                self._raw[member] = plain[start:start + size]  # a whole-bytes slice is not copied
+                start += size
             found = self._raw[name]
         return found
 
