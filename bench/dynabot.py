@@ -37,7 +37,7 @@ def run(services: Services, service_class: str, hints: bool, workdir: Path) -> d
     done = subprocess.run(
         [sys.executable, "-m", "scrapy", "crawl", "dynabot", "-a", f"scd={ROOT / 'serviceclasses' / service_class}.xml",
          "-a", f"seeds={workdir / 'seeds.txt'}", "-O", str(out), "-s", "DOWNLOAD_DELAY=0",
-         "-s", f"WEBRACE_DYNABOT_USE_HINTS={hints}", "-s", "LOG_LEVEL=WARNING"],
+         "-s", "WEBRACE_DELAY_FACTOR=0",         "-s", f"WEBRACE_DYNABOT_USE_HINTS={hints}", "-s", "LOG_LEVEL=WARNING"],
         cwd=workdir, env=env, capture_output=True, text=True, timeout=900)
     if done.returncode:
         raise SystemExit(f"dynabot failed:\n{done.stderr[-3000:]}")

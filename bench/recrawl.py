@@ -82,6 +82,8 @@ class Workdir:
             "DOWNLOAD_DELAY": "0",  # our own server: no politeness delay needed
             "CONCURRENT_REQUESTS": str(concurrency),
             "CONCURRENT_REQUESTS_PER_DOMAIN": str(concurrency),
+            "WEBRACE_HOST_CONCURRENCY": str(concurrency),
+            "WEBRACE_DELAY_FACTOR": "0",  # this bench measures the re-crawl, not the pacing (bench/politeness.py)
             "LOG_LEVEL": "WARNING",
             "TELNETCONSOLE_ENABLED": "False",
             "REMOTE_CONTROL_ENABLED": "False",

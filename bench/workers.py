@@ -60,6 +60,7 @@ def crawl_settings(concurrency: int) -> list[str]:
     values = {
         "DOWNLOAD_DELAY": "0", "CONCURRENT_REQUESTS": str(concurrency),
         "CONCURRENT_REQUESTS_PER_DOMAIN": str(concurrency), "WEBRACE_MAX_LEASED": str(concurrency),
+        "WEBRACE_HOST_CONCURRENCY": str(concurrency), "WEBRACE_DELAY_FACTOR": "0",
         "WEBRACE_IDLE_CLOSE": "2", "LOG_LEVEL": "WARNING",
         "TELNETCONSOLE_ENABLED": "False", "REMOTE_CONTROL_ENABLED": "False",
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -30,6 +31,7 @@ TESTS = Path(__file__).parent
 # names resolved by the loopback resolver, no listening consoles.
 TEST_SETTINGS = {
     "DOWNLOAD_DELAY": "0",
+    "WEBRACE_DELAY_FACTOR": "0",  # pacing is tested on its own (test_manners.py)
     "RETRY_TIMES": "0",
     "TWISTED_DNS_RESOLVER": "loopback_resolver.LoopbackResolver",
     "TELNETCONSOLE_ENABLED": "False",
@@ -46,6 +48,12 @@ class Hit:
     headers: dict[str, str]
     status: int = 0  # what the server answered
     sent: int = 0  # body bytes it sent
+    done: float = 0.0  # time.monotonic() when the answer was written
+
+
+# Route values that are behaviours, not answers: close the connection without a word, or
+# never answer (until the server stops).
+RESET, HANG = "reset", "hang"
 
 
 Response = tuple[int, dict[str, str], bytes]
@@ -66,6 +74,10 @@ class Site:
     modified: dict[tuple[str | None, str], int] = field(default_factory=dict)
     clock: int = 1_700_000_000
     delay: float = 0.0  # seconds before each answer: a simulated distant server
+    delays: dict[str, float] = field(default_factory=dict)  # path -> seconds before its answer
+    # Answers for paths no route has: a callable (host, path) -> Response or None (a 404).
+    fallback: Callable[[str, str], Response | None] | None = None
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     def url(self, path: str = "/", host: str = "127.0.0.1") -> str:
         return f"http://{host}:{self.port}{path}"
@@ -110,10 +122,14 @@ class Site:
     def lookup(self, host: str, path: str, request_headers: dict[str, str]) -> Response:
         key = (host, path) if (host, path) in self.routes else (None, path)
         route = self.routes.get(key)
+        if route is None and self.fallback is not None:
+            route = self.fallback(host, path)
         if route is None:
             return 404, {"Content-Type": "text/html"}, b"<html><body>not found</body></html>"
         if callable(route):
             return route()
+        if route in (RESET, HANG):
+            return route
         status, headers, body = route
         if not (self.validators and status == 200 and key in self.modified):
             return route
@@ -147,10 +163,20 @@ class _Handler(BaseHTTPRequestHandler):
         hit = Hit(time.monotonic(), host, self.path, dict(self.headers.items()))
         with self.site.lock:
             self.site.hits.append(hit)
-        status, headers, body = self.site.lookup(host, self.path, hit.headers)
+        answer = self.site.lookup(host, self.path, hit.headers)
+        if answer == RESET:
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if answer == HANG:
+            self.site.stopping.wait(60)
+            self.close_connection = True
+            return
+        status, headers, body = answer
         hit.status, hit.sent = status, len(body)
-        if self.site.delay and self.path != "/robots.txt":
-            time.sleep(self.site.delay)  # latency of the simulated server, in its own thread
+        delay = self.site.delays.get(self.path, self.site.delay if self.path != "/robots.txt" else 0.0)
+        if delay:
+            time.sleep(delay)  # latency of the simulated server, in its own thread
         self.send_response(status)
         for name, value in headers.items():
             self.send_header(name, value)
@@ -158,8 +184,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             self.wfile.write(body)
+            self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):  # the crawler stopped reading
             pass
+        hit.done = time.monotonic()
 
     def log_message(self, format: str, *args: object) -> None:  # keep pytest output clean
         pass
@@ -175,6 +203,7 @@ def site() -> Iterator[Site]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield site
+    site.stopping.set()
     server.shutdown()
     server.server_close()
 

@@ -14,7 +14,8 @@ from webrace.dynabot.forms import analyze_forms
 ROOT = Path(__file__).resolve().parent.parent
 SCD = {name: str(ROOT / "serviceclasses" / f"{name}.xml") for name in ("nucleotide_blast", "protein_blast",
                                                                       "keyword_search")}
-SETTINGS = ["-s", "DOWNLOAD_DELAY=0", "-s", "TELNETCONSOLE_ENABLED=False", "-s", "LOG_LEVEL=INFO"]
+SETTINGS = ["-s", "DOWNLOAD_DELAY=0", "-s", "WEBRACE_DELAY_FACTOR=0", "-s", "TELNETCONSOLE_ENABLED=False",
+            "-s", "LOG_LEVEL=INFO"]
 
 
 @pytest.fixture(scope="module")

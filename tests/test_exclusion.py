@@ -58,7 +58,7 @@ def test_crawl_delay_over_the_maximum_skips_the_host(site, project):
     project.add_urds(urd("u1", "alice", site.url("/")))
     run = project.crawl(WEBRACE_MAX_CRAWL_DELAY=30)
     assert site.paths() == []
-    assert run.summary["ignored_by_reason"] == {"robots": 1}
+    assert run.summary["ignored_by_reason"] == {"crawl_delay": 1}
 
 
 def test_blocklist_blocks_hosts_domains_and_url_prefixes(site, project):

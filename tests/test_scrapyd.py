@@ -88,6 +88,7 @@ def test_deploy_with_scrapyd_deploy_and_schedule_urd(scrapyd, site, project, tmp
     job = call(base, "schedule.json", [
         ("project", "webrace"), ("spider", "urd"),
         ("setting", f"WEBRACE_DATA_DIR={project.data}"), ("setting", "DOWNLOAD_DELAY=0"),
+        ("setting", "WEBRACE_DELAY_FACTOR=0"),
     ])["jobid"]
 
     def finished():

@@ -5,7 +5,8 @@
 2. Proactive Link Filtering: extensions in ``ignore.types`` are dropped before any work;
 3. normalise with w3lib (:func:`webrace.urls.normalize`), refusing bad schemes, malformed
    and overlong URLs;
-4. drop blocked domains, hosts and URL prefixes;
+4. drop blocked domains, hosts and URL prefixes, and paths shaped like traps
+   (:class:`webrace.traps.PathRules`);
 5. log what failed normalisation (debug level, counted);
 6. deduplicate, keeping document order.
 
@@ -21,6 +22,7 @@ from urllib.parse import urljoin
 
 from parsel import Selector
 
+from webrace.traps import PathRules
 from webrace.urls import BadURL, Blocklist, IgnoreTypes, normalize
 
 logger = logging.getLogger(__name__)
@@ -43,11 +45,13 @@ class UrlExtractor:
         blocklist: Blocklist,
         max_url_length: int = 2048,
         max_links: int = 5000,
+        path_rules: PathRules | None = None,
     ) -> None:
         self.ignore_types = ignore_types
         self.blocklist = blocklist
         self.max_url_length = max_url_length
         self.max_links = max_links
+        self.path_rules = path_rules or PathRules(0, 0)
 
     def extract(self, selector: Selector, base_url: str) -> Extraction:
         result = Extraction()
@@ -84,6 +88,10 @@ class UrlExtractor:
             return "ignored/type", url
         if self.blocklist and self.blocklist.blocks(url):
             return "ignored/blocklist", url
+        trap = self.path_rules.trap(url)
+        if trap:
+            logger.debug("Link skipped on %s: a trap (%s): %s", base_url, trap, url)
+            return "ignored/trap", url
         return None, url
 
 

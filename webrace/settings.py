@@ -30,6 +30,29 @@ WEBRACE_MAX_URL_LENGTH = 2048
 WEBRACE_MAX_LINKS_PER_PAGE = 5000
 # A host whose robots.txt asks for a Crawl-delay longer than this (seconds) is not crawled.
 WEBRACE_MAX_CRAWL_DELAY = 60.0
+# robots.txt (RFC 9309): seconds to wait for it (then the host counts as unreachable: nothing
+# is fetched from it this round), and how long its rules are kept (the RFC's 24 hours).
+WEBRACE_ROBOTS_TIMEOUT = 10.0
+WEBRACE_ROBOTS_MAX_AGE = 86400.0
+# Pacing per host (README, "Manners"): after each answer the host rests this many times as long
+# as the answer took to download, so with one request at a time our share of its time stays
+# under 1 / (1 + factor): a third by default. 304s are cheap, so a re-crawl goes fast.
+WEBRACE_DELAY_FACTOR = 2.0
+# Bounds of that rest, seconds (robots.txt's Crawl-delay and DOWNLOAD_DELAY are floors too).
+WEBRACE_MIN_DELAY = 0.0
+WEBRACE_MAX_DELAY = 30.0
+# Requests in flight to one host at most.
+WEBRACE_HOST_CONCURRENCY = 1
+# Traps (README, "Manners"): pages one URD may request in one round; links past it are
+# counted as ignored/budget and the summary names the URD.
+WEBRACE_MAX_PAGES_PER_URD = 10000
+# A link whose path repeats one segment more than this many times, or has more segments than
+# this, is a trap (Heritrix's PathologicalPath / TooManyPathSegments); 0 switches a rule off.
+WEBRACE_TRAP_MAX_SEGMENT_REPEATS = 3
+WEBRACE_TRAP_MAX_SEGMENTS = 20
+# One path followed with at most this many distinct query strings in a round (`?page=N`
+# forever); 0 switches the rule off.
+WEBRACE_TRAP_MAX_QUERIES_PER_PATH = 100
 # Conditional re-crawl: ask with If-None-Match / If-Modified-Since for pages already stored.
 WEBRACE_RECRAWL = True
 # Keep running: start each URD again when it falls due (the seed's mini-crawler).
@@ -92,8 +115,9 @@ USER_AGENT = f"WebRACE/{__version__} (user-driven crawler; Scrapy)"
 ROBOTSTXT_OBEY = True
 ROBOTSTXT_USER_AGENT = "WebRACE"
 CONCURRENT_REQUESTS = 32
-CONCURRENT_REQUESTS_PER_DOMAIN = 2
-DOWNLOAD_DELAY = 0.5
+# Per-host concurrency and delays are WEBRACE_HOST_CONCURRENCY and the pacing above;
+# DOWNLOAD_DELAY stays a floor (seconds between two requests' starts) when set.
+DOWNLOAD_DELAY = 0
 DOWNLOAD_TIMEOUT = 30
 DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
@@ -108,7 +132,7 @@ SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
 SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
 
 DOWNLOADER_MIDDLEWARES = {
-    # replaced by ExclusionMiddleware, which wraps it and adds Crawl-delay and block lists
+    # replaced by ExclusionMiddleware (robots.txt per RFC 9309 with no race, pacing, traps, block lists)
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "webrace.middlewares.exclusion.ExclusionMiddleware": 100,
     # after RedirectMiddleware (600): a redirected request gets its own validators

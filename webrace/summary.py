@@ -8,8 +8,8 @@ reason, and the same figures are left in Scrapy's stats (``webrace/summary/*``) 
 - discovered: distinct URLs the crawl came to know (start URLs, every link found)
 - requested: requests that reached the downloader (robots.txt fetches not included)
 - expanded: pages whose links were extracted
-- ignored: distinct URLs not followed, by reason (robots, blocklist, type, mime, scope,
-  depth, limit)
+- ignored: distinct URLs not followed, by reason (robots, robots_unreachable, crawl_delay,
+  blocklist, type, mime, scope, depth, limit, trap, budget, redirect_scope)
 - failed: requests that got no usable page (HTTP error status, DNS, refused, timeout,
   too large, redirect loop...), by reason
 - error: URLs that could not be crawled at all (unsupported scheme, malformed, too long)
@@ -71,6 +71,35 @@ def format_recrawl(stats: dict[str, Any]) -> str:
     return f"Re-crawl: {counts}; bytes received = {received:.1f} MB, saved = {saved:.1f} MB"
 
 
+def format_manners(stats: dict[str, Any], most: int = 5) -> list[str]:
+    """Lines on robots.txt that stopped hosts, URDs that hit their page budget, and the
+    pacing each host got (its rest after each answer: mean and max, the busiest first)."""
+    def keyed(prefix: str) -> dict[str, Any]:
+        return {k[len(prefix):]: v for k, v in stats.items() if k.startswith(prefix)}
+
+    lines = []
+    unreachable = keyed("robots/unreachable_origin/")
+    if unreachable:
+        lines.append("robots.txt unreachable, nothing fetched from these hosts this round (asked again next "
+                     "round): " + ", ".join(f"{o} ({why})" for o, why in sorted(unreachable.items())))
+    too_long = keyed("robots/crawl_delay_too_long/")
+    if too_long:
+        lines.append("Hosts skipped, robots.txt Crawl-delay over WEBRACE_MAX_CRAWL_DELAY: "
+                     + ", ".join(f"{h} ({d:g}s)" for h, d in sorted(too_long.items())))
+    budget = keyed("webrace/budget_reached/")
+    if budget:
+        lines.append("Page budget reached (WEBRACE_MAX_PAGES_PER_URD), links past it not followed, for URDs: "
+                     + ", ".join(f"{u} ({n} pages)" for u, n in sorted(budget.items())))
+    counts = {k[: -len("/requests")]: v for k, v in keyed("pacing/").items() if k.endswith("/requests")}
+    if counts:
+        busiest = sorted(counts, key=lambda h: (-counts[h], h))
+        shown = [f"{h} mean {stats.get(f'pacing/{h}/delay_mean', 0):.3g}s max "
+                 f"{stats.get(f'pacing/{h}/delay_max', 0):.3g}s ({counts[h]} answers)" for h in busiest[:most]]
+        more = f"; and {len(busiest) - most} more hosts" if len(busiest) > most else ""
+        lines.append("Pacing, rest after each answer: " + "; ".join(shown) + more)
+    return lines
+
+
 class CrawlSummary:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -94,6 +123,8 @@ class CrawlSummary:
         recrawl = format_recrawl(self.stats.get_stats())
         if recrawl:
             logger.info("%s", recrawl)
+        for line in format_manners(self.stats.get_stats()):
+            logger.info("%s", line)
         owners = self.stats.get_value("webrace/owners")
         if owners:
             logger.info("Pages: %d, for owners: %s", summary["pages"], owners)

@@ -1,52 +1,48 @@
-"""Exclusion: block lists, robots.txt with its Crawl-delay, and accepted media types.
+"""Exclusion: block lists, robots.txt, pacing per host, traps and accepted media types.
 
 Every request of the crawl passes here, whatever produced it (a URD, an extracted link, a
-redirect, later a rule): the block list is checked first, then robots.txt through Scrapy's
-own :class:`~scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware` (Protego), whose
-``Crawl-delay`` for our user agent becomes the minimum delay of that host's download slot
-(Scrapy reads the directive but does not apply it). Responses whose Content-Type is not
-accepted are stopped right after their headers, before the body is downloaded.
+redirect, a DynaBot seed or probe, a rule): the block list is checked first, then robots.txt
+(:mod:`webrace.middlewares.robots`: RFC 9309, fetched once per origin, every request
+waiting for it). A redirect is judged like a link: the trap rules and the scope of the URDs
+the request serves (learned from the ``round_opened`` signal) must hold its target.
 
-Each decision bumps a stats counter (``webrace/ignored/blocklist``, ``.../robots``,
-``.../mime``, ``webrace/crawl_delay/<host>``) and marks the request's meta with
-``webrace_ignored`` so the spider's errback does not count it twice.
+Pacing (:mod:`webrace.pacing`): after each answer, the host's download slot rests the
+answer's whole download time times ``WEBRACE_DELAY_FACTOR`` (bounded by
+``WEBRACE_MIN_DELAY`` / ``WEBRACE_MAX_DELAY``), and two starts are never closer than
+robots.txt's Crawl-delay or ``DOWNLOAD_DELAY``; ``WEBRACE_HOST_CONCURRENCY`` requests per
+host at most. Responses whose
+Content-Type is not accepted are stopped right after their headers.
+
+Each decision bumps a stats counter (``robots/allowed``, ``robots/disallowed``,
+``robots/unreachable``, ``webrace/ignored/<reason>``, ``pacing/<host>/...``) and a request
+refused here has ``webrace_ignored`` in its meta so the spider's errback does not count it
+twice.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections import OrderedDict
 from typing import Any
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
-from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
-from scrapy.exceptions import IgnoreRequest, NotConfigured, StopDownload
+from scrapy.exceptions import IgnoreRequest, StopDownload
+from scrapy.http import Response
 
 from webrace.conf import conf_list
-from webrace.urls import Blocklist, MediaTypes, read_list
+from webrace.middlewares.robots import UNREACHABLE, RobotsTxt, origin
+from webrace.pacing import Pacing
+from webrace.signals import round_opened
+from webrace.traps import PathRules
+from webrace.urls import Blocklist, MediaTypes, in_scope, read_list
 
 logger = logging.getLogger(__name__)
 
 IGNORED = "webrace_ignored"
-
-
-class _RobotsFetchErrorsInOneLine(logging.Filter):
-    """Scrapy logs a failed robots.txt download (an unreachable host, a user's typo) at
-    ERROR with a traceback; the page fetch that follows fails and is counted anyway, so
-    say it in one line."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and str(record.msg).startswith("Error downloading"):
-            record.exc_info = None
-            record.exc_text = None
-            record.levelno, record.levelname = logging.WARNING, "WARNING"
-            record.msg = "Could not fetch robots.txt before %(request)s: %(f_exception)s"
-        return True
-
-
-_robots_logger = logging.getLogger("scrapy.downloadermiddlewares.robotstxt")
-if not any(isinstance(f, _RobotsFetchErrorsInOneLine) for f in _robots_logger.filters):
-    _robots_logger.addFilter(_RobotsFetchErrorsInOneLine())
+_HEADERS_AT = "webrace_headers_at"  # meta: time.monotonic() when the answer's headers arrived
+_ROUNDS_KEPT = 16  # scopes of this many recent rounds are kept for judging redirects
 
 
 class ExclusionMiddleware:
@@ -57,62 +53,112 @@ class ExclusionMiddleware:
         self.blocklist = Blocklist(read_list(settings.get("WEBRACE_BLOCKLIST")))
         self.media_types = MediaTypes(conf_list(settings, "WEBRACE_MIME_TYPES", "mime.types"))
         self.max_crawl_delay = settings.getfloat("WEBRACE_MAX_CRAWL_DELAY")
-        self.download_delay = settings.getfloat("DOWNLOAD_DELAY")
-        self.robots_useragent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")
-        try:
-            self.robots: RobotsTxtMiddleware | None = RobotsTxtMiddleware(crawler)
-        except NotConfigured:
-            self.robots = None
-        self.delays: dict[str, float] = {}  # download slot -> Crawl-delay applied
+        self.useragent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")
+        self.robots = RobotsTxt(crawler) if settings.getbool("ROBOTSTXT_OBEY") else None
+        self.paths = PathRules(settings.getint("WEBRACE_TRAP_MAX_SEGMENT_REPEATS"),
+                               settings.getint("WEBRACE_TRAP_MAX_SEGMENTS"))
+        self.pacing = Pacing(
+            factor=settings.getfloat("WEBRACE_DELAY_FACTOR"),
+            min_delay=settings.getfloat("WEBRACE_MIN_DELAY"),
+            max_delay=settings.getfloat("WEBRACE_MAX_DELAY"),
+            floor=settings.getfloat("DOWNLOAD_DELAY"),
+        )
+        self.host_concurrency = settings.getint("WEBRACE_HOST_CONCURRENCY")
+        self._downloader_ready = False
+        self.scopes: OrderedDict[str, dict[str, tuple[str, str]]] = OrderedDict()  # round -> URD -> (url, scope)
         crawler.signals.connect(self.headers_received, signal=signals.headers_received)
+        crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
+        crawler.signals.connect(self.round_opened, signal=round_opened)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ExclusionMiddleware:
         return cls(crawler)
 
     async def process_request(self, request: Request) -> None:
+        if request.url.startswith(("data:", "file:")):
+            return
+        self._prepare_slot(request)
         if request.meta.get("dont_obey_robotstxt"):  # robots.txt itself
             return
         if self.blocklist and self.blocklist.blocks(request.url):
             self._ignore(request, "blocklist", "Blocked by WEBRACE_BLOCKLIST")
-        if self.robots is None:
-            return
-        parser = await self.robots.robot_parser(request)
-        if parser is None:
-            return
-        try:
-            self.robots.process_request_2(parser, request)
-        except IgnoreRequest:
+        if request.meta.get("redirect_urls"):
+            self._judge_redirect(request)
+        if self.robots is not None:
+            await self._judge_robots(request)
+
+    # -- robots.txt ----------------------------------------------------------------------
+
+    async def _judge_robots(self, request: Request) -> None:
+        rules = await self.robots.rules(request)
+        if rules.kind == UNREACHABLE:
+            self.stats.inc_value("robots/unreachable")
+            self.stats.set_value(f"robots/unreachable_origin/{origin(request)}", rules.reason)
+            if rules.error is not None:  # the host itself is unreachable: the page failed as robots.txt did
+                request.meta["dont_retry"] = True
+                raise rules.error.with_traceback(None)
+            self._ignore(request, "robots_unreachable",
+                         f"robots.txt unreachable ({rules.reason}): nothing fetched from this host this round")
+        if not rules.allowed(request.url, self.useragent):
+            self.stats.inc_value("robots/disallowed")
             self._ignore(request, "robots", "Forbidden by robots.txt")
-        delay = parser.crawl_delay(self.robots_useragent)
-        if delay:
+        delay = rules.crawl_delay(self.useragent)
+        if delay is not None:
             self._apply_crawl_delay(request, delay)
+        self.stats.inc_value("robots/allowed")
 
     def _apply_crawl_delay(self, request: Request, delay: float) -> None:
-        downloader = self.crawler.engine.downloader
-        key = downloader.get_slot_key(request)
+        key = self.crawler.engine.downloader.get_slot_key(request)
         if delay > self.max_crawl_delay:
-            self._ignore(
-                request,
-                "robots",
-                f"robots.txt asks for Crawl-delay {delay:g}s, over WEBRACE_MAX_CRAWL_DELAY={self.max_crawl_delay:g}",
-            )
-        delay = max(delay, self.download_delay)
-        if self.delays.get(key, 0.0) < delay:
-            self.delays[key] = delay
+            self.stats.set_value(f"robots/crawl_delay_too_long/{key}", delay)
+            self.stats.inc_value("robots/disallowed")
+            self._ignore(request, "crawl_delay",
+                         f"robots.txt asks for Crawl-delay {delay:g}s, over WEBRACE_MAX_CRAWL_DELAY="
+                         f"{self.max_crawl_delay:g}: host skipped")
+        if self.pacing.crawl_delays.get(key) != delay:
+            self.pacing.crawl_delays[key] = delay
             self.stats.set_value(f"webrace/crawl_delay/{key}", delay)
             logger.info("Honouring robots.txt Crawl-delay of %gs for %s", delay, key)
-        # New slots read DOWNLOAD_SLOTS-style settings; a slot that exists (robots.txt was
-        # fetched through it) is updated in place. No jitter: the delay is a minimum.
-        conf = downloader.per_slot_settings.setdefault(key, {})
-        if conf.get("delay", 0.0) < delay:
-            conf.update(delay=delay, jitter=0.0)
-        slot = downloader.slots.get(key)
-        if slot is not None and (slot.delay < delay or slot.jitter):
-            slot.delay = max(slot.delay, delay)
-            slot.jitter = 0.0
+            slot = self.crawler.engine.downloader.slots.get(key)
+            if slot is not None and slot.delay < delay:
+                slot.delay = delay
 
-    def headers_received(self, headers: Any, request: Request) -> None:
+    # -- redirects -----------------------------------------------------------------------
+
+    def round_opened(self, round_id: str, urds: dict[str, Any]) -> None:
+        self.scopes[round_id] = {i: (u.url, u.scope) for i, u in urds.items()}
+        while len(self.scopes) > _ROUNDS_KEPT:
+            self.scopes.popitem(last=False)
+        if self.robots is not None:
+            self.robots.new_round()
+
+    def _judge_redirect(self, request: Request) -> None:
+        """A redirect target passes the checks a link passes: trap rules, and the scope of
+        at least one URD the request serves."""
+        trap = self.paths.trap(request.url)
+        if trap:
+            self._ignore(request, "trap", f"Redirect to a trap ({trap})")
+        context = request.meta.get("webrace")
+        scopes = self.scopes.get(context.get("round", "")) if context else None
+        if not scopes:
+            return  # not a URD crawl (DynaBot), or a round this process never opened
+        urd_ids = context.get("urd_ids") or list(context.get("budgets", ()))
+        judged = [scopes[i] for i in urd_ids if i in scopes]
+        if judged and not any(in_scope(request.url, url, scope) for url, scope in judged):
+            self._ignore(request, "redirect_scope",
+                         f"Redirect from {request.meta['redirect_urls'][-1]} leaves the URDs' scope")
+
+    # -- pacing --------------------------------------------------------------------------
+
+    def _prepare_slot(self, request: Request) -> None:
+        """New slots get WEBRACE_HOST_CONCURRENCY (the downloader was built before this
+        middleware could say so; DOWNLOAD_SLOTS entries still win)."""
+        if not self._downloader_ready:
+            self.crawler.engine.downloader.domain_concurrency = self.host_concurrency
+            self._downloader_ready = True
+
+    def headers_received(self, headers: Any, body_length: int, request: Request, spider: Any = None) -> None:
+        request.meta[_HEADERS_AT] = time.monotonic()
         if "webrace" not in request.meta:
             return
         if not self.media_types.accepts(headers.get(b"Content-Type")):
@@ -122,8 +168,29 @@ class ExclusionMiddleware:
             logger.debug("Media type %r not accepted, body not downloaded: %s", ctype, request.url)
             raise StopDownload(fail=True)
 
+    def response_downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
+        """The answer is complete: set the delay before the host's next request."""
+        latency = request.meta.get("download_latency")
+        if latency is None:
+            return
+        headers_at = request.meta.get(_HEADERS_AT)
+        seconds = latency + (time.monotonic() - headers_at if headers_at is not None else 0.0)
+        downloader = self.crawler.engine.downloader
+        key = request.meta.get(downloader.DOWNLOAD_SLOT) or downloader.get_slot_key(request)
+        rest = self.pacing.answered(key, seconds) - seconds
+        slot = downloader.slots.get(key)
+        if slot is not None:
+            # Scrapy spaces a slot's requests by `delay` from `lastseen`, the last start; the
+            # rest is counted from this answer instead, so it holds with any concurrency.
+            slot.lastseen, slot.delay, slot.jitter = time.monotonic(), rest, 0.0
+        delays = self.pacing.hosts[key]
+        self.stats.set_value(f"pacing/{key}/delay_mean", round(delays.mean, 4))
+        self.stats.set_value(f"pacing/{key}/delay_max", round(delays.largest, 4))
+        self.stats.set_value(f"pacing/{key}/requests", delays.count)
+
     def _ignore(self, request: Request, reason: str, message: str) -> None:
         request.meta[IGNORED] = reason
-        self.stats.inc_value(f"webrace/ignored/{reason}")
+        if "webrace" in request.meta:
+            self.stats.inc_value(f"webrace/ignored/{reason}")
         logger.debug("%s: %s", message, request.url)
         raise IgnoreRequest(message)

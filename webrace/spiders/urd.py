@@ -15,6 +15,7 @@ Spider arguments: ``-a urd=ID[,ID...]`` crawls these URDs now, due or not;
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,6 +29,7 @@ from scrapy.exceptions import (
     DontCloseSpider,
     DownloadCancelledError,
     DownloadConnectionRefusedError,
+    DownloadFailedError,
     DownloadTimeoutError,
     IgnoreRequest,
     ResponseDataLossError,
@@ -46,8 +48,10 @@ from webrace.middlewares.exclusion import IGNORED
 from webrace.middlewares.recrawl import CONDITIONAL, LOOKED_UP
 from webrace.scout.crawl import CrawlRules
 from webrace.sentinels.crawl import due_sentinels
+from webrace.signals import round_opened
 from webrace.store.cache import ObjectCache
 from webrace.store.metainfo import MetaInfo
+from webrace.traps import PathRules, QueryVariants
 from webrace.urd import Urd, now_millis
 from webrace.urls import Blocklist, IgnoreTypes, in_scope, media_type, read_list
 
@@ -71,6 +75,8 @@ class Round:
     not_followed: dict[str, str] = field(default_factory=dict)  # link -> why no URD follows it
     sentinels: dict[str, list] = field(default_factory=dict)  # URL -> [(sentinel, digest it last saw)] due
     sentinels_taken: set[str] = field(default_factory=set)  # ids evaluated on a new version
+    queries: QueryVariants = field(default_factory=QueryVariants)  # `?page=N` traps, per path
+    requested: Counter = field(default_factory=Counter)  # URD id -> pages requested for it (its budget)
 
 
 class UrdSpider(scrapy.Spider):
@@ -98,7 +104,11 @@ class UrdSpider(scrapy.Spider):
             Blocklist(read_list(settings.get("WEBRACE_BLOCKLIST"))),
             max_url_length=settings.getint("WEBRACE_MAX_URL_LENGTH"),
             max_links=settings.getint("WEBRACE_MAX_LINKS_PER_PAGE"),
+            path_rules=PathRules(settings.getint("WEBRACE_TRAP_MAX_SEGMENT_REPEATS"),
+                                 settings.getint("WEBRACE_TRAP_MAX_SEGMENTS")),
         )
+        spider.max_queries = settings.getint("WEBRACE_TRAP_MAX_QUERIES_PER_PATH")
+        spider.page_budget = settings.getint("WEBRACE_MAX_PAGES_PER_URD")
         spider.scout = CrawlRules.load(crawler, spider.template_arg)  # TemplateError: refused
         spider.cache = ObjectCache.from_settings(settings)
         spider.continuous = settings.getbool("WEBRACE_CONTINUOUS")
@@ -158,8 +168,8 @@ class UrdSpider(scrapy.Spider):
         if not urds:
             return []
         self.rounds += 1
-        rnd = self.round = Round(f"local-{self.rounds}", {u.id: u for u in urds}, Frontier(), now_millis(),
-                                 sentinels=sentinels or {})
+        rnd = self.round = self._open(Round(f"local-{self.rounds}", {u.id: u for u in urds}, Frontier(),
+                                            now_millis(), sentinels=sentinels or {}))
         owners = sorted({u.owner for u in urds})
         self.crawler.stats.set_value("webrace/urds", len(urds))
         self.crawler.stats.set_value("webrace/owners", ",".join(owners))
@@ -169,6 +179,7 @@ class UrdSpider(scrapy.Spider):
         requests = []
         for urd in urds:
             self._discover(rnd, urd.url)
+            rnd.requested[urd.id] += 1
             verdict, _ = rnd.frontier.offer(urd.url, None, 0, {urd.id: urd.depth})
             if verdict is Offer.NEW:
                 requests.append(self._request(rnd, rnd.frontier.get(urd.url)))
@@ -183,9 +194,15 @@ class UrdSpider(scrapy.Spider):
             urds = self.registry.urds(round_id)
             if not urds:
                 return None
-            rnd = Round(round_id, urds, self.registry.frontier(round_id),
-                        self.registry.opened_at(round_id) or now_millis(), shared=True)
+            rnd = self._open(Round(round_id, urds, self.registry.frontier(round_id),
+                                   self.registry.opened_at(round_id) or now_millis(), shared=True))
             self.shared_rounds[round_id] = rnd
+        return rnd
+
+    def _open(self, rnd: Round) -> Round:
+        """A round starts here: its trap counters, and the ``round_opened`` signal."""
+        rnd.queries = QueryVariants(self.max_queries)
+        self.crawler.signals.send_catch_log(round_opened, round_id=rnd.id, urds=rnd.urds)
         return rnd
 
     def request_for_lease(self, round_id: str, node: Node) -> scrapy.Request | None:
@@ -412,21 +429,28 @@ class UrdSpider(scrapy.Spider):
         while stack:
             parent, parent_budgets = stack.pop()
             offers, not_followed = [], []
+            known = rnd.frontier.known(parent.links) if parent.links else set()
             for link in parent.links:
                 child_budgets: dict[str, int] = {}
-                out_of_scope = False
+                reason = "depth"
                 for urd_id, remaining in parent_budgets.items():
                     urd = rnd.urds[urd_id]
                     if remaining <= 0:
                         continue
                     if not in_scope(link, urd.url, urd.scope):
-                        out_of_scope = True
+                        reason = "scope"
                     else:
                         child_budgets[urd_id] = remaining - 1
+                if child_budgets and link not in known:  # a page new to the round: trap rules, budgets
+                    if not rnd.queries.admit(link):
+                        child_budgets, reason = {}, "trap"
+                    else:
+                        child_budgets = {u: r for u, r in child_budgets.items() if self._within_budget(rnd, u)}
+                        reason = "budget"
                 if child_budgets:
                     offers.append((link, child_budgets))
                 else:
-                    not_followed.append((link, "scope" if out_of_scope else "depth"))
+                    not_followed.append((link, reason))
             self._not_followed(rnd, not_followed)
             results = rnd.frontier.offer_many(parent.url, parent.depth + 1, offers)
             for (link, _), (verdict, gained, state) in zip(offers, results, strict=True):
@@ -444,6 +468,17 @@ class UrdSpider(scrapy.Spider):
                             stack.append((rnd.frontier.get(link), gained))
                 else:
                     self._inc("duplicate")
+
+    def _within_budget(self, rnd: Round, urd_id: str) -> bool:
+        """Whether ``urd_id`` may request one more page this round (and count it)."""
+        if self.page_budget and rnd.requested[urd_id] >= self.page_budget:
+            if not self.crawler.stats.get_value(f"webrace/budget_reached/{urd_id}"):
+                logger.warning("URD %s reached its page budget (WEBRACE_MAX_PAGES_PER_URD=%d) this round",
+                               urd_id, self.page_budget)
+            self.crawler.stats.set_value(f"webrace/budget_reached/{urd_id}", self.page_budget)
+            return False
+        rnd.requested[urd_id] += 1
+        return True
 
     def _not_followed(self, rnd: Round, links: list[tuple[str, str]]) -> None:
         """Count links no URD follows, once per round, and only while no other path has
@@ -670,7 +705,7 @@ def failure_reason(exc: BaseException) -> str:
         return "data_loss"
     if isinstance(exc, IgnoreRequest) and "redirect" in str(exc).lower():
         return "redirects"
-    if isinstance(exc, (twisted_errors.ConnectError, twisted_errors.ConnectionLost)):
+    if isinstance(exc, (twisted_errors.ConnectError, twisted_errors.ConnectionLost, DownloadFailedError)):
         return "connection"
     return type(exc).__name__.lower()
 
