@@ -118,7 +118,11 @@ class ExclusionMiddleware:
         if self.pacing.crawl_delays.get(key) != delay:
             self.pacing.crawl_delays[key] = delay
             self.stats.set_value(f"webrace/crawl_delay/{key}", delay)
-            logger.info("Honouring robots.txt Crawl-delay of %gs for %s", delay, key)
+            if self.pacing.floor > delay:
+                logger.info("robots.txt asks a Crawl-delay of %gs for %s; DOWNLOAD_DELAY=%gs is longer and applies",
+                            delay, key, self.pacing.floor)
+            else:
+                logger.info("Honouring robots.txt Crawl-delay of %gs for %s", delay, key)
             slot = self.crawler.engine.downloader.slots.get(key)
             if slot is not None and slot.delay < delay:
                 slot.delay = delay

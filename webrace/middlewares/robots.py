@@ -104,14 +104,16 @@ class RobotsTxt:
             self.waiting[key].append(waiter)
             return await maybe_deferred_to_future(waiter)
         self.waiting[key] = []
+        entry = HostRules(UNREACHABLE, "download cancelled", fetched=time.monotonic())
         try:
             entry = await self._fetch(key)
-        except Exception as exc:  # noqa: BLE001 - any failure to fetch is "unreachable", never a hang
+        except Exception as exc:  # noqa: BLE001 - any failure to fetch is "unreachable"
             entry = HostRules(UNREACHABLE, _describe(exc), fetched=time.monotonic(), error=exc)
-        self.entries[key] = entry
-        self.crawler.stats.inc_value(f"robotstxt/{entry.kind}")
-        for waiter in self.waiting.pop(key):
-            waiter.callback(entry)
+        finally:  # even when this request is cancelled, the others waiting get an answer
+            self.entries[key] = entry
+            self.crawler.stats.inc_value(f"robotstxt/{entry.kind}")
+            for waiter in self.waiting.pop(key):
+                waiter.callback(entry)
         return entry
 
     def new_round(self) -> None:

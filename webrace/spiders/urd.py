@@ -71,8 +71,8 @@ class Round:
     shared: bool = False
     held: dict[str, tuple[Node, Page]] = field(default_factory=dict)  # items waiting for final owners
     owners_changed: bool = False
-    seen: set[str] = field(default_factory=set)  # every URL this round came to know (`discovered`)
-    not_followed: dict[str, str] = field(default_factory=dict)  # link -> why no URD follows it
+    # link -> why no URD follows it ("" when an earlier round of this crawl counted it already)
+    not_followed: dict[str, str] = field(default_factory=dict)
     sentinels: dict[str, list] = field(default_factory=dict)  # URL -> [(sentinel, digest it last saw)] due
     sentinels_taken: set[str] = field(default_factory=set)  # ids evaluated on a new version
     queries: QueryVariants = field(default_factory=QueryVariants)  # `?page=N` traps, per path
@@ -92,6 +92,9 @@ class UrdSpider(scrapy.Spider):
         self.rounds = 0
         self.round: Round | None = None  # the embedded mode's current round, while open
         self.shared_rounds: dict[str, Round] = {}  # distributed mode: rounds seen, by id
+        # The summary counts distinct URLs per crawl, however many rounds see them.
+        self.discovered: set[str] = set()  # every URL the crawl came to know
+        self.ignored_before: set[str] = set()  # links counted as ignored in an earlier round
         self.registry: Any = None  # RoundRegistry, in distributed mode
         self._wake_call: Any = None
 
@@ -178,7 +181,7 @@ class UrdSpider(scrapy.Spider):
                     ", ".join(owners))
         requests = []
         for urd in urds:
-            self._discover(rnd, urd.url)
+            self._discover(urd.url)
             rnd.requested[urd.id] += 1
             verdict, _ = rnd.frontier.offer(urd.url, None, 0, {urd.id: urd.depth})
             if verdict is Offer.NEW:
@@ -376,6 +379,8 @@ class UrdSpider(scrapy.Spider):
             conditional["meta"], now_millis(), _header(response, b"ETag"), _header(response, b"Last-Modified")
         )
         node.links = list(meta.links)
+        for url in node.links:  # the stored links were found on the page too
+            self._discover(url)
         return self._page(node, response.url, 304, media_type(meta.header_value("Content-Type")), meta.size,
                           meta, meta.version, False, True)
 
@@ -407,17 +412,17 @@ class UrdSpider(scrapy.Spider):
             return []
         self._inc("expanded")
         for url in extraction.links:
-            self._discover(rnd, url)
+            self._discover(url)
         for url, counter in extraction.rejected:
-            if self._discover(rnd, url):
+            if self._discover(url):
                 self._inc(counter)
         return extraction.links
 
-    def _discover(self, rnd: Round, url: str) -> bool:
-        """Count ``url`` as discovered the first time this round sees it."""
-        if url in rnd.seen:
+    def _discover(self, url: str) -> bool:
+        """Count ``url`` as discovered the first time this crawl sees it."""
+        if url in self.discovered:
             return False
-        rnd.seen.add(url)
+        self.discovered.add(url)
         self._inc("discovered")
         return True
 
@@ -487,8 +492,10 @@ class UrdSpider(scrapy.Spider):
         known = rnd.frontier.known([link for link, _ in fresh]) if fresh else set()
         for link, reason in fresh:
             if link not in known and link not in rnd.not_followed:
-                rnd.not_followed[link] = reason
-                self._inc(f"ignored/{reason}")
+                counted = link not in self.ignored_before
+                rnd.not_followed[link] = reason if counted else ""
+                if counted:
+                    self._inc(f"ignored/{reason}")
 
     # -- holding items until their owners are final --------------------------------------
 
@@ -588,6 +595,7 @@ class UrdSpider(scrapy.Spider):
             if left:  # fetched without a new version (304, same body) or failed: checked, nothing changed
                 with open_sentinel_store(self.crawler.settings) as sentinels:
                     sentinels.checked(left, self.round.started_ms)
+            self.ignored_before.update(self.round.not_followed)
             logger.info("Round %d done", self.rounds)
             self.round = None
         if self.continuous and self.registry is None:
