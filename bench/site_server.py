@@ -8,6 +8,8 @@ The site: ``/`` links to hubs ``/hub/<i>.html``, each hub links to its leaves
 carries a strong ETag and a Last-Modified, and answers ``If-None-Match`` / ``If-Modified-Since``
 with 304. ``/_control/change`` edits a fraction of the leaves between crawls; ``/_control/stats``
 counts what the crawler cost the server. ``--latency-ms`` and ``--rate`` imitate a wide-area link.
+``--log FILE`` appends one JSON line per site request (path, host, wall-clock start and end, status,
+body bytes, aborted), from which a benchmark reads the crawler's pauses and the server's busy time.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import math
 import re
 import socket
 import sys
+import tempfile
 import time
 import zlib
 from collections import OrderedDict
@@ -26,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from email.utils import formatdate, parsedate_to_datetime
 from http.client import HTTPConnection, HTTPResponse
+from pathlib import Path
 from random import Random
 from urllib.parse import urlsplit
 
@@ -325,6 +329,7 @@ class Transfer:
     def __init__(self, request: Request, reply: Reply, link: LinkProfile, counters: Counters) -> None:
         self.request, self.reply, self.link, self.counters = request, reply, link, counters
         self.pending: IDelayedCall | None = None
+        self.sent = 0  # body bytes written for this reply
         request.notifyFinish().addErrback(self._connection_lost)
 
     def start(self) -> None:
@@ -364,6 +369,7 @@ class Transfer:
 
     def _write(self, data: bytes) -> None:
         self.request.write(data)
+        self.sent += len(data)
         self.counters.body_bytes_sent += len(data)
 
     def _connection_lost(self, failure: Failure) -> None:
@@ -372,15 +378,36 @@ class Transfer:
             self.pending.cancel()
 
 
+class RequestLog:
+    """``--log FILE``: one JSON line per site request, written when its reply is finished or the
+    client went away. Times are wall-clock (``time.time()``) so that they line up with a crawler's."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = path.open("a", buffering=1, encoding="utf-8")  # line-buffered: readable mid-run
+
+    def watch(self, request: Request, transfer: Transfer, started: float) -> None:
+        def write(result: object) -> None:  # returns None: a lost connection is logged, not raised
+            self.file.write(json.dumps({
+                "path": request.path.decode("latin-1"), "host": header(request, b"host"),
+                "start": round(started, 6), "end": round(time.time(), 6), "status": transfer.reply.status,
+                "bytes": transfer.sent, "aborted": isinstance(result, Failure),
+            }) + "\n")
+
+        request.notifyFinish().addBoth(write)
+
+
 class SiteResource(Resource):
     isLeaf = True
 
-    def __init__(self, site: GeneratedSite, link: LinkProfile, cache_control: str) -> None:
+    def __init__(
+        self, site: GeneratedSite, link: LinkProfile, cache_control: str, log: RequestLog | None = None
+    ) -> None:
         super().__init__()
-        self.site, self.link, self.cache_control = site, link, cache_control
+        self.site, self.link, self.cache_control, self.log = site, link, cache_control, log
         self.counters = Counters()
 
     def render_GET(self, request: Request) -> bytes | int:
+        started = time.time()
         path = request.path.decode("latin-1")
         if path.startswith("/_control/"):
             return self._control(path, request)
@@ -388,7 +415,10 @@ class SiteResource(Resource):
         reply = self._reply(path, request)
         key = f"responses_{reply.status}"
         setattr(self.counters, key, getattr(self.counters, key) + 1)
-        Transfer(request, reply, self.link, self.counters).start()
+        transfer = Transfer(request, reply, self.link, self.counters)
+        if self.log is not None:
+            self.log.watch(request, transfer, started)
+        transfer.start()
         return NOT_DONE_YET
 
     render_HEAD = render_GET
@@ -592,7 +622,17 @@ def check_slow_link(base: str, link: LinkProfile) -> None:
     check(client.get("/")[0].status == 200, "the server stopped answering after a hang-up")
 
 
-def run_checks(plain: str, slow: str, spec: SiteSpec, link: LinkProfile) -> None:
+def check_log(path: Path, link: LinkProfile) -> None:
+    """The slow link's requests are in its log, in order, each lasting at least the link's latency."""
+    entries = [json.loads(line) for line in path.read_text().splitlines()]
+    statuses = [(e["status"], e["aborted"]) for e in entries]
+    check(statuses == [(200, False), (304, False), (200, True), (200, False)], f"log statuses {statuses}")
+    check(all(e["end"] - e["start"] >= link.latency_s * 0.9 for e in entries), "a logged request was too short")
+    check(entries[0]["bytes"] > 0 and entries[1]["bytes"] == 0, "logged body bytes are wrong")
+    print(f"  log: {len(entries)} requests, the first {entries[0]['end'] - entries[0]['start']:.3f} s")
+
+
+def run_checks(plain: str, slow: str, spec: SiteSpec, link: LinkProfile, log: Path) -> None:
     client = Client(plain)
     check_structure(client, spec)
     sock = client.conn.sock
@@ -603,6 +643,7 @@ def run_checks(plain: str, slow: str, spec: SiteSpec, link: LinkProfile) -> None
     check(client.conn.sock is sock, "the server closed a keep-alive connection")
     check(client.get("/page/999999.html")[0].status == 404, "a missing page was not a 404")
     check_slow_link(slow, link)
+    check_log(log, link)
 
 
 def time_generation(spec: SiteSpec) -> None:
@@ -623,16 +664,20 @@ def selftest(spec: SiteSpec, cache_control: str) -> int:
     site = GeneratedSite(spec)
     link = LinkProfile(latency_s=0.05, rate=128_000)
     plain = listen(SiteResource(site, LinkProfile(), cache_control)).getHost().port
-    slow = listen(SiteResource(site, link, cache_control)).getHost().port
     outcome: list[Failure | None] = []
 
     def finish(result: Failure | None) -> None:
         outcome.append(result)
         reactor.stop()
 
-    work = threads.deferToThread(run_checks, f"http://127.0.0.1:{plain}/", f"http://127.0.0.1:{slow}/", spec, link)
-    work.addBoth(finish)
-    reactor.run()
+    with tempfile.TemporaryDirectory(prefix="site-server-selftest-") as tmp:
+        log = Path(tmp) / "requests.jsonl"
+        slow = listen(SiteResource(site, link, cache_control, RequestLog(log))).getHost().port
+        work = threads.deferToThread(
+            run_checks, f"http://127.0.0.1:{plain}/", f"http://127.0.0.1:{slow}/", spec, link, log
+        )
+        work.addBoth(finish)
+        reactor.run()
     if isinstance(outcome[0], Failure):
         print(f"selftest FAILED: {outcome[0].getErrorMessage()}", file=sys.stderr)
         outcome[0].printTraceback(file=sys.stderr)
@@ -675,6 +720,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--cache-control", default="max-age=0", help="Cache-Control on pages, '' for none (default max-age=0)"
     )
+    parser.add_argument("--log", type=Path, default=None, help="append one JSON line per site request to this file")
     parser.add_argument("--selftest", action="store_true", help="check the server against itself, then exit")
     args = parser.parse_args(argv)
     if args.hubs is not None and args.hubs < 1:
@@ -692,7 +738,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.selftest:
         return selftest(spec, args.cache_control)
     link = LinkProfile(latency_s=args.latency_ms / 1000, rate=args.rate, chunk=args.chunk_kb * 1024)
-    resource = SiteResource(GeneratedSite(spec), link, args.cache_control)
+    log = None if args.log is None else RequestLog(args.log)
+    resource = SiteResource(GeneratedSite(spec), link, args.cache_control, log)
     try:
         port = listen(resource, args.port).getHost().port
     except CannotListenError as error:
