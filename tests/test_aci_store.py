@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-import redis
-from conftest import REDIS_URL, urd
+from conftest import redis_space, urd
 
 from webrace.annotation.aci import Aci
 from webrace.backends.redis import RedisAciStore
@@ -12,10 +11,10 @@ from webrace.backends.sqlite import SqliteAciStore
 
 
 @pytest.fixture(params=["sqlite", "redis"])
-def aci_store(request, tmp_path, redis_prefix):
+def aci_store(request, tmp_path):
     if request.param == "sqlite":
         return SqliteAciStore(tmp_path / "aci.sqlite")
-    return RedisAciStore(redis.Redis.from_url(REDIS_URL), redis_prefix)
+    return RedisAciStore(*redis_space(request))
 
 
 def aci(owner: str, at: int, relevance: float, docbase: str, uri: str = "http://a.test/") -> Aci:

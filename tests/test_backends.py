@@ -6,7 +6,7 @@ import zlib
 
 import pytest
 import redis
-from conftest import REDIS_URL
+from conftest import redis_space
 from scrapy.settings import Settings
 
 from webrace.backends import open_metainfo_store
@@ -18,11 +18,11 @@ from webrace.store.objects import digest_of
 
 
 @pytest.fixture(params=["sqlite", "redis"])
-def metainfo_store(request, tmp_path, redis_prefix):
+def metainfo_store(request, tmp_path):
     if request.param == "sqlite":
         store = SqliteMetaInfoStore(tmp_path / "cache.sqlite")
     else:
-        store = RedisMetaInfoStore(redis.Redis.from_url(REDIS_URL), redis_prefix)
+        store = RedisMetaInfoStore(*redis_space(request))
     yield store
     store.close()
 
@@ -51,13 +51,13 @@ def test_prune_keeps_the_newest_and_protected_versions(metainfo_store):
     assert metainfo_store.referenced_digests() == {"2" * 64, "4" * 64, "5" * 64}
 
 
-def test_redis_url_switches_the_metainfo_store_to_redis(redis_prefix, tmp_path):
-    settings = Settings({"REDIS_URL": REDIS_URL, "WEBRACE_REDIS_PREFIX": redis_prefix,
+def test_redis_url_switches_the_metainfo_store_to_redis(redis_url, redis_prefix, tmp_path):
+    settings = Settings({"REDIS_URL": redis_url, "WEBRACE_REDIS_PREFIX": redis_prefix,
                          "WEBRACE_DATA_DIR": str(tmp_path)})
     store = open_metainfo_store(settings)
     assert isinstance(store, RedisMetaInfoStore)
     store.put(meta("http://a.test/"))
-    keys = redis.Redis.from_url(REDIS_URL).keys(f"{redis_prefix}*")
+    keys = redis.Redis.from_url(redis_url).keys(f"{redis_prefix}*")
     assert keys == [f"{redis_prefix}meta".encode()]
     assert not (tmp_path / "cache.sqlite").exists()
 
@@ -87,7 +87,7 @@ def test_safe_url_hides_passwords(url, shown):
 
 
 @pytest.fixture(params=["sqlite", "redis"])
-def object_cache(request, tmp_path, redis_prefix):
+def object_cache(request, tmp_path):
     from webrace.backends.redis import RedisObjectStore
     from webrace.store.cache import ObjectCache
     from webrace.store.objects import ObjectStore
@@ -95,8 +95,8 @@ def object_cache(request, tmp_path, redis_prefix):
     if request.param == "sqlite":
         cache = ObjectCache(SqliteMetaInfoStore(tmp_path / "cache.sqlite"), ObjectStore(tmp_path / "objects"))
     else:
-        client = redis.Redis.from_url(REDIS_URL)
-        cache = ObjectCache(RedisMetaInfoStore(client, redis_prefix), RedisObjectStore(client, redis_prefix))
+        client, prefix = redis_space(request)
+        cache = ObjectCache(RedisMetaInfoStore(client, prefix), RedisObjectStore(client, prefix))
     yield cache
     cache.close()
 

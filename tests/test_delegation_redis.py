@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import redis
-from conftest import REDIS_URL, Project, urd
+from conftest import Project, urd
 from scrapy.settings import Settings
 from test_distributed import finish, schedule, start_worker
 
@@ -25,26 +25,26 @@ HOSTS = {"cy.test": "194.42.1.5", "gr.test": "195.251.9.9", "cy2.test": "194.42.
 WORKERS = {"cy": "194.42.0.10", "gr": "195.251.1.10"}
 
 
-def delegation_settings(tmp_path, worker: str, prefix: str) -> dict:
+def delegation_settings(tmp_path, worker: str, url: str, prefix: str) -> dict:
     (tmp_path / "ripe.txt").write_text(RIR)
     (tmp_path / "latency.csv").write_text(LATENCY)
-    return {"REDIS_URL": REDIS_URL, "WEBRACE_REDIS_PREFIX": prefix, "WEBRACE_DELEGATION": True,
+    return {"REDIS_URL": url, "WEBRACE_REDIS_PREFIX": prefix, "WEBRACE_DELEGATION": True,
             "WEBRACE_WORKER_ID": worker, "WEBRACE_WORKER_IP": WORKERS[worker],
             "WEBRACE_DELEGATION_RIR": [str(tmp_path / "ripe.txt")],
             "WEBRACE_DELEGATION_LATENCY": str(tmp_path / "latency.csv"), "WEBRACE_DELEGATION_HOSTS": HOSTS}
 
 
-def delegation(tmp_path, worker: str, prefix: str) -> RedisDelegation:
+def delegation(tmp_path, worker: str, url: str, prefix: str) -> RedisDelegation:
     settings = Settings({"WEBRACE_LEASE_TIMEOUT": 300.0, "WEBRACE_DELEGATION_THRESHOLD_MS": 50.0,
-                         **delegation_settings(tmp_path, worker, prefix)})
-    found = RedisDelegation(redis.Redis.from_url(REDIS_URL), prefix, settings)
+                         **delegation_settings(tmp_path, worker, url, prefix)})
+    found = RedisDelegation(redis.Redis.from_url(url), prefix, settings)
     found.register()
     return found
 
 
-def test_per_worker_queues_receive_the_pages_of_their_hosts(tmp_path, redis_prefix):
-    cy, gr = delegation(tmp_path, "cy", redis_prefix), delegation(tmp_path, "gr", redis_prefix)
-    client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
+def test_per_worker_queues_receive_the_pages_of_their_hosts(tmp_path, redis_url, redis_prefix):
+    cy, gr = delegation(tmp_path, "cy", redis_url, redis_prefix), delegation(tmp_path, "gr", redis_url, redis_prefix)
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
     frontier = RoundRegistry(client, redis_prefix, cy.route).frontier("r1")
     urls = ["http://cy.test/a", "http://gr.test/b", "http://cy2.test/c", "http://elsewhere.test/d"]
     frontier.offer_many("http://hub.test/", 1, [(url, {"u1": 1}) for url in urls])
@@ -62,13 +62,13 @@ def test_per_worker_queues_receive_the_pages_of_their_hosts(tmp_path, redis_pref
     assert gr_frontier.lease(60_000, "gr", also=("cy",)).url == "http://cy.test/a"  # cy stopped: taken over
 
 
-def test_two_workers_each_crawl_the_hosts_delegated_to_them(site, tmp_path, redis_prefix):
+def test_two_workers_each_crawl_the_hosts_delegated_to_them(site, tmp_path, redis_url, redis_prefix):
     site.html("/", [site.url(f"/c{i}", "cy.test") for i in range(4)] + [site.url(f"/g{i}", "gr.test")
                                                                         for i in range(4)], host="hub.test")
     for i in range(4):
         site.html(f"/c{i}", [], host="cy.test")
         site.html(f"/g{i}", [], host="gr.test")
-    env = {"REDIS_URL": REDIS_URL, "WEBRACE_REDIS_PREFIX": redis_prefix}
+    env = {"REDIS_URL": redis_url, "WEBRACE_REDIS_PREFIX": redis_prefix}
     scheduler = Project(tmp_path / "scheduler")
     (tmp_path / "scheduler").mkdir()
     scheduler.env.update(env)
@@ -80,7 +80,7 @@ def test_two_workers_each_crawl_the_hosts_delegated_to_them(site, tmp_path, redi
         project = Project(tmp_path / worker)
         project.env.update(env)
         settings = {k: (json.dumps(v) if isinstance(v, dict) else ",".join(v) if isinstance(v, list) else v)
-                    for k, v in delegation_settings(tmp_path, worker, redis_prefix).items()
+                    for k, v in delegation_settings(tmp_path, worker, redis_url, redis_prefix).items()
                     if k not in ("REDIS_URL", "WEBRACE_REDIS_PREFIX")}
         runs[worker] = (project, *start_worker(project, **settings))
     done = {worker: finish(project, proc, out) for worker, (project, proc, out) in runs.items()}
@@ -93,9 +93,9 @@ def test_two_workers_each_crawl_the_hosts_delegated_to_them(site, tmp_path, redi
                                                                           if "gr.test" in u]) == 4
 
 
-def test_a_worker_without_its_address_or_hierarchy_is_refused_before_any_request(tmp_path, redis_prefix):
+def test_a_worker_without_its_address_or_hierarchy_is_refused_before_any_request(tmp_path, redis_url, redis_prefix):
     project = Project(tmp_path)
-    project.env.update({"REDIS_URL": REDIS_URL, "WEBRACE_REDIS_PREFIX": redis_prefix})
+    project.env.update({"REDIS_URL": redis_url, "WEBRACE_REDIS_PREFIX": redis_prefix})
     done = project.scrapy("crawl", "urd", "-s", "WEBRACE_DELEGATION=True", "-s", "WEBRACE_DELEGATION_RIR=ripe.txt")
     assert done.returncode == 1 and "WEBRACE_WORKER_IP" in done.stderr and "Traceback" not in done.stderr
     done = project.scrapy("crawl", "urd", "-s", "WEBRACE_DELEGATION=True", "-s", "WEBRACE_WORKER_IP=10.0.0.1",
@@ -103,7 +103,7 @@ def test_a_worker_without_its_address_or_hierarchy_is_refused_before_any_request
     assert done.returncode == 1 and "missing.txt" in done.stderr and "Nothing was crawled" in done.stderr
 
 
-def test_workers_measure_for_each_other_when_asked_through_redis(tmp_path, redis_prefix):
+def test_workers_measure_for_each_other_when_asked_through_redis(tmp_path, redis_url, redis_prefix):
     import socket
 
     listener = socket.socket()
@@ -113,10 +113,10 @@ def test_workers_measure_for_each_other_when_asked_through_redis(tmp_path, redis
     try:
         measured = {}
         for worker in WORKERS:  # no latency table: probes are measured TCP connects
+            shared = delegation_settings(tmp_path, worker, redis_url, redis_prefix)
             settings = Settings({"WEBRACE_LEASE_TIMEOUT": 300.0, "WEBRACE_DELEGATION_THRESHOLD_MS": 50.0,
-                                 **{k: v for k, v in delegation_settings(tmp_path, worker, redis_prefix).items()
-                                    if k != "WEBRACE_DELEGATION_LATENCY"}})
-            measured[worker] = RedisDelegation(redis.Redis.from_url(REDIS_URL), redis_prefix, settings)
+                                 **{k: v for k, v in shared.items() if k != "WEBRACE_DELEGATION_LATENCY"}})
+            measured[worker] = RedisDelegation(redis.Redis.from_url(redis_url), redis_prefix, settings)
             measured[worker].register()
         cy, gr = measured["cy"], measured["gr"]
         assert cy.undecided([f"http://127.0.0.1:{port}/a"]) == [("127.0.0.1", port)]

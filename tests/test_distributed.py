@@ -4,27 +4,17 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
-import time
-import uuid
 
 import pytest
 import redis
-from conftest import Project, urd
-
-REDIS_URL = "redis://127.0.0.1:6379/0"
+from conftest import Project, RedisServer, urd
 
 
 @pytest.fixture
-def redis_env():
-    prefix = f"webrace-test-{uuid.uuid4().hex[:12]}:"
-    yield {"REDIS_URL": REDIS_URL, "WEBRACE_REDIS_PREFIX": prefix}
-    client = redis.Redis.from_url(REDIS_URL)
-    keys = list(client.scan_iter(match=f"{prefix}*"))
-    if keys:
-        client.delete(*keys)
+def redis_env(redis_url, redis_prefix):
+    return {"REDIS_URL": redis_url, "WEBRACE_REDIS_PREFIX": redis_prefix}
 
 
 def worker_project(tmp_path, name: str, redis_env: dict) -> Project:
@@ -157,93 +147,54 @@ def test_unreachable_redis_at_start_is_one_clear_error(project):
     assert "s3cret" not in result.stderr and "Traceback" not in result.stderr
 
 
-class PrivateRedis:
+@pytest.fixture
+def private_redis(redis_binary, tmp_path):
     """A redis-server of the test's own (it is killed and restarted), persisting every write."""
-
-    def __init__(self, directory) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.directory = directory
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.directory)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        client = redis.Redis.from_url(self.url)
-        for _ in range(200):  # until it answers: a server process has no event to wait on
-            if self.proc.poll() is not None:
-                raise AssertionError("redis-server exited")
-            try:
-                if client.ping():
-                    return
-            except redis.exceptions.ConnectionError:
-                time.sleep(0.05)
-        raise AssertionError("redis-server did not start")
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
+    server = RedisServer.launch(redis_binary, tmp_path, "--appendonly", "yes", "--appendfsync", "always")
+    yield server
+    server.kill()
 
 
-def test_redis_lost_mid_crawl_then_back_loses_no_page(wide_site, tmp_path):
-    server = PrivateRedis(tmp_path)
-    server.start()
+def test_redis_lost_mid_crawl_then_back_loses_no_page(wide_site, tmp_path, private_redis):
+    server = private_redis
     env = {"REDIS_URL": server.url, "WEBRACE_REDIS_PREFIX": "webrace:"}
-    try:
-        wide_site.delay = 0.1
-        scheduler = worker_project(tmp_path, "scheduler", env)
-        scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1))
-        schedule(scheduler)
-        worker = worker_project(tmp_path, "worker", env)
-        proc, out = start_worker(worker, WEBRACE_LEASE_TIMEOUT=2, WEBRACE_IDLE_CLOSE=10, CONCURRENT_REQUESTS=2)
-        while len(wide_site.paths()) < 6:  # the worker is in the middle of the round
-            line = proc.stderr.readline()
-            assert line, "the worker ended early"
-        server.kill()
-        server.start()  # same port, same append-only file: the round is still there
-        stdout, stderr = proc.communicate(timeout=180)
-        assert proc.returncode == 0
-        assert set(wide_site.paths()) == set(all_paths())
-        assert "done" in schedule(scheduler)
-    finally:
-        if server.proc and server.proc.poll() is None:
-            server.kill()
+    wide_site.delay = 0.1
+    scheduler = worker_project(tmp_path, "scheduler", env)
+    scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1))
+    schedule(scheduler)
+    worker = worker_project(tmp_path, "worker", env)
+    proc, out = start_worker(worker, WEBRACE_LEASE_TIMEOUT=2, WEBRACE_IDLE_CLOSE=10, CONCURRENT_REQUESTS=2)
+    while len(wide_site.paths()) < 6:  # the worker is in the middle of the round
+        line = proc.stderr.readline()
+        assert line, "the worker ended early"
+    server.kill()
+    server.start()  # same port, same append-only file: the round is still there
+    stdout, stderr = proc.communicate(timeout=180)
+    assert proc.returncode == 0
+    assert set(wide_site.paths()) == set(all_paths())
+    assert "done" in schedule(scheduler)
 
 
-def test_idle_worker_polls_redis_with_backoff_and_stops_when_told(tmp_path):
-    server = PrivateRedis(tmp_path)
-    server.start()
-    try:
-        client = redis.Redis.from_url(server.url)
-        worker = worker_project(tmp_path, "worker", {"REDIS_URL": server.url})
-        before = client.info("stats")["total_commands_processed"]
-        run = finish(worker, *start_worker(worker, WEBRACE_IDLE_CLOSE=4))
-        after = client.info("stats")["total_commands_processed"]
-        assert run.returncode == 0 and "No work for" in run.stderr
-        # polling 50 ms doubling to 2 s for ~4-9 s is a few dozen commands; a busy loop would be thousands
-        assert after - before < 300
-    finally:
-        server.kill()
+def test_idle_worker_polls_redis_with_backoff_and_stops_when_told(tmp_path, private_redis):
+    client = redis.Redis.from_url(private_redis.url)
+    worker = worker_project(tmp_path, "worker", {"REDIS_URL": private_redis.url})
+    before = client.info("stats")["total_commands_processed"]
+    run = finish(worker, *start_worker(worker, WEBRACE_IDLE_CLOSE=4))
+    after = client.info("stats")["total_commands_processed"]
+    assert run.returncode == 0 and "No work for" in run.stderr
+    # polling 50 ms doubling to 2 s for ~4-9 s is a few dozen commands; a busy loop would be thousands
+    assert after - before < 300
 
 
-def test_every_key_a_round_writes_is_under_the_prefix(wide_site, tmp_path):
-    server = PrivateRedis(tmp_path)
-    server.start()
-    try:
-        env = {"REDIS_URL": server.url, "WEBRACE_REDIS_PREFIX": "team-a:"}
-        scheduler = worker_project(tmp_path, "scheduler", env)
-        scheduler.add_urds(urd("urd", "alice", wide_site.url("/"), depth=1))  # a URD named like the spider
-        schedule(scheduler)
-        worker = worker_project(tmp_path, "worker", env)
-        assert len(finish(worker, *start_worker(worker)).items) == 31
-        keys = [k.decode() for k in redis.Redis.from_url(server.url).keys("*")]
-        assert keys and all(k.startswith("team-a:") for k in keys)
-    finally:
-        server.kill()
+def test_every_key_a_round_writes_is_under_the_prefix(wide_site, tmp_path, private_redis):
+    env = {"REDIS_URL": private_redis.url, "WEBRACE_REDIS_PREFIX": "team-a:"}
+    scheduler = worker_project(tmp_path, "scheduler", env)
+    scheduler.add_urds(urd("urd", "alice", wide_site.url("/"), depth=1))  # a URD named like the spider
+    schedule(scheduler)
+    worker = worker_project(tmp_path, "worker", env)
+    assert len(finish(worker, *start_worker(worker)).items) == 31
+    keys = [k.decode() for k in redis.Redis.from_url(private_redis.url).keys("*")]
+    assert keys and all(k.startswith("team-a:") for k in keys)
 
 
 def test_workers_annotate_into_the_shared_aci_store(wide_site, tmp_path, redis_env):

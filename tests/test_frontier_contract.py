@@ -2,34 +2,26 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 import redis
 
 from webrace.backends.redisfrontier import RedisFrontier
 from webrace.frontier import DONE, FAILED, Frontier, Node, Offer
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
+
+@pytest.fixture
+def client(redis_url):
+    return redis.Redis.from_url(redis_url)
 
 
 @pytest.fixture
-def client():
-    return redis.Redis.from_url(REDIS_URL)
-
-
-@pytest.fixture
-def redis_frontier(client):
-    prefix = f"webrace-test-{uuid.uuid4().hex[:12]}:"
-    yield RedisFrontier(client, prefix, "r1")
-    keys = list(client.scan_iter(match=f"{prefix}*"))
-    if keys:
-        client.delete(*keys)
+def redis_frontier(client, redis_prefix):
+    return RedisFrontier(client, redis_prefix, "r1")
 
 
 @pytest.fixture(params=["memory", "redis"])
-def frontier(request, redis_frontier):
-    return Frontier() if request.param == "memory" else redis_frontier
+def frontier(request):
+    return Frontier() if request.param == "memory" else request.getfixturevalue("redis_frontier")
 
 
 def test_offers_are_new_then_merged_then_duplicate(frontier):

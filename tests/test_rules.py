@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-import redis
-from conftest import REDIS_URL
+from conftest import redis_space
 
 from rules import Doc, RegExpRule
 from webrace.backends.redis import RedisResultsStore
@@ -91,13 +90,13 @@ def test_doc_separates_tags_and_text_and_resolves_links():
 
 
 @pytest.fixture(params=["sqlite", "redis"])
-def results_store(request, tmp_path, redis_prefix):
+def results_store(request, tmp_path):
     if request.param == "sqlite":
         store = SqliteResultsStore(tmp_path / "results.sqlite")
         yield store
         store.close()
         return
-    yield RedisResultsStore(redis.Redis.from_url(REDIS_URL), redis_prefix)
+    yield RedisResultsStore(*redis_space(request))
 
 
 def test_results_store_keeps_results_by_rule_and_document_with_stable_seqs(results_store):
