@@ -1,4 +1,4 @@
-"""Benchmark: DynaBot over the local test services (tests/dynabot_sites.py), in one run.
+"""Benchmark: DynaBot over the local test services (webrace/demo/services.py), in one run.
 
 For each shipped service class (serviceclasses/*.xml), the real `scrapy crawl dynabot` with
 the trace frontier analyses every listed service: the class's members and every look-alike.
@@ -20,11 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from dynabot_sites import CLASSES, Services  # noqa: E402
+from webrace.demo.services import CLASSES, Services
+from webrace.dynabot.stats import format_report
 
-from webrace.dynabot.stats import format_report  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(services: Services, service_class: str, hints: bool, workdir: Path) -> dict:

@@ -12,6 +12,8 @@ import pytest
 from conftest import urd
 from lxml import etree
 
+from webrace.annotation.aci import Aci
+from webrace.backends import open_aci_store
 from webrace.xmlutil import schema
 
 ATOM = "{http://www.w3.org/2005/Atom}"
@@ -143,3 +145,14 @@ def test_ack_then_gc_drops_the_acknowledged_old_version_and_keeps_an_unacknowled
     assert "dropped 1 version(s)" in project.scrapy("store", "gc", "--keep", "1").stdout
     bad = project.scrapy("aci", "ack", "--owner", "alice")
     assert bad.returncode != 0 and "--all" in bad.stderr
+
+
+def test_ack_of_an_unknown_id_exits_1_and_acks_the_known_ones(project):
+    with open_aci_store({"WEBRACE_DATA_DIR": str(project.data)}) as store:
+        store.add([Aci("alice", "http://a.test/", 2.0, 1_700_000_000_000, 10, 1, "0" * 64, "java")])
+        known = store.list("alice")[0].id
+    ack = project.scrapy("aci", "ack", "--owner", "alice", known, "nosuch")
+    assert ack.returncode == 1 and "Acknowledged 1" in ack.stdout
+    assert ack.stderr.strip() == "error: alice has no ACI with id nosuch (see `scrapy aci list`)"
+    again = project.scrapy("aci", "ack", "--owner", "alice", known)  # delivered already, but known
+    assert again.returncode == 0 and "Acknowledged 0" in again.stdout

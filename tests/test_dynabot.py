@@ -1,4 +1,4 @@
-"""DynaBot end to end: `scrapy crawl dynabot` against local services (tests/dynabot_sites.py)."""
+"""DynaBot end to end: `scrapy crawl dynabot` against local services (webrace.demo.services)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from dynabot_sites import Services
 
+from webrace.demo.services import Services
 from webrace.dynabot.analyzer import plan_probes
 from webrace.dynabot.forms import analyze_forms
 

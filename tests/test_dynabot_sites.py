@@ -1,4 +1,4 @@
-"""DynaBot's local services answer as their descriptions in dynabot_sites say, and log every request."""
+"""DynaBot's local services (webrace.demo.services) answer as their descriptions say, and log every request."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from collections.abc import Iterator
 from urllib.parse import urlencode
 
 import pytest
-from dynabot_sites import CLASSES, SERVICES, Services, clean_sequence, format_evalue, local_opener
 from urllib3 import encode_multipart_formdata
+
+from webrace.demo.services import CLASSES, SERVICES, Services, clean_sequence, format_evalue, local_opener
 
 DNA = ">probe\nTGGCAGGCGTCCTGCTTTAACGGTTACGATCGATCGGGCTAGCTAGCATCGACTAGC\nTACGACTGACTGACGATCGTAGCTAGCGGGCGA"
 OTHER_DNA = "ACGTACGTTTGACCAGTAGGATCCATGCATGCAAGCTTGAATTCCGCGGATATCGTAC"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+
 from conftest import urd
 
 
@@ -122,6 +124,32 @@ def test_media_types_not_accepted_are_stopped_and_counted(site, project):
     assert run.by_url[site.url("/notes")]["content_type"] == "text/plain"
     assert run.summary["ignored_by_reason"] == {"mime": 1}
     assert run.stat("webrace/not_html") == 1
+
+
+def test_octet_stream_is_judged_by_its_name_and_content_as_browsers_do(site, project):
+    """``python -m http.server`` calls every name it does not know application/octet-stream:
+    such a file is kept when its name and its first bytes say text, refused by a name that
+    says otherwise (at its headers) or by a binary body (after it)."""
+    octets = "application/octet-stream"
+    site.html("/", ["/api/element-list", "/page.html", "/bare", "/data", "/export.json", "/packed"])
+    site.add("/api/element-list", "shapes\nutil\n", content_type=octets)
+    site.add("/page.html", '<html><body><a href="/linked.html">on</a></body></html>', content_type=octets)
+    site.html("/linked.html")
+    site.add("/bare", "no type at all", content_type=None)
+    site.add("/data", b"\x00\x01" * 1000, content_type=None)
+    site.add("/export.json", '{"text": "but not a type we gather"}', content_type=octets)
+    site.add("/packed", gzip.compress(b"plain words\n" * 100), content_type=octets,
+             headers={"Content-Encoding": "gzip"})  # judged decompressed
+    project.add_urds(urd("u1", "alice", site.url("/"), depth=2))
+    run = project.crawl()
+    kept = {site.url(p) for p in ("/", "/api/element-list", "/page.html", "/linked.html", "/bare", "/packed")}
+    assert set(run.by_url) == kept
+    assert all(run.by_url[url]["kept"] for url in kept)
+    assert run.by_url[site.url("/page.html")]["links"] == [site.url("/linked.html")]  # read as HTML by its name
+    assert run.summary["ignored_by_reason"] == {"mime": 2}
+    assert run.stat("webrace/mime_sniffed") == 5
+    stored = project.scrapy("store", "get", site.url("/api/element-list"))
+    assert stored.stdout == "shapes\nutil\n"
 
 
 def test_custom_mime_types_file_narrows_what_is_gathered(site, project):

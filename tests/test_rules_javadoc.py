@@ -4,9 +4,12 @@ answers which types have a member, inherited ones included."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -84,3 +87,35 @@ def test_two_phases_collect_then_rerun_offline(site, project, javadoc_output):
     assert site.hits == []
     assert query(project, "contains", "first") == [f"Found contains {EXPECTED['contains']}",
                                                    f"Found first {EXPECTED['first']}"]
+
+
+def test_the_readme_recipe_served_by_python_http_server_records_the_member_index(project):
+    """README section 7's recipe as written: ``python -m http.server`` serves ``element-list``
+    as application/octet-stream; the crawl judges it by its name and content and goes on."""
+    shutil.copytree(SOURCES, project.root / "src")
+    made = subprocess.run(["javadoc", "-quiet", "-Xdoclint:none", "-d", "api", "-sourcepath", "src", "shapes", "util"],
+                          cwd=project.root, capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr
+    with http_server(project.root) as port:
+        project.write("api-urd.xml", f'<urd id="api" owner="me"><uri timing="86400000">'
+                                     f'http://127.0.0.1:{port}/api/element-list</uri><depth level="2"/></urd>\n')
+        assert project.scrapy("urd", "add", "api-urd.xml").returncode == 0
+        crawl = project.scrapy("crawl", "urd", "-a", f"template={EXAMPLE / 'phase1.xml'}")
+        assert crawl.returncode == 0, crawl.stderr[-3000:]
+    offline = project.scrapy("rules", "run", "--template", str(EXAMPLE / "template.xml"))
+    assert offline.returncode == 0, offline.stderr
+    assert query(project, "contains", "MAX") == [f"Found contains {EXPECTED['contains']}", "Not Found MAX"]
+
+
+@contextmanager
+def http_server(directory: Path) -> Iterator[int]:
+    """``python -m http.server`` on 127.0.0.1 and a free port (0: the system picks one and
+    the server prints it), serving ``directory``."""
+    server = subprocess.Popen([sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"],
+                              cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        banner = server.stdout.readline()  # Serving HTTP on 127.0.0.1 port 43817 (http://...) ...
+        yield int(re.search(r" port (\d+) ", banner).group(1))
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

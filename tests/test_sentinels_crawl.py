@@ -110,3 +110,46 @@ def test_a_location_that_matches_nothing_is_reported_when_added(site, project):
     project.crawl()
     added = project.scrapy("sentinel", "add", "--owner", "a", "--url", site.url("/page"), "--where", "css:#missing")
     assert added.returncode == 0 and "matches nothing on the stored version" in added.stderr
+
+
+def test_a_sentinel_added_on_a_stored_page_reports_the_first_change(site, project):
+    """Its baseline is the newest stored version at `sentinel add`: a 304 before the change
+    leaves it, and the first new version is compared against it."""
+    site.validators = True
+    site.add("/page", PAGE)
+    url = site.url("/page")
+    project.add_urds(urd("u", "carol", url))
+    project.crawl()
+    sentinel(project, "--owner", "alice", "--url", url, "--type", "content", "--where", "css:#news", "--every", "1h")
+    listed = json.loads(project.scrapy("sentinel", "list", "--format", "jsonl").stdout)
+    assert listed["seen"] and listed["next_due"] <= listed["created"] + 60_000  # a baseline, and due now
+    unchanged = project.crawl()
+    assert site.statuses()["/page"] == 304 and [i for i in unchanged.items if "sentinel" in i] == []
+    site.add("/page", PAGE.replace("Old headline", "New headline"))
+    assert project.scrapy("sentinel", "due", "--all").returncode == 0
+    changed = project.crawl()
+    (note,) = [i for i in changed.items if "sentinel" in i]
+    assert note["owner"] == "alice" and note["changes"] == {"added": ["New headline"], "removed": ["Old headline"]}
+
+
+def test_add_right_after_a_crawl_then_a_change_is_reported_by_the_next_crawl(site, project):
+    site.add("/page", PAGE)
+    url = site.url("/page")
+    project.add_urds(urd("u", "carol", url))
+    project.crawl()
+    sentinel(project, "--owner", "alice", "--url", url, "--type", "any")
+    site.add("/page", PAGE.replace("Old headline", "New headline"))
+    changed = project.crawl()
+    assert [(i["owner"], i["type"]) for i in changed.items if "sentinel" in i] == [("alice", "any")]
+
+
+def test_add_warns_when_the_stored_page_has_no_body_to_check_the_location_against(site, project):
+    site.add("/page", PAGE)
+    url = site.url("/page")
+    project.add_urds(urd("u", "carol", url, keywords={"elephant": 1}))  # relevant to nobody: body dropped
+    assert project.crawl().by_url[url]["kept"] is False
+    added = project.scrapy("sentinel", "add", "--owner", "a", "--url", url, "--where", "css:#missing")
+    assert added.returncode == 0, added.stderr
+    (warning,) = [line for line in added.stderr.splitlines() if line.startswith("warning:")]
+    assert f"the stored version of {url} has no body (dropped as relevant to no owner) to check css:#missing" \
+           in warning

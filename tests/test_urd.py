@@ -89,6 +89,30 @@ def test_error_names_the_line_of_the_offending_element():
     assert str(info.value).startswith("f.xml:4:")
 
 
+# Each: a multi-line file, and the line of what is wrong in it (not its <urd>'s line).
+BAD_CHILDREN = {
+    "misspelt child": ('<urd id="a" owner="o">\n  <uri timing="1">http://a.test/</uri>\n\n  <dept level="2"/>\n'
+                       '</urd>', 4),
+    "repeated child": ('<urd id="a" owner="o">\n  <uri timing="1">http://a.test/</uri>\n  <depth level="1"/>\n'
+                       '  <!-- a comment -->\n  <depth level="2"/>\n</urd>', 5),
+    "unknown child of keywords": ('<urds>\n<urd id="a" owner="o">\n  <uri timing="1">http://a.test/</uri>\n'
+                                  '  <keywords>\n    <keyword key="k"/>\n    <kw key="j"/>\n  </keywords>\n'
+                                  '  <depth level="1"/>\n</urd>\n</urds>', 6),
+    "bad attribute three lines down": ('<urd id="a" owner="o">\n  <uri timing="1">http://a.test/</uri>\n\n'
+                                       '  <depth level="999"/>\n</urd>', 4),
+}
+
+
+@pytest.mark.parametrize("case", BAD_CHILDREN)
+def test_error_names_the_line_of_the_bad_child_not_of_its_urd(case, tmp_path):
+    text, line = BAD_CHILDREN[case]
+    path = tmp_path / "bad.xml"
+    path.write_text(text)
+    with pytest.raises(UrdError) as info:
+        load_files([path])
+    assert info.value.problems[0].startswith(f"{path}:{line}: "), info.value.problems
+
+
 def test_same_id_in_two_files_of_one_add_is_refused(tmp_path):
     one = tmp_path / "one.xml"
     two = tmp_path / "two.xml"

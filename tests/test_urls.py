@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from webrace.urls import BadURL, Blocklist, IgnoreTypes, MediaTypes, in_scope, normalize, registered_domain
+from webrace.urls import (
+    ACCEPT,
+    REFUSE,
+    SNIFF,
+    BadURL,
+    Blocklist,
+    IgnoreTypes,
+    MediaTypes,
+    in_scope,
+    looks_binary,
+    normalize,
+    registered_domain,
+    type_of_name,
+)
 
 BASE = "http://www.site.test/dir/page.html"
 
@@ -81,6 +94,58 @@ def test_media_types_exact_wildcard_and_parameters():
     assert types.accepts(None)  # no Content-Type: let Scrapy sniff it
     assert not types.accepts("image/png")
     assert MediaTypes(["*/*"]).accepts("image/png")
+
+
+SHIPPED = MediaTypes(["text/html", "application/xhtml+xml", "text/plain", "text/xml", "application/xml"])
+
+
+@pytest.mark.parametrize(("content_type", "url", "verdict"), [
+    ("text/html; charset=utf-8", "http://a.test/x.pdf", ACCEPT),  # a declared type decides
+    ("image/png", "http://a.test/page.html", REFUSE),
+    ("application/octet-stream", "http://a.test/api/element-list", SNIFF),  # no name: the body decides
+    ("application/octet-stream", "http://a.test/notes.txt", SNIFF),  # an accepted name: the body confirms
+    ("application/octet-stream", "http://a.test/page.xhtml?x=1", SNIFF),
+    ("application/octet-stream", "http://a.test/dir/", SNIFF),
+    (None, "http://a.test/api/element-list", SNIFF),
+    (b"", "http://a.test/", SNIFF),
+    ("application/unknown", "http://a.test/a", SNIFF),
+    ("application/octet-stream", "http://a.test/report.pdf", REFUSE),  # the name says what it is
+    (None, "http://a.test/picture.PNG", REFUSE),
+    ("application/octet-stream", "http://a.test/notes.txt.gz", REFUSE),  # compressed, whatever it holds
+])
+def test_media_types_judge_an_undeclared_type_by_the_name_then_the_body(content_type, url, verdict):
+    assert SHIPPED.judge(content_type, url) == verdict
+
+
+def test_media_types_listing_octet_stream_accepts_it_outright():
+    assert MediaTypes(["application/octet-stream"]).judge("application/octet-stream", "http://a.test/x.pdf") == ACCEPT
+    assert MediaTypes(["*/*"]).judge(None, "http://a.test/x.pdf") == ACCEPT
+
+
+@pytest.mark.parametrize(("url", "mtype"), [
+    ("http://a.test/a/b.html", "text/html"),
+    ("http://a.test/feed.atom", "application/atom+xml"),
+    ("http://a.test/api/element-list", None),
+    ("http://a.test/", None),
+    ("http://a.test/archive.tar.gz", "application/octet-stream"),
+])
+def test_type_of_name(url, mtype):
+    assert type_of_name(url) == mtype
+
+
+@pytest.mark.parametrize(("head", "binary"), [
+    (b"shapes\nutil\n", False),
+    (b"", False),
+    (b"tab\tform feed\x0c escape\x1b[0m\r\n", False),
+    ("caf\u00e9 na\u00efve".encode(), False),
+    (b"\xff\xfeh\x00i\x00", False),  # UTF-16 with its byte-order mark
+    (b"\x00" * 300, True),
+    (b"%PDF-1.4\n\x01\x02", True),
+    (b"\x89PNG\r\n\x1a\n", True),
+    (b"a" * 1445 + b"\x00", False),  # only the first 1445 bytes are read, as WHATWG reads them
+])
+def test_looks_binary_follows_whatwg_text_or_binary(head, binary):
+    assert looks_binary(head) is binary
 
 
 def test_blocklist_domains_hosts_and_prefixes():

@@ -414,3 +414,40 @@ def test_store_query_answers_from_the_crawled_xpack_encoded_version(site, projec
     assert refused.returncode == 1 and "not supported" in refused.stderr and "Traceback" not in refused.stderr
     missing = project.scrapy("store", "query", site.url("/none.xml"), "//a")
     assert missing.returncode == 1 and "not found" in missing.stderr
+
+
+MIME = "http://www.freedesktop.org/standards/shared-mime-info"
+
+
+@pytest.mark.parametrize(("expression", "declared", "given", "hinted"), [
+    ("//mime-type", [(1, "", MIME)], {}, "mime-type"),
+    ("/mime-info/mime-type[@type='a/b']/comment/text()", [(1, "", MIME)], {}, "mime-info"),
+    ("//d:mime-type", [(1, "", MIME)], {"d": MIME}, None),  # bound: nothing to say
+    ("//*/@type", [(1, "", MIME)], {}, None),  # no name test
+    ("//mime-type", [], {}, None),  # no default namespace: the name is simply absent
+    ("//mime-type", [(1, "m", MIME)], {}, None),  # a prefixed namespace only
+    ("//item", [(1, "", "")], {}, None),  # xmlns="" undeclares
+    ("//a[last()]", [(1, "", MIME)], {}, None),  # unsupported: its own error says so
+])
+def test_namespace_hint_names_the_default_namespace_an_unprefixed_name_misses(expression, declared, given, hinted):
+    from webrace.xpack.query import namespace_hint
+
+    hint = namespace_hint(expression, declared, given)
+    if hinted is None:
+        assert hint is None
+    else:
+        assert f"default namespace {MIME}" in hint and f"--ns d={MIME} and write d:{hinted}" in hint
+
+
+def test_query_that_matches_nothing_in_a_default_namespace_hints_at_ns(tmp_path):
+    (tmp_path / "mime.xml").write_bytes(
+        f'<?xml version="1.0"?><mime-info xmlns="{MIME}"><mime-type type="text/x-a"/></mime-info>'.encode())
+    assert xpack_cli(tmp_path, "pack", "mime.xml", "mime.xpk").returncode == 0
+    missed = xpack_cli(tmp_path, "query", "mime.xpk", "//mime-type", "--count")
+    assert missed.returncode == 0 and missed.stdout == "0\n"
+    (hint,) = missed.stderr.splitlines()
+    assert hint.startswith("hint: ") and f"--ns d={MIME}" in hint
+    bound = xpack_cli(tmp_path, "query", "mime.xpk", "//d:mime-type/@type", "--ns", f"d={MIME}", scrapy=True)
+    assert bound.stdout == "text/x-a\n" and bound.stderr == ""
+    absent = xpack_cli(tmp_path, "query", "mime.xpk", "//d:glob", "--ns", f"d={MIME}")
+    assert absent.stdout == "" and absent.stderr == ""  # bound, and truly absent: no hint

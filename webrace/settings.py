@@ -150,4 +150,5 @@ EXTENSIONS = {
     "webrace.summary.CrawlSummary": 500,
 }
 FEED_EXPORT_ENCODING = "utf-8"
+FEED_EXPORTERS = {"csv": "webrace.exporters.CsvItemExporter"}  # one item type per CSV file (webrace/exporters.py)
 LOG_LEVEL = "INFO"

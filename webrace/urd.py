@@ -15,6 +15,7 @@ from decimal import Decimal
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import xmlschema
 from lxml import etree
 
 from webrace.urls import BadURL, normalize
@@ -141,11 +142,11 @@ def parse(data: bytes, source: str = "<string>") -> list[Urd]:
         raise UrdError([f"{source}:1: DOCTYPE declarations (and so entities) are not allowed in URD files"])
     problems = []
     for err in schema("urd").iter_errors(tree):
-        line = err.sourceline if err.sourceline is not None else "?"
+        line, path = _located(err)
         reason = err.reason or err.message
-        if err.path and err.path.endswith("/uri") and "pattern" in reason:
+        if path and path.endswith("/uri") and "pattern" in reason:
             reason = f"not an absolute http:// or https:// URL: {err.obj!r}"
-        where = f" (at {err.path})" if err.path else ""
+        where = f" (at {path})" if path else ""
         problems.append(f"{source}:{line}: {reason}{where}")
     if problems:
         raise UrdError(problems)
@@ -159,6 +160,18 @@ def parse(data: bytes, source: str = "<string>") -> list[Urd]:
             line = element.find("uri").sourceline
             raise UrdError([f"{source}:{line}: URD {element.get('id')!r}: cannot crawl this URL: {exc}"]) from None
     return urds
+
+
+def _located(err: xmlschema.XMLSchemaValidationError) -> tuple[int | str, str | None]:
+    """The line and path of what is wrong. xmlschema reports a child the content model
+    refuses (misspelt, repeated, not allowed there) at its parent, the ``<urd>``: point at
+    the child itself."""
+    elem = err.elem
+    if isinstance(err, xmlschema.XMLSchemaChildrenValidationError) and elem is not None and err.index < len(elem):
+        child = elem[err.index]
+        if isinstance(child.tag, str) and child.sourceline is not None:
+            return child.sourceline, f"{err.path}/{etree.QName(child).localname}" if err.path else None
+    return (err.sourceline if err.sourceline is not None else "?"), err.path
 
 
 def _from_element(element: etree._Element, source: str) -> Urd:

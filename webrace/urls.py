@@ -11,6 +11,7 @@ accepted media types (``conf/mime.types``) are :class:`MediaTypes`.
 from __future__ import annotations
 
 import ipaddress
+import mimetypes
 import posixpath
 import re
 from collections.abc import Iterable
@@ -26,6 +27,15 @@ SCHEMES = ("http", "https")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 SCOPES = ("host", "domain", "any")
 DEFAULT_MAX_URL_LENGTH = 2048
+
+# Verdicts of MediaTypes.judge at a response's headers.
+ACCEPT, REFUSE, SNIFF = "accept", "refuse", "sniff"
+# Content-Types that say nothing about the body (WHATWG MIME Sniffing's unknown types, and
+# the octet-stream servers such as `python -m http.server` send for a name they do not know).
+UNDECLARED = frozenset({"", "application/octet-stream", "application/unknown", "unknown/unknown", "*/*"})
+SNIFF_BYTES = 1445  # WHATWG's resource header: the first bytes a body is judged by
+_BINARY_BYTES = bytes([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x1B), *range(0x1C, 0x20)])
+_BOMS = (b"\xfe\xff", b"\xff\xfe", b"\xef\xbb\xbf")
 
 _LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
 _HOST_RE = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*\.?$")
@@ -178,8 +188,10 @@ class MediaTypes:
     """Accepted Internet media types (the seed's ``/conf/mime.types``).
 
     An entry is ``type/subtype``, ``type/*`` or ``*/*``; further tokens on the line (file
-    extensions, as in Apache's mime.types) are ignored. A response with no Content-Type is
-    accepted: Scrapy sniffs its type from the body.
+    extensions, as in Apache's mime.types) are ignored. :meth:`judge` decides at a
+    response's headers; a type that says nothing (no Content-Type, or
+    ``application/octet-stream``) is judged as browsers do, by the URL's name and then by
+    the body's first bytes (:func:`looks_binary`).
     """
 
     def __init__(self, entries: Iterable[str]) -> None:
@@ -200,6 +212,51 @@ class MediaTypes:
         if not mtype or self.any:
             return True
         return mtype in self.exact or mtype.split("/", 1)[0] in self.major
+
+    def judge(self, content_type: str | bytes | None, url: str) -> str:
+        """:data:`ACCEPT`, :data:`REFUSE`, or :data:`SNIFF` (let the body through, keep it
+        only if it is text). A declared type is accepted or refused as listed; an undeclared
+        one (:data:`UNDECLARED`, unless listed) is refused when the URL's extension names a
+        type not accepted (``.pdf``, ``.gz``), else sniffed (``.html``, or no known name)."""
+        mtype = media_type(content_type)
+        if self.any or (mtype and self.accepts(mtype)):
+            return ACCEPT
+        if mtype not in UNDECLARED:
+            return REFUSE
+        named = type_of_name(url)
+        return SNIFF if named is None or self.accepts(named) else REFUSE
+
+
+@lru_cache(maxsize=1)
+def _names() -> mimetypes.MimeTypes:
+    # Python's own table, not the system's mime.types: the same verdict on every machine.
+    names = mimetypes.MimeTypes()
+    for mtype, extension in (("application/xhtml+xml", ".xhtml"), ("application/rss+xml", ".rss"),
+                             ("application/atom+xml", ".atom")):
+        names.add_type(mtype, extension)
+    return names
+
+
+def type_of_name(url: str) -> str | None:
+    """The media type a URL's file name says (``/a/b.html`` -> ``text/html``), ``None`` when
+    it says none (``/api/element-list``); a compressed name (``.gz``) is
+    ``application/octet-stream``, whatever it holds."""
+    try:
+        path = urlsplit(url).path
+    except ValueError:
+        return None
+    mtype, encoding = _names().guess_type(path.rstrip("/") or "/", strict=False)
+    return "application/octet-stream" if encoding else mtype
+
+
+def looks_binary(head: bytes) -> bool:
+    """WHATWG MIME Sniffing's rule telling text from binary, over a body's first
+    :data:`SNIFF_BYTES`: a byte-order mark says text; otherwise a control byte other than
+    tab, line feed, form feed, carriage return and escape says binary."""
+    head = head[:SNIFF_BYTES]
+    if head.startswith(_BOMS):
+        return False
+    return len(head.translate(None, _BINARY_BYTES)) != len(head)
 
 
 def media_type(content_type: str | bytes | None) -> str:

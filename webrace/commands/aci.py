@@ -17,6 +17,7 @@ from scrapy.exceptions import UsageError
 from webrace.annotation.aci import Aci
 from webrace.annotation.feed import atom_feed, rfc3339
 from webrace.backends import open_aci_store
+from webrace.commands import ends_quietly_on_closed_pipe
 from webrace.urd import now_millis
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
@@ -45,6 +46,7 @@ def as_dict(aci: Aci) -> dict[str, Any]:
     return dataclasses.asdict(aci)
 
 
+@ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
@@ -90,8 +92,14 @@ class Command(ScrapyCommand):
             if action == "ack":
                 if opts.all == bool(rest):
                     raise UsageError("`ack` takes ACI ids or --all (not both)")
+                known = {aci.id for aci in store.list(opts.owner)}
                 done = store.ack(opts.owner, None if opts.all else rest)
                 print(f"Acknowledged {done} ACI(s) of {opts.owner}")
+                unknown = [i for i in rest if i not in known]
+                if unknown:
+                    print(f"error: {opts.owner} has no ACI with id {', '.join(unknown)} (see `scrapy aci list`)",
+                          file=sys.stderr)
+                    self.exitcode = 1
                 return
             if rest:
                 raise UsageError(f"`{action}` takes no arguments")

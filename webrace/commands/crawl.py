@@ -1,64 +1,125 @@
 """``scrapy crawl``, with checks first, each one clear error instead of Scrapy's tracebacks:
-in distributed mode, a Redis that cannot be reached (named without its password); a rules
-template that cannot be used (every problem with file and line), before any request; for
-``dynabot``, a service class description or seed list that cannot be used."""
+in distributed mode, a Redis that cannot be reached (named without its password); for
+``urd``, an unknown ``-a urd=ID`` and a rules template that cannot be used (every problem
+with file and line), before any request; for ``dynabot``, a service class description or
+seed list that cannot be used. ``-o/-O FILE.csv`` gets one CSV per item type
+(``webrace/exporters.py``). The exit status says what happened: 1 when a check refused the
+crawl, and 1 when the crawl set out to fetch pages and not one fetch succeeded."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 from scrapy.commands.crawl import Command as ScrapyCrawl
+from scrapy.crawler import Crawler
+
+from webrace.backends import open_urd_store
+from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.exporters import split_csv_feeds
 
 
+@ends_quietly_on_closed_pipe
 class Command(ScrapyCrawl):
+    run_crawler: Crawler | None = None
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        """The checks run here, before Scrapy starts logging, so that a refusal is only its
+        error lines."""
+        super().process_options(args, opts)
+        spider, spargs = (args[0] if args else ""), (opts.spargs or {})
+        problems = self._redis_problems(spider) or self._argument_problems(spider, spargs)
+        if problems:
+            for problem in problems:
+                print(f"error: {problem}", file=sys.stderr)
+            print("Nothing was crawled.", file=sys.stderr)
+            raise SystemExit(1)
+        if opts.output or opts.overwrite_output:
+            self.settings.set("FEEDS", split_csv_feeds(self.settings.getdict("FEEDS"), spider), priority="cmdline")
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        if self.settings.get("REDIS_URL"):
-            from webrace.backends.redis import RedisUnavailable, connect
+        spider = args[0] if args else ""
+        super().run(args, opts)
+        stats = self.run_crawler.stats.get_stats() if self.run_crawler is not None else {}
+        failure = nothing_fetched(stats) if spider == "urd" else None
+        if failure and not self.exitcode:
+            print(f"error: {failure}", file=sys.stderr)
+            self.exitcode = 1
 
-            try:
-                connect(self.settings).close()
-            except RedisUnavailable as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                self.exitcode = 1
-                return
-            if self.settings.getbool("WEBRACE_DELEGATION") and args and args[0] == "urd":
-                from webrace.backends.redis import prefix
-                from webrace.backends.redisdelegation import RedisDelegation
-                from webrace.delegation import DelegationError
+    def _create_crawler(self, spidercls: Any) -> Crawler:
+        self.run_crawler = super()._create_crawler(spidercls)  # its stats decide the exit status
+        return self.run_crawler
 
-                try:  # the hierarchy, latency table and this worker's address, before any request
-                    RedisDelegation(connect(self.settings), prefix(self.settings), self.settings)
-                except DelegationError as exc:
-                    print(f"error: {exc}", file=sys.stderr)
-                    print("Nothing was crawled.", file=sys.stderr)
-                    self.exitcode = 1
-                    return
-        if args and args[0] == "dynabot":
+    def _redis_problems(self, spider: str) -> list[str]:
+        if not self.settings.get("REDIS_URL"):
+            return []
+        from webrace.backends.redis import RedisUnavailable, connect
+
+        try:
+            connect(self.settings).close()
+        except RedisUnavailable as exc:
+            return [str(exc)]
+        if self.settings.getbool("WEBRACE_DELEGATION") and spider == "urd":
+            from webrace.backends.redis import prefix
+            from webrace.backends.redisdelegation import RedisDelegation
+            from webrace.delegation import DelegationError
+
+            try:  # the hierarchy, latency table and this worker's address, before any request
+                RedisDelegation(connect(self.settings), prefix(self.settings), self.settings)
+            except DelegationError as exc:
+                return [str(exc)]
+        return []
+
+    def _argument_problems(self, spider: str, spargs: dict[str, str]) -> list[str]:
+        if spider == "dynabot":
             from webrace.spiders.dynabot import check_arguments
 
-            spargs = opts.spargs or {}
             try:
                 check_arguments(spargs.get("scd"), spargs.get("seeds"), spargs.get("frontier", "trace"),
                                 spargs.get("max_pages"))
             except ValueError as exc:
-                for problem in str(exc).splitlines():
-                    print(f"error: {problem}", file=sys.stderr)
-                print("Nothing was crawled.", file=sys.stderr)
-                self.exitcode = 1
-                return
-        if args and args[0] == "urd":
-            from webrace.scout.crawl import template_path
-            from webrace.scout.template import TemplateError, load_template
+                return str(exc).splitlines()
+        if spider == "urd":
+            return self._unknown_urds(spargs.get("urd")) or self._template_problems(spargs.get("template"))
+        return []
 
-            path = template_path(self.settings, (opts.spargs or {}).get("template"))
-            if path:
-                try:
-                    load_template(path)
-                except TemplateError as exc:
-                    for problem in exc.problems:
-                        print(f"error: {problem}", file=sys.stderr)
-                    print("Nothing was crawled.", file=sys.stderr)
-                    self.exitcode = 1
-                    return
-        super().run(args, opts)
+    def _unknown_urds(self, ids: str | None) -> list[str]:
+        """``-a urd=ID,...`` naming a URD the URD-DB does not have (embedded mode: in the
+        distributed mode workers take the rounds `scrapy urd schedule` opens)."""
+        wanted = [i.strip() for i in (ids or "").split(",") if i.strip()]
+        if not wanted or self.settings.get("REDIS_URL"):
+            return []
+        with open_urd_store(self.settings) as store:
+            missing = [i for i in wanted if store.get(i) is None]
+        return [f"no URD with id {', '.join(missing)} (see `scrapy urd list`)"] if missing else []
+
+    def _template_problems(self, template: str | None) -> list[str]:
+        from webrace.scout.crawl import template_path
+        from webrace.scout.template import TemplateError, load_template
+
+        path = template_path(self.settings, template)
+        if path:
+            try:
+                load_template(path)
+            except TemplateError as exc:
+                return list(exc.problems)
+        return []
+
+
+def nothing_fetched(stats: Mapping[str, Any]) -> str | None:
+    """Why a crawl that ran should still exit 1: it set out to fetch pages and got not one
+    (no page item), every fetch having failed (DNS, refused, timeout, too large, robots.txt
+    unreachable...). None when any page came back, a 404 included (an answer is not a
+    failure), and when nothing was due or every link was excluded (nothing was tried)."""
+    if stats.get("webrace/pages", 0):
+        return None
+    failed = {key.removeprefix("webrace/failed/"): n for key, n in stats.items()
+              if key.startswith("webrace/failed/") and n}
+    if stats.get("webrace/ignored/robots_unreachable"):
+        failed["robots_unreachable"] = stats["webrace/ignored/robots_unreachable"]
+    if not failed:
+        return None
+    reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(failed.items()))
+    return f"nothing could be fetched: every fetch failed ({reasons}); see the crawl summary above"

@@ -30,6 +30,8 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from webrace.commands import ends_quietly_on_closed_pipe
+
 
 class InputError(ValueError):
     """A problem with one of the command's input files."""
@@ -101,6 +103,7 @@ def write_atomically(path: str, lines: list[str]) -> None:
         raise
 
 
+@ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
     requires_project = False
     requires_crawler_process = False

@@ -13,8 +13,10 @@ from scrapy.exceptions import UsageError
 
 from webrace.backends import open_results_store
 from webrace.backends.base import SESSION
+from webrace.commands import ends_quietly_on_closed_pipe
 
 
+@ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False

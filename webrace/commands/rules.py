@@ -14,6 +14,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from webrace.backends import open_results_store, open_urd_store
+from webrace.commands import ends_quietly_on_closed_pipe
 from webrace.scout.engine import RuleEngine
 from webrace.scout.template import TemplateError, load_template
 from webrace.store.cache import ObjectCache
@@ -21,6 +22,7 @@ from webrace.store.objects import ObjectCorrupt, ObjectMissing
 from webrace.urls import BadURL, in_scope, normalize
 
 
+@ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False

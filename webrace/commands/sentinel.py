@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -12,16 +13,24 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from webrace import digest as D
 from webrace.backends import open_sentinel_store
+from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.sentinels.baseline import Stored, newest_stored
 from webrace.sentinels.model import TYPES, SentinelError, make, parse_duration
+from webrace.store.cache import ObjectCache
 from webrace.urd import now_millis
 from webrace.urls import BadURL, normalize
+
+_WARNINGS_SHOWN = 10  # a --urls FILE of thousands gets the first warnings and a count
+_NO_BASELINE = {"no body": "has no body (dropped as relevant to no owner)", "unreadable": "cannot be read"}
 
 
 def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+@ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
@@ -115,27 +124,31 @@ class Command(ScrapyCommand):
         if every is not None and sentinels and sentinels[0].every != every:
             print(f"note: interval rounded up to {sentinels[0].every / 1000:g} s (a multiple of "
                   f"WEBRACE_SENTINEL_TICK = {tick / 1000:g} s)", file=sys.stderr)
-        self._check_regions(sentinels)
+        self._baselines(store, sentinels, now)
         print(f"Added {len(ids)} sentinel(s)", file=sys.stderr)
 
-    def _check_regions(self, sentinels: list) -> None:
-        """Say so when a location matches nothing on the stored version (it will fire when
-        the region appears)."""
-        if not sentinels or not sentinels[0].where:
-            return
-        from webrace import digest as D
-        from webrace.store.cache import ObjectCache
-
+    def _baselines(self, store: Any, sentinels: list, now: int) -> None:
+        """Each new sentinel's baseline is the newest stored version of its page, so the
+        first change is reported; say so when there is no body to take it from, or when
+        the location matches nothing on it."""
+        seen = {s.id: baseline for s, _, baseline in store.all(sentinels[0].owner)} if sentinels else {}
+        by_url: dict[str, list] = defaultdict(list)
+        for sentinel in sentinels:
+            by_url[sentinel.url].append(sentinel)
+        warnings = []
         with ObjectCache.from_settings(self.settings) as cache:
-            for sentinel in sentinels[:100]:
-                try:
-                    _, body = cache.get(sentinel.url)
-                except Exception:  # not stored yet, or no body: nothing to say
-                    continue
-                region = D.mask(D.encode(body), sentinel.where)
-                if region is not None and not any(region):
-                    print(f"warning: {sentinel.where} matches nothing on the stored version of {sentinel.url}: "
-                          "the sentinel will fire when that region appears", file=sys.stderr)
+            for url, group in by_url.items():
+                stored = newest_stored(cache, url)
+                fresh = [s.id for s in group if not seen.get(s.id)]
+                if stored.baseline is not None and fresh:
+                    store.put_digest(stored.baseline.sha, stored.baseline.data)
+                    store.checked(fresh, now, seen=stored.baseline.sha)
+                    store.make_due(fresh, now)  # still due now: the next crawl compares against it
+                warnings += _region_warnings(url, group[0].where, stored)
+        for warning in warnings[:_WARNINGS_SHOWN]:
+            print(f"warning: {warning}", file=sys.stderr)
+        if len(warnings) > _WARNINGS_SHOWN:
+            print(f"warning: and {len(warnings) - _WARNINGS_SHOWN} more like these", file=sys.stderr)
 
     def list(self, store: Any, rest: list[str], opts: argparse.Namespace) -> None:
         if rest:
@@ -209,3 +222,19 @@ def _read_urls(path: str) -> list[tuple[int, str]]:
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     return [(n, line.strip()) for n, line in enumerate(lines, 1) if line.strip() and not line.lstrip().startswith("#")]
+
+
+def _region_warnings(url: str, where: str | None, stored: Stored) -> list[str]:
+    """What to tell about a sentinel's page at ``add``: no body to take a baseline from (one
+    dropped as relevant to no owner), or a location that matches nothing."""
+    if stored.problem in _NO_BASELINE:
+        against = f" to check {where} against" if where else ""
+        return [f"the stored version of {url} {_NO_BASELINE[stored.problem]}{against}: the sentinel's baseline "
+                "will be the page's next new version, and that change is not reported"]
+    if stored.baseline is None or not where:
+        return []
+    region = D.mask(stored.baseline.digest, where)
+    if region is not None and not any(region):
+        return [f"{where} matches nothing on the stored version of {url}: the sentinel will fire when that "
+                "region appears"]
+    return []

@@ -12,6 +12,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from webrace.backends import open_aci_store
+from webrace.commands import ends_quietly_on_closed_pipe
 from webrace.store.cache import ObjectCache
 from webrace.store.objects import ObjectCorrupt, ObjectMissing
 from webrace.urls import BadURL, normalize
@@ -19,6 +20,7 @@ from webrace.xpack import PackedDocument, XPackError, pack
 from webrace.xpack.cli import parse_prefixes, query_lines
 
 
+@ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False

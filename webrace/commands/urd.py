@@ -13,9 +13,11 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from webrace.backends import open_urd_store
+from webrace.commands import ends_quietly_on_closed_pipe
 from webrace.urd import Urd, UrdError, load_files, now_millis
 
 
+@ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False

@@ -8,7 +8,10 @@ from typing import Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 
+from webrace.commands import ends_quietly_on_closed_pipe
 
+
+@ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
     requires_project = False
     requires_crawler_process = False

@@ -2,13 +2,16 @@
 
 1. serve the example site (``webrace/demo/site``) on 127.0.0.1 on a free port;
 2. write the example URDs (``webrace/demo/urds.xml``) with that address into a working
-   directory that has its own data directory;
+   directory that is a project directory of its own: a ``scrapy.cfg`` selecting
+   ``webrace.settings``, and the default data directory ``.webrace``;
 3. run what a user would type there: ``scrapy urd add urds.xml``, ``scrapy urd list`` and
    ``scrapy crawl urd -O pages.jsonl``;
-4. sum up the crawl from ``data/last-crawl.json`` and ``pages.jsonl``.
+4. sum up the crawl from ``.webrace/last-crawl.json`` and ``pages.jsonl``.
 
-The working directory is temporary unless ``--keep DIR`` names one to keep. The exit status
-is non-zero when a step fails or the crawl fetched no page.
+The working directory is temporary unless ``--keep DIR`` names one to keep; there, every
+command of the README's tour works as printed, and the closing tips say how to serve the
+site again on the address the URDs name. The exit status is non-zero when a step fails or
+the crawl fetched no page.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -30,6 +34,13 @@ from webrace.demo import server as demo_server
 from webrace.summary import format_summary
 
 URDS_TEMPLATE = Path(__file__).resolve().parent / "urds.xml"
+DATA_DIR = ".webrace"  # the default WEBRACE_DATA_DIR: commands run in the directory need no variable
+SCRAPY_CFG = """\
+# Written by `python -m webrace.demo`: `scrapy` commands run in this directory use
+# webrace.settings, and so the data directory .webrace here.
+[settings]
+default = webrace.settings
+"""
 STEP_TIMEOUT = 300  # seconds; the crawl takes a few, so more means something is stuck
 CRAWL_SETTINGS = {
     # Against our own server the site's robots.txt Crawl-delay (0.2 s) is politeness enough.
@@ -104,6 +115,8 @@ def working_directory(keep: Path | None) -> Iterator[Path]:
 def run_demo(root: Path, base: str, server: demo_server.DemoServer, kept: bool) -> int:
     urds = root / "urds.xml"
     urds.write_text(URDS_TEMPLATE.read_text(encoding="utf-8").replace("{base}", base), encoding="utf-8")
+    if not (root / "scrapy.cfg").exists():
+        (root / "scrapy.cfg").write_text(SCRAPY_CFG, encoding="utf-8")
     print(f"Working directory: {root}")
     scrapy(root, "urd", "add", urds.name)
     scrapy(root, "urd", "list")
@@ -118,6 +131,8 @@ def run_demo(root: Path, base: str, server: demo_server.DemoServer, kept: bool) 
     if acis:
         scrapy(root, "aci", "list", "--owner", acis[0]["owner"])
     print_files(root, kept)
+    if kept:
+        print_tips(root, base, acis[0]["owner"] if acis else "alice")
     if not pages:
         print("\nDemo failed: the crawl fetched no page.", file=sys.stderr)
         return 1
@@ -126,7 +141,7 @@ def run_demo(root: Path, base: str, server: demo_server.DemoServer, kept: bool) 
 
 def scrapy(root: Path, *args: str) -> None:
     """Run ``scrapy ARGS`` in ``root`` as a user would, with its output on the terminal."""
-    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "webrace.settings", "WEBRACE_DATA_DIR": str(root / "data")}
+    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "webrace.settings", "WEBRACE_DATA_DIR": str(root / DATA_DIR)}
     command = ["scrapy", *args]
     print(f"\n$ {' '.join(command)}", flush=True)  # flush: the child writes to the same terminal
     try:
@@ -138,9 +153,9 @@ def scrapy(root: Path, *args: str) -> None:
 
 
 def read_results(root: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The crawl summary (``data/last-crawl.json``) and the page items (``pages.jsonl``)."""
+    """The crawl summary (``.webrace/last-crawl.json``) and the page items (``pages.jsonl``)."""
     try:
-        summary = json.loads((root / "data" / "last-crawl.json").read_text(encoding="utf-8"))
+        summary = json.loads((root / DATA_DIR / "last-crawl.json").read_text(encoding="utf-8"))
         lines = (root / "pages.jsonl").read_text(encoding="utf-8").splitlines()
         return summary, [json.loads(line) for line in lines if line.strip()]
     except (OSError, ValueError) as exc:  # the crawl exited 0 but left no usable results
@@ -239,13 +254,32 @@ def print_files(root: Path, kept: bool) -> None:
     for name, what in (
         ("urds.xml", "the URDs added, with this run's address"),
         ("pages.jsonl", "one JSON object per fetched page (url, owners, depth, status, links...) and per ACI"),
-        ("data/urd.sqlite", "the URD-DB (`scrapy urd list` with WEBRACE_DATA_DIR=data)"),
-        ("data/aci.sqlite", "the ACIs (`scrapy aci list --owner alice`, `scrapy pir serve`)"),
-        ("data/last-crawl.json", "the crawl summary, for scripts"),
+        ("scrapy.cfg", "makes this a project directory: `scrapy` commands here use webrace.settings"),
+        (f"{DATA_DIR}/urd.sqlite", "the URD-DB (`scrapy urd list`)"),
+        (f"{DATA_DIR}/aci.sqlite", "the ACIs (`scrapy aci list --owner alice`, `scrapy pir serve`)"),
+        (f"{DATA_DIR}/objects/", "every version of every page kept (`scrapy store versions URL`)"),
+        (f"{DATA_DIR}/last-crawl.json", "the crawl summary, for scripts"),
     ):
-        print(f"  {name:<21} {what}")
+        print(f"  {name:<23} {what}")
     if not kept:
         print("This directory is temporary and is removed now: `python -m webrace.demo --keep DIR` keeps one.")
+
+
+def print_tips(root: Path, base: str, owner: str) -> None:
+    """Commands that work as printed in the kept directory (tested in tests/test_demo.py)."""
+    port = urlsplit(base).port
+    print(f"\nLook around; the commands of the README's tour work in this directory:\n"
+          f"  cd {shlex.quote(str(root))}\n"
+          f"  scrapy urd list\n"
+          f"  scrapy aci list --owner {owner}\n"
+          f"  scrapy store versions {base}/\n"
+          f"Crawl again (a re-crawl: conditional GETs), with the site served on the address the URDs name:\n"
+          f"  python -m webrace.demo.server --port {port} &\n"
+          f"  scrapy urd due --all && scrapy crawl urd -O round2.jsonl")
+    overridden = [name for name in ("SCRAPY_SETTINGS_MODULE", "WEBRACE_DATA_DIR") if os.environ.get(name)]
+    if overridden:
+        print(f"Note: your environment sets {' and '.join(overridden)}, which the commands above would follow "
+              f"instead of this directory's scrapy.cfg and {DATA_DIR}: `unset {' '.join(overridden)}` first.")
 
 
 if __name__ == "__main__":

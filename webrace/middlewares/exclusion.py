@@ -11,7 +11,9 @@ answer's whole download time times ``WEBRACE_DELAY_FACTOR`` (bounded by
 ``WEBRACE_MIN_DELAY`` / ``WEBRACE_MAX_DELAY``), and two starts are never closer than
 robots.txt's Crawl-delay or ``DOWNLOAD_DELAY``; ``WEBRACE_HOST_CONCURRENCY`` requests per
 host at most. Responses whose
-Content-Type is not accepted are stopped right after their headers.
+Content-Type is not accepted are stopped right after their headers; one that declares no
+type (none, or application/octet-stream) is judged as browsers do, by its URL's name at the
+headers and by its first bytes once downloaded (:meth:`webrace.urls.MediaTypes.judge`).
 
 Each decision bumps a stats counter (``robots/allowed``, ``robots/disallowed``,
 ``robots/unreachable``, ``webrace/ignored/<reason>``, ``pacing/<host>/...``) and a request
@@ -36,12 +38,13 @@ from webrace.middlewares.robots import UNREACHABLE, RobotsTxt, origin
 from webrace.pacing import Pacing
 from webrace.signals import round_opened
 from webrace.traps import PathRules
-from webrace.urls import Blocklist, MediaTypes, in_scope, read_list
+from webrace.urls import REFUSE, SNIFF, Blocklist, MediaTypes, in_scope, looks_binary, read_list
 
 logger = logging.getLogger(__name__)
 
 IGNORED = "webrace_ignored"
 _HEADERS_AT = "webrace_headers_at"  # meta: time.monotonic() when the answer's headers arrived
+_SNIFF = "webrace_sniff"  # meta: the answer's media type is undeclared; its body decides
 _ROUNDS_KEPT = 16  # scopes of this many recent rounds are kept for judging redirects
 
 
@@ -165,12 +168,29 @@ class ExclusionMiddleware:
         request.meta[_HEADERS_AT] = time.monotonic()
         if "webrace" not in request.meta:
             return
-        if not self.media_types.accepts(headers.get(b"Content-Type")):
-            ctype = (headers.get(b"Content-Type") or b"").decode("latin-1")
+        request.meta.pop(_SNIFF, None)  # a redirect's request carries its predecessor's meta
+        ctype = (headers.get(b"Content-Type") or b"").decode("latin-1")
+        if not ctype and body_length == 0:  # a 304 (its type is the stored version's), or no body at all
+            return
+        verdict = self.media_types.judge(ctype, request.url)
+        if verdict == SNIFF:  # no type, or octet-stream, and a name that may be text: the body decides
+            request.meta[_SNIFF] = True
+            self.stats.inc_value("webrace/mime_sniffed")
+        elif verdict == REFUSE:
             request.meta[IGNORED] = "mime"
             self.stats.inc_value("webrace/ignored/mime")
             logger.debug("Media type %r not accepted, body not downloaded: %s", ctype, request.url)
             raise StopDownload(fail=True)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        """A body let through by its name alone is kept only if it is text (WHATWG's rule,
+        on the decompressed body: this middleware sees responses after HttpCompression)."""
+        if request.meta.get(_SNIFF) and looks_binary(response.body):
+            request.meta[IGNORED] = "mime"
+            self.stats.inc_value("webrace/ignored/mime")
+            logger.debug("Undeclared media type, binary body: not kept: %s", request.url)
+            raise IgnoreRequest("Undeclared media type and a binary body")
+        return response
 
     def response_downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
         """The answer is complete: set the delay before the host's next request."""

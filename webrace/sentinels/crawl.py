@@ -27,6 +27,7 @@ from webrace import digest as D
 from webrace.backends import open_sentinel_store
 from webrace.items import Page
 from webrace.middlewares.threaded import ThreadedItemMiddleware
+from webrace.sentinels.baseline import of_version
 from webrace.sentinels.evaluate import GroupStats, Notification, evaluate
 from webrace.sentinels.model import Sentinel
 from webrace.urd import Urd
@@ -49,11 +50,6 @@ def due_sentinels(settings: Any, now_ms: int) -> tuple[list[Urd], dict[str, list
             every = sentinel.every if urd is None else min(urd.timing, sentinel.every)
             urds[key] = Urd(id=f"sentinel-{key}", owner=sentinel.owner, url=url, timing=every, depth=0)
     return list(urds.values()), dict(by_url)
-
-
-def is_xml(media_type: str) -> bool:
-    return media_type in ("application/xml", "text/xml") or (media_type.endswith("+xml")
-                                                             and media_type != "application/xhtml+xml")
 
 
 class SentinelMiddleware(ThreadedItemMiddleware):
@@ -96,11 +92,7 @@ class SentinelMiddleware(ThreadedItemMiddleware):
     def _work(self, group: list, previous: dict, meta: Any, cache: Any) -> Any:
         """In a worker thread: encode the new version once, evaluate each subgroup once."""
         try:
-            body = cache.objects.get(meta.digest)
-            kind = "xml" if is_xml((meta.header_value("Content-Type") or "").split(";")[0].strip().lower()) else "html"
-            new = D.encode(body, kind, meta.header_value("Content-Type"))
-            data = D.dumps(new)
-            sha = hashlib.sha256(data).hexdigest()
+            new = of_version(cache.objects.get(meta.digest), meta.header_value("Content-Type"))
             stats, notes = GroupStats(), []
             by_seen: dict[str | None, list[Sentinel]] = defaultdict(list)
             for sentinel, seen in group:
@@ -108,8 +100,8 @@ class SentinelMiddleware(ThreadedItemMiddleware):
             for seen, sentinels in by_seen.items():
                 blob = previous.get(seen) if seen else None
                 old = D.loads(blob) if blob else None
-                notes += evaluate(sentinels, old, new, at=meta.fetched, version=meta.version, stats=stats)
-            return sha, data, notes, stats, len(by_seen)
+                notes += evaluate(sentinels, old, new.digest, at=meta.fetched, version=meta.version, stats=stats)
+            return new.sha, new.data, notes, stats, len(by_seen)
         except Exception as exc:  # a page the digest cannot take must not cost the crawl its item
             logger.warning("Sentinels on %s not evaluated: %s", meta.url, exc)
             return None

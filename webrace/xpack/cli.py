@@ -10,9 +10,12 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
+from webrace.commands import quiet_on_closed_pipe
 from webrace.xpack.format import CODECS, PackedDocument, pack, unpack
 from webrace.xpack.operators import XPackError
+from webrace.xpack.query import namespace_hint
 
 
 def _read(path: str) -> bytes:
@@ -75,8 +78,13 @@ def run(argv: list[str]) -> int:
                 print(f"  {'total':<11} {sum(c['raw'] for c in info['containers'].values()):>9} bytes -> {len(data)} "
                       f"bytes (file, header included); codecs: {', '.join(CODECS.values())}")
         else:
-            for line in query_lines(PackedDocument(data), args.xpath, parse_prefixes(args.ns), args.count):
+            doc, prefixes = PackedDocument(data), parse_prefixes(args.ns)
+            results = doc.query(args.xpath, prefixes)
+            for line in result_lines(doc, results, args.count):
                 print(line)
+            hint = None if results else namespace_hint(args.xpath, doc.declared_namespaces(), prefixes)
+            if hint:
+                print(f"hint: {hint}", file=sys.stderr)
     except XPackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -97,7 +105,10 @@ def parse_prefixes(items: list[str]) -> dict[str, str]:
 def query_lines(doc: PackedDocument, xpath: str, namespaces: dict[str, str], count: bool) -> list[str]:
     """A query's answer as printed: one line per result (text and attribute values as they
     are, with newlines escaped; an element as ``<name> (node N)``), or only the number."""
-    results = doc.query(xpath, namespaces)
+    return result_lines(doc, doc.query(xpath, namespaces), count)
+
+
+def result_lines(doc: PackedDocument, results: list[tuple[str, Any]], count: bool) -> list[str]:
     if count:
         return [str(len(results))]
     return [f"<{doc.name(value)}> (node {value})" if kind == "element"
@@ -105,7 +116,9 @@ def query_lines(doc: PackedDocument, xpath: str, namespaces: dict[str, str], cou
 
 
 def main() -> None:
-    raise SystemExit(run(sys.argv[1:]))
+    with quiet_on_closed_pipe():  # `xpack query ... | head` ends quietly, as `scrapy xpack` does
+        status = run(sys.argv[1:])
+    raise SystemExit(status)
 
 
 if __name__ == "__main__":

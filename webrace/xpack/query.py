@@ -266,3 +266,26 @@ class Evaluator:
                                                 count=len(places))]
                 found = found[np.isin(found, owners)]
         return found
+
+
+def namespace_hint(expression: str, declared: list[tuple[int, str, str]], namespaces: dict[str, str]) -> str | None:
+    """Why a query may have matched nothing: it names elements without a prefix (in XPath
+    1.0, no namespace) in a document whose elements are in a default namespace. One line
+    naming that namespace and the ``--ns`` binding a prefix to it; None when that is not it.
+    ``declared`` is the document's (node, prefix, URI) declarations, root first."""
+    defaults = [uri for _, prefix, uri in declared if not prefix and uri]
+    if not defaults:
+        return None
+    prefixes = {prefix: uri for _, prefix, uri in declared if prefix}
+    try:
+        steps = compile_query(expression, {**prefixes, **namespaces})
+    except XPackError:
+        return None
+    bare = [s.name for s in steps if s.kind == "element" and s.name and not s.name.startswith("{")]
+    if not bare:
+        return None
+    prefix = next(p for p in ("d", "d1", "d2", "d3", "dflt") if p not in prefixes and p not in namespaces)
+    more = f" (and {len(set(defaults)) - 1} other default namespace(s))" if len(set(defaults)) > 1 else ""
+    return (f"nothing matched: {bare[0]} without a prefix means no namespace in XPath, but the document's elements "
+            f"are in the default namespace {defaults[0]}{more}: bind a prefix with --ns {prefix}={defaults[0]} and "
+            f"write {prefix}:{bare[0]}")

@@ -1,10 +1,14 @@
-"""Local web services for DynaBot's tests and benchmark: BLAST services, look-alikes, search engines.
+"""Local web services to try DynaBot on, and to test and benchmark it: BLAST services,
+look-alikes, search engines.
 
-``python -m dynabot_sites --port 0`` (run from ``tests/``) serves them on 127.0.0.1 and prints
-the port it got; ``Services`` starts that subprocess, knows which start URLs are members of
-which service class, and reads the server's request log (``/__hits``, cleared by
-``/__reset``). A subprocess, not a thread, because a test process that runs Scrapy in-process
-owns the only Twisted reactor it may have.
+``python -m webrace.demo.services [--port N] [--seeds FILE]`` serves them on 127.0.0.1 (a
+free port by default) until Ctrl-C: it prints their address first, then every start page
+with the service class it belongs to, and writes those start pages to a seeds file for
+``scrapy crawl dynabot -a seeds=FILE`` (``dynabot-seeds.txt`` in the current directory).
+``Services`` starts that subprocess, knows which start URLs are members of which service
+class, and reads the server's request log (``/__hits``, cleared by ``/__reset``). A
+subprocess, not a thread, because a test process that runs Scrapy in-process owns the only
+Twisted reactor it may have.
 
 Every service lives under ``/<name>/``: a start page with its form, and the pages behind it.
 
@@ -69,7 +73,6 @@ from twisted.web.resource import Resource
 from twisted.web.server import Request, Site
 from twisted.web.util import redirectTo
 
-HERE = Path(__file__).resolve().parent
 HOST = "127.0.0.1"
 CLASSES = ("nucleotide_blast", "protein_blast", "keyword_search")
 ROBOTS_TXT = b"User-agent: *\nDisallow: /private/\n"
@@ -78,6 +81,7 @@ AMINO_ACIDS = frozenset("ACDEFGHIKLMNPQRSTVWYBZXUO*")
 MIN_HIT = 20  # letters: shorter queries find nothing
 LINE = 60  # alignment letters per line, as NCBI
 HOSTILE_BYTES = 5 * 1024 * 1024
+SEEDS = "dynabot-seeds.txt"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -834,8 +838,11 @@ def build_site() -> LoggingSite:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="DynaBot's test services on 127.0.0.1.")
-    parser.add_argument("--port", type=int, default=0, help="0: any free port (printed on stdout)")
+    parser = argparse.ArgumentParser(prog="python -m webrace.demo.services",
+                                     description="DynaBot's local services on 127.0.0.1, until Ctrl-C.")
+    parser.add_argument("--port", type=int, default=0, help="0 (default): any free port")
+    parser.add_argument("--seeds", default=SEEDS, metavar="FILE",
+                        help=f"write the start pages here, one per line (default: {SEEDS}; '' for none)")
     args = parser.parse_args(argv)
     from twisted.internet import reactor  # installed only here: importers of this module keep their own
     from twisted.logger import (
@@ -850,8 +857,24 @@ def main(argv: list[str] | None = None) -> None:
         [FilteringLogObserver(textFileLogObserver(sys.stderr), [LogLevelFilterPredicate(LogLevel.warn)])],
         redirectStandardIO=False)
     port = reactor.listenTCP(args.port, build_site(), interface=HOST)
-    print(port.getHost().port, flush=True)
+    base = f"http://{HOST}:{port.getHost().port}"
+    print(f"{base}/  DynaBot's local services (Ctrl-C stops them)", flush=True)  # first line: read by Services
+    for line in announce(base, Path(args.seeds) if args.seeds else None):
+        print(line)
+    sys.stdout.flush()
     reactor.run()
+
+
+def announce(base: str, seeds: Path | None) -> list[str]:
+    """Every listed start page with its class, and the seeds file written for them."""
+    listed = [s for s in SERVICES if s.listed]
+    lines = [f"  {base}/{s.name}/  {s.member_of or '(member of no class)'}" for s in listed]
+    if seeds is not None:
+        seeds.write_text("".join(f"{base}/{s.name}/\n" for s in listed), encoding="utf-8")
+        lines += [f"seeds: {seeds.resolve()} ({len(listed)} start pages)",
+                  f"From the WebRACE repository: scrapy crawl dynabot -a scd=serviceclasses/nucleotide_blast.xml "
+                  f"-a seeds={seeds.resolve()} -O services.jsonl"]
+    return lines
 
 
 # ---------------------------------------------------------------------------------------------
@@ -875,14 +898,14 @@ class Services:
 
     def start(self) -> Services:
         self._stderr = tempfile.TemporaryFile()
-        self._process = subprocess.Popen([sys.executable, "-m", "dynabot_sites", "--port", "0"], cwd=HERE,
+        self._process = subprocess.Popen([sys.executable, "-m", "webrace.demo.services", "--port", "0", "--seeds", ""],
                                          stdout=subprocess.PIPE, stderr=self._stderr, text=True)
         ready, _, _ = select.select([self._process.stdout], [], [], self.start_timeout)
         line = self._process.stdout.readline().strip() if ready else ""
-        if not line.isdigit():
+        if not line.startswith(f"http://{HOST}:"):
             self.stop()
-            raise RuntimeError(f"dynabot_sites did not start: {line or 'no port printed'}")
-        self.base = f"http://{HOST}:{line}"
+            raise RuntimeError(f"the DynaBot services did not start: {line or 'no address printed'}")
+        self.base = line.split("/ ", 1)[0]
         return self
 
     def stop(self) -> None:

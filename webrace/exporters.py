@@ -1,0 +1,93 @@
+"""CSV feeds: one item type per file, every cell readable back.
+
+A crawl emits several item types (``scrapy crawl urd``: pages, ACIs, rule results,
+notifications; ``scrapy crawl dynabot``: profiles and traces). Scrapy's CSV exporter takes
+its columns from the first item and writes every later item into them, so an ACI after a
+page became a row of mostly empty page columns ("CSVExporter dropped fields"). Here:
+
+- :class:`CsvItemExporter` (``FEED_EXPORTERS["csv"]``) keeps a file to the type of its first
+  item: its columns are that type's fields, and an item of another type is not written into
+  them (a warning names the type, how many were left out, and how to get them). Lists and
+  dicts are written as JSON, so a link list whose URLs contain commas reads back as it was.
+  With ``FEED_EXPORT_FIELDS`` (or a feed's ``fields``) the columns are yours and every item is
+  written, as in Scrapy.
+- :func:`split_csv_feeds` gives ``-o/-O FILE.csv`` one CSV per item type, through the
+  ``item_classes`` feed option: the first type in ``FILE.csv``, the others beside it
+  (``pages.csv`` -> ``pages.acis.csv``), each created only when it has items.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from typing import Any
+
+from scrapy.exporters import CsvItemExporter as ScrapyCsvItemExporter
+
+logger = logging.getLogger(__name__)
+
+# The item types each spider emits: the first goes to the file named on the command line,
+# each other one to that name with its key before ".csv".
+ITEM_TYPES: dict[str, dict[str, str]] = {
+    "urd": {
+        "": "webrace.items.Page",
+        "acis": "webrace.annotation.aci.Aci",
+        "results": "webrace.scout.engine.RuleResult",
+        "notifications": "webrace.sentinels.evaluate.Notification",
+    },
+    "dynabot": {"": "webrace.items.ServiceProfile", "traces": "webrace.items.ServiceTrace"},
+}
+
+
+class CsvItemExporter(ScrapyCsvItemExporter):
+    """Scrapy's CSV exporter, one item type per file, lists and dicts as JSON."""
+
+    def __init__(self, file: Any, **kwargs: Any) -> None:
+        super().__init__(file, **kwargs)
+        self.own_columns = not self.fields_to_export  # else FEED_EXPORT_FIELDS chose them
+        self.item_type: type | None = None
+        self.left_out: Counter[str] = Counter()
+
+    def export_item(self, item: Any) -> None:
+        kind = type(item)
+        if self.item_type is None:
+            self.item_type = kind
+        elif kind is not self.item_type and self.own_columns:
+            if not self.left_out[kind.__name__]:
+                logger.warning("CSV feed of %s items: %s items are not written into its columns; give them a "
+                               "feed of their own (FEEDS item_classes, as -O FILE.csv does) or use jsonlines",
+                               self.item_type.__name__, kind.__name__)
+            self.left_out[kind.__name__] += 1
+            return
+        super().export_item(item)
+
+    def serialize_field(self, field: Any, name: str, value: Any) -> Any:
+        if isinstance(value, (list, tuple, dict)) and "serializer" not in field:
+            return json.dumps(value, ensure_ascii=False)
+        return super().serialize_field(field, name, value)
+
+    def finish_exporting(self) -> None:
+        if self.left_out:
+            logger.warning("CSV feed of %s items: left out %s", self.item_type.__name__,
+                           ", ".join(f"{n} {kind}" for kind, n in sorted(self.left_out.items())))
+        super().finish_exporting()
+
+
+def split_csv_feeds(feeds: dict[str, dict[str, Any]], spider: str) -> dict[str, dict[str, Any]]:
+    """``feeds`` with every CSV feed that takes any item (no ``item_classes``, not stdout)
+    made one feed per item type of ``spider``: ``pages.csv`` keeps the first type and
+    ``pages.acis.csv``, ``pages.results.csv``... get the others, when there are any."""
+    types = ITEM_TYPES.get(spider)
+    split: dict[str, dict[str, Any]] = {}
+    for uri, options in feeds.items():
+        if not types or options.get("format") != "csv" or options.get("item_classes") or uri.startswith("stdout:"):
+            split[uri] = options
+            continue
+        stem = uri[:-4] if uri.lower().endswith(".csv") else uri
+        for key, item_class in types.items():
+            if key:
+                split[f"{stem}.{key}.csv"] = {**options, "item_classes": [item_class], "store_empty": False}
+            else:
+                split[uri] = {**options, "item_classes": [item_class]}
+    return split
