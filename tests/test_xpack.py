@@ -416,6 +416,20 @@ def test_store_query_answers_from_the_crawled_xpack_encoded_version(site, projec
     assert missing.returncode == 1 and "not found" in missing.stderr
 
 
+def test_store_query_that_matches_nothing_in_a_default_namespace_hints_at_ns(site, project):
+    from conftest import urd
+
+    site.add("/atom.xml", b'<feed xmlns="http://www.w3.org/2005/Atom"><entry><title>t</title></entry></feed>',
+             content_type="application/atom+xml")
+    project.add_urds(urd("atom", "ann", site.url("/atom.xml")))
+    assert project.crawl(WEBRACE_STORE_XPACK=True).returncode == 0
+    plain = project.scrapy("store", "query", site.url("/atom.xml"), "//entry", "--count")
+    assert plain.stdout == "0\n" and "--ns" in plain.stderr and "http://www.w3.org/2005/Atom" in plain.stderr
+    bound = project.scrapy("store", "query", site.url("/atom.xml"), "//a:entry", "--count",
+                           "--ns", "a=http://www.w3.org/2005/Atom")
+    assert bound.stdout == "1\n" and "hint" not in bound.stderr
+
+
 MIME = "http://www.freedesktop.org/standards/shared-mime-info"
 
 

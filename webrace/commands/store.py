@@ -17,7 +17,8 @@ from webrace.store.cache import ObjectCache
 from webrace.store.objects import ObjectCorrupt, ObjectMissing
 from webrace.urls import BadURL, normalize
 from webrace.xpack import PackedDocument, XPackError, pack
-from webrace.xpack.cli import parse_prefixes, query_lines
+from webrace.xpack.cli import parse_prefixes, result_lines
+from webrace.xpack.query import namespace_hint
 
 
 @ends_quietly_on_closed_pipe
@@ -105,7 +106,10 @@ class Command(ScrapyCommand):
                 doc = PackedDocument(pack(body))
                 print(f"note: version {version.number} is not stored XPack-encoded: decompressed to answer",
                       file=sys.stderr)
-            lines = query_lines(doc, xpath, parse_prefixes(opts.ns), opts.count)
+            prefixes = parse_prefixes(opts.ns)
+            results = doc.query(xpath, prefixes)
+            lines = list(result_lines(doc, results, opts.count))
+            hint = None if results else namespace_hint(xpath, doc.declared_namespaces(), prefixes)
         except (LookupError, ObjectMissing, ObjectCorrupt, XPackError) as exc:
             kind = ("stored body is damaged" if isinstance(exc, ObjectCorrupt) else
                     "cannot answer" if isinstance(exc, XPackError) else "not found")
@@ -114,6 +118,8 @@ class Command(ScrapyCommand):
             return
         for line in lines:
             print(line)
+        if hint:
+            print(f"hint: {hint}", file=sys.stderr)
 
     def gc(self, cache: ObjectCache, keep: int) -> None:
         with open_aci_store(self.settings) as acis:
