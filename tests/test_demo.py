@@ -27,23 +27,29 @@ def as_typed(line: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def kept(tmp_path_factory) -> tuple[Path, list[str]]:
+def kept(tmp_path_factory) -> tuple[Path, list[str], str]:
     root = tmp_path_factory.mktemp("demo") / "kept"
     done = subprocess.run([sys.executable, "-m", "webrace.demo", "--keep", str(root)], env=USER_ENV,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     tips = done.stdout.split("\nLook around", 1)[1]
-    return root, [line.strip() for line in tips.splitlines() if line.startswith("  ")]
+    return root, [line.strip() for line in tips.splitlines() if line.startswith("  ")], done.stdout
+
+
+def test_the_demo_counts_every_request_the_server_saw(kept):
+    printed = kept[2]
+    assert "Demo server: 18 page request(s) and 1 for robots.txt" in printed
+    assert "Warning" not in printed  # robots.txt fetches are counted (robotstxt/request_count)
 
 
 def test_kept_directory_is_a_project_directory_with_the_default_data_directory(kept):
-    root, tips = kept
+    root, tips, _ = kept
     assert (root / "scrapy.cfg").exists() and (root / ".webrace" / "urd.sqlite").exists()
     assert tips[0] == f"cd {root}"
 
 
 def test_the_closing_tips_work_as_printed_in_the_kept_directory(kept):
-    root, tips = kept
+    root, tips, _ = kept
     listed = subprocess.run(as_typed(tips[1]), shell=True, cwd=root, env=USER_ENV, capture_output=True, text=True,
                             timeout=120)
     assert tips[1] == "scrapy urd list" and listed.returncode == 0, listed.stdout + listed.stderr
@@ -55,7 +61,7 @@ def test_the_closing_tips_work_as_printed_in_the_kept_directory(kept):
 
 
 def test_the_site_served_again_as_the_tips_say_is_recrawled_with_conditional_gets(kept):
-    root, tips = kept
+    root, tips, _ = kept
     serve, crawl = tips[4], tips[5]
     assert serve.startswith("python -m webrace.demo.server --port ") and serve.endswith(" &")
     server = subprocess.Popen(as_typed(serve.removesuffix(" &")).split(), cwd=root, env=USER_ENV,

@@ -111,6 +111,7 @@ class RobotsTxt:
             entry = HostRules(UNREACHABLE, _describe(exc), fetched=time.monotonic(), error=exc)
         finally:  # even when this request is cancelled, the others waiting get an answer
             self.entries[key] = entry
+            self.crawler.stats.inc_value("robotstxt/request_count")  # Scrapy's own name for it
             self.crawler.stats.inc_value(f"robotstxt/{entry.kind}")
             for waiter in self.waiting.pop(key):
                 waiter.callback(entry)
