@@ -108,6 +108,8 @@ def test_dynabot_seeds_on_one_host_fetch_none_that_robots_txt_disallows(site, pr
                           "-s", "WEBRACE_DELAY_FACTOR=0", "-s", "TELNETCONSOLE_ENABLED=False")
     assert done.returncode == 0, done.stderr[-2000:]
     assert site.paths() == ["/about.html"]
+    assert "WebRACE crawl summary" not in done.stderr  # DynaBot logs its own tables, not a zero URD summary
+    assert not (project.data / "last-crawl.json").exists()
 
 
 def _robots_site(site, host: str, robots) -> None:

@@ -116,6 +116,8 @@ class CrawlSummary:
             self.stats.inc_value("webrace/requested")
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
+        if spider.name != "urd":  # DynaBot reports its own tables (last-dynabot.json)
+            return
         summary = summarize(self.stats.get_stats())
         for key in ("discovered", "requested", "expanded", "pages", *CATEGORIES):
             self.stats.set_value(f"webrace/summary/{key}", summary[key])
