@@ -10,10 +10,10 @@ Pacing (:mod:`webrace.pacing`): after each answer, the host's download slot rest
 answer's whole download time times ``WEBRACE_DELAY_FACTOR`` (bounded by
 ``WEBRACE_MIN_DELAY`` / ``WEBRACE_MAX_DELAY``), and two starts are never closer than
 robots.txt's Crawl-delay or ``DOWNLOAD_DELAY``; ``WEBRACE_HOST_CONCURRENCY`` requests per
-host at most. Responses whose
-Content-Type is not accepted are stopped right after their headers; one that declares no
-type (none, or application/octet-stream) is judged as browsers do, by its URL's name at the
-headers and by its first bytes once downloaded (:meth:`webrace.urls.MediaTypes.judge`).
+host at most. Responses whose Content-Type is not accepted are stopped right after their
+headers; one that declares no type (none, or application/octet-stream) is judged as
+browsers do, by its URL's name at the headers and by its first bytes once downloaded
+(:meth:`webrace.urls.MediaTypes.judge`).
 
 Each decision bumps a stats counter (``robots/allowed``, ``robots/disallowed``,
 ``robots/unreachable``, ``webrace/ignored/<reason>``, ``pacing/<host>/...``) and a request
