@@ -40,8 +40,8 @@ from lxml import html
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from webrace import digest as D  # noqa: E402
+from webrace.records.sentinel import make  # noqa: E402
 from webrace.sentinels.evaluate import evaluate  # noqa: E402
-from webrace.sentinels.model import make  # noqa: E402
 
 WORDS = ("market city storm election team vote price rain game school bridge river court music film "
          "museum train budget council report").split()

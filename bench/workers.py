@@ -1,4 +1,4 @@
-"""Benchmark: distributed workers (seed 000 section 7.3), baseline and candidates in one run.
+"""Benchmark: distributed workers (seed 000 section 7.3), baseline and candidate in one run.
 
 1. Latency-bound, like the real web: a generated site whose server waits ~50 ms before
    every response. One worker against two worker processes on the same round (Redis mode,
@@ -6,7 +6,12 @@
 2. The cost of Redis: the same site without added latency, crawled by the embedded mode and
    by one Redis-mode worker. Goal: Redis mode >= 0.8x the embedded pages/s.
 
-    pip install -e '.[bench]' && python bench/workers.py [--pages 2000] [--page-kb 10]
+    pip install -e '.[bench]' && python bench/workers.py [--pages 2000] [--page-kb 10] [--baseline REV]
+
+Each configuration runs twice in the same run: with the code of ``--baseline`` (default:
+the last commit before the round engine of issue 18, extracted with ``git archive`` and put
+first on PYTHONPATH) and with this tree (the candidate); the ratio candidate/baseline is
+printed per configuration. The goals are judged on the candidate.
 
 Pages/s is pages over the span between the first and the last page fetched (startup
 excluded). Needs a Redis on 127.0.0.1:6379 (its keys go under a prefix of their own and are
@@ -33,11 +38,13 @@ sys.path.insert(0, str(HERE))
 from recrawl import SiteServer, plot_pages_done  # noqa: E402 - a sibling script, not a package
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
+BASELINE_REV = "baf83f6"  # before the round engine (issue 18)
 
 
 @dataclass
 class Result:
     name: str
+    code: str  # "baseline" or "candidate"
     pages: int
     span: float  # seconds from the first page fetched to the last
     fetched_twice: int
@@ -48,8 +55,21 @@ class Result:
         return self.pages / self.span if self.span else 0.0
 
 
-def scrapy_env(data: Path, redis_prefix: str | None) -> dict[str, str]:
+def baseline_code(tmp: Path, rev: str) -> Path:
+    """The packages of revision ``rev`` of this repository, extracted under ``tmp``."""
+    target = tmp / f"baseline-{rev}"
+    if not target.exists():
+        target.mkdir()
+        archive = subprocess.run(["git", "-C", str(HERE.parent), "archive", rev, "webrace", "rules", "scd"],
+                                 capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
+    return target
+
+
+def scrapy_env(data: Path, redis_prefix: str | None, code: Path | None = None) -> dict[str, str]:
     env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "webrace.settings", "WEBRACE_DATA_DIR": str(data)}
+    if code is not None:  # another revision's packages first on the path
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")]))
     env.pop("REDIS_URL", None)
     if redis_prefix:
         env.update(REDIS_URL=REDIS_URL, WEBRACE_REDIS_PREFIX=redis_prefix)
@@ -67,11 +87,12 @@ def crawl_settings(concurrency: int) -> list[str]:
     return [a for k, v in values.items() for a in ("-s", f"{k}={v}")]
 
 
-def run(name: str, server: SiteServer, workers: int, redis_mode: bool, concurrency: int) -> Result:
+def run(name: str, server: SiteServer, workers: int, redis_mode: bool, concurrency: int,
+        code: Path | None) -> Result:
     prefix = f"webrace-bench-{uuid.uuid4().hex[:8]}:" if redis_mode else None
     with tempfile.TemporaryDirectory(prefix="webrace-bench-") as tmp:
         root = Path(tmp)
-        control = scrapy_env(root / "control", prefix)
+        control = scrapy_env(root / "control", prefix, code)
         (root / "urds.xml").write_text(f'<urd id="w" owner="bench"><uri timing="86400000">{server.url}</uri>'
                                        '<depth level="2"/></urd>\n')
         subprocess.run([sys.executable, "-m", "scrapy", "urd", "add", "urds.xml"], cwd=root, env=control,
@@ -83,7 +104,7 @@ def run(name: str, server: SiteServer, workers: int, redis_mode: bool, concurren
         procs, outs = [], []
         for n in range(workers):
             out = root / f"pages-{n}.jsonl"
-            env = control if not redis_mode else scrapy_env(root / f"worker-{n}", prefix)
+            env = control if not redis_mode else scrapy_env(root / f"worker-{n}", prefix, code)
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "scrapy", "crawl", "urd", "-O", str(out), *crawl_settings(concurrency)],
                 cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
@@ -101,17 +122,27 @@ def run(name: str, server: SiteServer, workers: int, redis_mode: bool, concurren
     stamps = sorted(datetime.fromisoformat(i["fetched_at"].replace("Z", "+00:00")).timestamp() for i in items)
     span = stamps[-1] - stamps[0]
     # the server counts robots.txt too: one per worker
-    result = Result(name, len(items), span, stats["responses_200"] - workers - len({i["url"] for i in items}),
+    twice = stats["responses_200"] - workers - len({i["url"] for i in items})
+    result = Result(name, "baseline" if code else "candidate", len(items), span, twice,
                     [t - stamps[0] for t in stamps])
-    print(f"  {name:<34} {result.pages:>6} pages {result.span:>7.2f} s {result.pages_per_s:>8.1f} pages/s"
-          f"   fetched twice: {result.fetched_twice}", flush=True)
+    print(f"  {name:<22} {result.code:<9} {result.pages:>6} pages {result.span:>7.2f} s "
+          f"{result.pages_per_s:>8.1f} pages/s   fetched twice: {result.fetched_twice}", flush=True)
     return result
 
 
 def plot(results: list[Result], path: Path) -> None:
+    candidate = [r for r in results if r.code == "candidate"]
     panels = [(title, [(f"{r.name} ({r.pages_per_s:.0f} pages/s)", r.times) for r in group])
-              for group, title in ((results[:2], "50 ms per response"), (results[2:], "raw loopback"))]
+              for group, title in ((candidate[:2], "50 ms per response"), (candidate[2:], "raw loopback"))]
     plot_pages_done(panels, "WebRACE distributed mode: workers over Redis", "seconds since the first page", path)
+
+
+CONFIGS = [  # (name, latency-bound site?, workers, Redis mode)
+    ("1 worker (Redis)", True, 1, True),
+    ("2 workers (Redis)", True, 2, True),
+    ("embedded", False, 1, False),
+    ("1 worker (Redis)", False, 1, True),
+]
 
 
 def main() -> int:
@@ -122,31 +153,42 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=4,
                         help="requests per worker; 4 keeps one worker latency-bound on a 2-core machine "
                              "that also runs the site server and the second worker")
+    parser.add_argument("--baseline", default=BASELINE_REV, help="revision whose code is the baseline")
     parser.add_argument("--png", type=Path, default=HERE / "workers.png")
     args = parser.parse_args()
-    results = []
-    print(f"Site of {args.pages} pages of ~{args.page_kb} KB, {args.latency_ms} ms per response:")
-    server = SiteServer(args.pages, args.page_kb, args.latency_ms, 0)
-    try:
-        results.append(run("1 worker (Redis)", server, 1, True, args.concurrency))
-        results.append(run("2 workers (Redis)", server, 2, True, args.concurrency))
-    finally:
-        server.stop()
-    print("Same site, raw loopback:")
-    server = SiteServer(args.pages, args.page_kb, 0, 0)
-    try:
-        results.append(run("embedded", server, 1, False, args.concurrency))
-        results.append(run("1 worker (Redis)", server, 1, True, args.concurrency))
-    finally:
-        server.stop()
-    scale = results[1].pages_per_s / results[0].pages_per_s
-    cost = results[3].pages_per_s / results[2].pages_per_s
+    results: dict[tuple[str, bool, str], Result] = {}
+    with tempfile.TemporaryDirectory(prefix="webrace-bench-code-") as tmp:
+        code = {"baseline": baseline_code(Path(tmp), args.baseline), "candidate": None}
+        for latency_bound in (True, False):
+            latency = args.latency_ms if latency_bound else 0
+            print(f"Site of {args.pages} pages of ~{args.page_kb} KB, {latency} ms per response:")
+            server = SiteServer(args.pages, args.page_kb, latency, 0)
+            try:
+                for name, bound, workers, redis_mode in CONFIGS:
+                    if bound != latency_bound:
+                        continue
+                    for who in ("baseline", "candidate"):  # interleaved: the same machine state for both
+                        results[(name, bound, who)] = run(name, server, workers, redis_mode, args.concurrency,
+                                                          code[who])
+            finally:
+                server.stop()
+    print()
+    print(f"  {'configuration':<34} {'baseline':>10} {'candidate':>10}  ratio (pages/s)")
+    for name, bound, _, _ in CONFIGS:
+        b, c = results[(name, bound, "baseline")], results[(name, bound, "candidate")]
+        label = f"{name}, {'latency-bound' if bound else 'loopback'}"
+        ratio = c.pages_per_s / b.pages_per_s if b.pages_per_s else 0.0
+        print(f"  {label:<34} {b.pages_per_s:>10.1f} {c.pages_per_s:>10.1f}  {ratio:.2f}x")
+    cand = [results[(n, bnd, "candidate")] for n, bnd, _, _ in CONFIGS]
+    scale = cand[1].pages_per_s / cand[0].pages_per_s
+    cost = cand[3].pages_per_s / cand[2].pages_per_s
+    twice = sum(r.fetched_twice for r in results.values() if r.code == "candidate")
     print()
     print(f"  {'PASS' if scale >= 1.8 else 'FAIL'}  two workers: {scale:.2f}x one worker (goal >= 1.8x)")
     print(f"  {'PASS' if cost >= 0.8 else 'FAIL'}  Redis mode: {cost:.2f}x the embedded mode (goal >= 0.8x)")
-    print(f"  {'PASS' if not any(r.fetched_twice for r in results) else 'FAIL'}  no page fetched twice in a round")
-    plot(results, args.png)
-    return 0 if scale >= 1.8 and cost >= 0.8 else 1
+    print(f"  {'PASS' if not twice else 'FAIL'}  no page fetched twice in a round ({twice})")
+    plot(cand, args.png)
+    return 0 if scale >= 1.8 and cost >= 0.8 and not twice else 1
 
 
 if __name__ == "__main__":

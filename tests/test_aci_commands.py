@@ -12,8 +12,8 @@ import pytest
 from conftest import urd
 from lxml import etree
 
-from webrace.annotation.aci import Aci
 from webrace.backends import open_aci_store
+from webrace.records.aci import Aci
 from webrace.xmlutil import schema
 
 ATOM = "{http://www.w3.org/2005/Atom}"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from conftest import redis_space, urd
 
-from webrace.annotation.aci import Aci
 from webrace.backends.redis import RedisAciStore
 from webrace.backends.sqlite import SqliteAciStore
+from webrace.records.aci import Aci
 
 
 @pytest.fixture(params=["sqlite", "redis"])

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from webrace.annotation.aci import Aci, extension_of, summary
-from webrace.annotation.matcher import KeywordIndex
+from webrace.annotation.matcher import KeywordIndex, summary
+from webrace.records.aci import Aci, extension_of
 from webrace.xmlutil import schema
 
 

@@ -13,7 +13,7 @@ from webrace.backends import open_metainfo_store
 from webrace.backends.base import Version
 from webrace.backends.redis import RedisMetaInfoStore, RedisUnavailable, connect, safe_url
 from webrace.backends.sqlite import SqliteMetaInfoStore
-from webrace.store.metainfo import MetaInfo
+from webrace.records.metainfo import MetaInfo
 from webrace.store.objects import digest_of
 
 

@@ -13,11 +13,11 @@ import sys
 import pytest
 from scrapy.commands import ScrapyCommand
 
-from webrace.annotation.aci import Aci
 from webrace.backends import open_aci_store, open_results_store, open_sentinel_store, open_urd_store
 from webrace.commands import EXIT_CLOSED_PIPE
 from webrace.commands import __path__ as commands_path
-from webrace.sentinels.model import make
+from webrace.records.aci import Aci
+from webrace.records.sentinel import make
 from webrace.urd import Urd
 from webrace.xpack import pack
 

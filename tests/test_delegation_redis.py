@@ -10,8 +10,8 @@ from conftest import Project, urd
 from scrapy.settings import Settings
 from test_distributed import finish, schedule, start_worker
 
-from webrace.backends.redisdelegation import RedisDelegation
-from webrace.backends.redisrounds import RoundRegistry
+from webrace.distributed.delegation import RedisDelegation
+from webrace.distributed.registry import RoundRegistry
 
 RIR = """2|ripencc|20240101|3|19830101|20240101|+0100
 ripencc|*|ipv4|*|3|summary

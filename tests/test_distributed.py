@@ -97,13 +97,29 @@ def test_next_round_is_recrawled_conditionally_by_another_worker(wide_site, tmp_
     assert set(wide_site.statuses().values()) == {304}
 
 
-def test_killed_worker_loses_nothing(wide_site, tmp_path, redis_env):
+def feed_urls(path) -> set[str]:
+    """The URLs of the pages in a JSON-lines feed (a line cut short by a kill is skipped)."""
+    urls = set()
+    for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if "status" in item:
+            urls.add(item["url"])
+    return urls
+
+
+def test_killed_worker_loses_no_page_from_the_feeds(wide_site, tmp_path, redis_env):
+    """Issue 18 (c): a page's lease ends only once its item is in the worker's feed, so the
+    union of the workers' feeds holds every page after a `kill -9` (the other worker fetches
+    again what the killed one had not written)."""
     wide_site.delay = 0.1
     scheduler = worker_project(tmp_path, "scheduler", redis_env)
     scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1))
     schedule(scheduler)
     a = worker_project(tmp_path, "a", redis_env)
-    proc, _ = start_worker(a, WEBRACE_LEASE_TIMEOUT=2, CONCURRENT_REQUESTS=4, WEBRACE_IDLE_CLOSE="")
+    proc, out_a = start_worker(a, WEBRACE_LEASE_TIMEOUT=2, CONCURRENT_REQUESTS=4, WEBRACE_IDLE_CLOSE="")
     for line in proc.stderr:  # wait until worker A is in the middle of the round
         if "Scraped from" in line and len(wide_site.paths()) >= 6:
             break
@@ -114,6 +130,7 @@ def test_killed_worker_loses_nothing(wide_site, tmp_path, redis_env):
     run_b = finish(b, *start_worker(b, WEBRACE_IDLE_CLOSE=5))
     assert run_b.returncode == 0
     assert set(wide_site.paths()) == set(all_paths())  # every page of the round fetched
+    assert feed_urls(out_a) | {i["url"] for i in run_b.items} == {wide_site.url(p) for p in all_paths()}
     assert "done" in schedule(scheduler)
 
 
@@ -173,6 +190,32 @@ def test_redis_lost_mid_crawl_then_back_loses_no_page(wide_site, tmp_path, priva
     assert proc.returncode == 0
     assert set(wide_site.paths()) == set(all_paths())
     assert "done" in schedule(scheduler)
+
+
+def test_redis_back_empty_mid_round_is_said_once_and_the_round_opens_again(wide_site, tmp_path, private_redis):
+    """Issue 18 (d): Redis restarts without its data while a worker crawls a round."""
+    server = private_redis
+    env = {"REDIS_URL": server.url, "WEBRACE_REDIS_PREFIX": "webrace:"}
+    wide_site.delay = 0.1
+    scheduler = worker_project(tmp_path, "scheduler", env)
+    scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1))
+    loop = subprocess.Popen([sys.executable, "-m", "scrapy", "urd", "schedule", "--loop", "--interval", "0.2"],
+                            cwd=scheduler.root, env=scheduler.env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert "opened" in loop.stdout.readline()
+    worker = worker_project(tmp_path, "worker", env)
+    proc, out = start_worker(worker, WEBRACE_LEASE_TIMEOUT=2, WEBRACE_IDLE_CLOSE=6, CONCURRENT_REQUESTS=2)
+    while len(wide_site.paths()) < 6:  # the worker is in the middle of the round
+        assert proc.stderr.readline(), "the worker ended early"
+    redis.Redis.from_url(server.url).flushall()  # as a restart without persistence would leave it
+    reopened = loop.stdout.readline() + loop.stdout.readline()
+    stdout, stderr = proc.communicate(timeout=180)
+    loop.terminate()
+    loop.communicate(timeout=30)
+    assert "Redis came back empty" in reopened and "opened" in reopened, reopened
+    assert proc.returncode == 0 and "Traceback" not in stderr, stderr[-3000:]
+    assert stderr.count("Redis came back empty") == 1
+    assert set(wide_site.paths()) == set(all_paths())  # the new round crawled what was lost
 
 
 def test_idle_worker_polls_redis_with_backoff_and_stops_when_told(tmp_path, private_redis):

@@ -11,9 +11,9 @@ import logging
 import pytest
 from conftest import urd
 
-from webrace.annotation.aci import Aci
 from webrace.exporters import CsvItemExporter, split_csv_feeds
 from webrace.items import Page
+from webrace.records.aci import Aci
 
 PAGE = Page(url="http://a.test/", parent_url=None, depth=0, owners=["alice"], urd_ids=["a"], urgent=False,
             status=200, content_type="text/html", size=10, links=["http://a.test/x?a=1,2", "http://a.test/y"],
@@ -59,7 +59,7 @@ def test_columns_chosen_with_feed_export_fields_take_every_item():
 @pytest.mark.parametrize(("feeds", "spider", "expected"), [
     ({"pages.csv": {"format": "csv", "overwrite": True}}, "urd", {
         "pages.csv": {"format": "csv", "overwrite": True, "item_classes": ["webrace.items.Page"]},
-        "pages.acis.csv": {"format": "csv", "overwrite": True, "item_classes": ["webrace.annotation.aci.Aci"],
+        "pages.acis.csv": {"format": "csv", "overwrite": True, "item_classes": ["webrace.records.aci.Aci"],
                            "store_empty": False},
         "pages.results.csv": {"format": "csv", "overwrite": True,
                               "item_classes": ["webrace.scout.engine.RuleResult"], "store_empty": False},

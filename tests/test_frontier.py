@@ -1,4 +1,5 @@
-from webrace.frontier import DONE, Frontier, Offer
+from webrace.records.rounds import DONE, Offer
+from webrace.rounds.frontier import Frontier
 
 
 def test_first_offer_is_new_and_keeps_budgets():

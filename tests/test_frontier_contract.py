@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import redis
 
-from webrace.backends.redisfrontier import RedisFrontier
-from webrace.frontier import DONE, FAILED, Frontier, Node, Offer
+from webrace.distributed.frontier import RedisFrontier
+from webrace.records.rounds import DONE, FAILED, Node, Offer
+from webrace.rounds.frontier import Frontier
 
 
 @pytest.fixture

@@ -1,15 +1,16 @@
 """Scout's JavaDoc application on real javadoc output: the JDK's `javadoc` runs over the Java
 sources in tests/fixtures/javadoc, the site it writes is crawled, and the member index
-answers which types have a member, inherited ones included."""
+answers which types have a member, inherited ones included; and README section 7's recipe
+runs word for word from a clone's root."""
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -89,33 +90,78 @@ def test_two_phases_collect_then_rerun_offline(site, project, javadoc_output):
                                                    f"Found first {EXPECTED['first']}"]
 
 
-def test_the_readme_recipe_served_by_python_http_server_records_the_member_index(project):
-    """README section 7's recipe as written: ``python -m http.server`` serves ``element-list``
-    as application/octet-stream; the crawl judges it by its name and content and goes on."""
-    shutil.copytree(SOURCES, project.root / "src")
-    made = subprocess.run(["javadoc", "-quiet", "-Xdoclint:none", "-d", "api", "-sourcepath", "src", "shapes", "util"],
-                          cwd=project.root, capture_output=True, text=True, timeout=300)
-    assert made.returncode == 0, made.stderr
-    with http_server(project.root) as port:
-        project.write("api-urd.xml", f'<urd id="api" owner="me"><uri timing="86400000">'
-                                     f'http://127.0.0.1:{port}/api/element-list</uri><depth level="2"/></urd>\n')
-        assert project.scrapy("urd", "add", "api-urd.xml").returncode == 0
-        crawl = project.scrapy("crawl", "urd", "-a", f"template={EXAMPLE / 'phase1.xml'}")
-        assert crawl.returncode == 0, crawl.stderr[-3000:]
-    offline = project.scrapy("rules", "run", "--template", str(EXAMPLE / "template.xml"))
-    assert offline.returncode == 0, offline.stderr
-    assert query(project, "contains", "MAX") == [f"Found contains {EXPECTED['contains']}", "Not Found MAX"]
+def readme_recipe() -> list[tuple[str, list[str]]]:
+    """The console block of README section 7's JavaDoc example: each ``$ `` command with the
+    output lines shown under it."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8").split("**Example: Scout's JavaDoc application.**", 1)[1]
+    steps: list[tuple[str, list[str]]] = []
+    for line in text.split("```console\n", 1)[1].split("```", 1)[0].splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:], []))
+        else:
+            steps[-1][1].append(line)
+    return steps
 
 
-@contextmanager
-def http_server(directory: Path) -> Iterator[int]:
-    """``python -m http.server`` on 127.0.0.1 and a free port (0: the system picks one and
-    the server prints it), serving ``directory``."""
-    server = subprocess.Popen([sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"],
-                              cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+def as_typed(command: str) -> str:
+    """A README command as this interpreter runs it (``scrapy`` and ``python`` on PATH may be others)."""
+    command = re.sub(r"^scrapy ", f"{shlex.quote(sys.executable)} -m scrapy ", command)
+    return re.sub(r"^python ", f"{shlex.quote(sys.executable)} ", command)
+
+
+def clone_root(root: Path) -> Path:
+    """What the recipe reads of a fresh clone, at ``root``: the code and the Java sources
+    (linked), ``scrapy.cfg`` and ``examples/`` (copied: the URD's port is the test's)."""
+    root.mkdir()
+    for name in ("webrace", "rules", "tests"):
+        (root / name).symlink_to(ROOT / name, target_is_directory=True)
+    shutil.copy(ROOT / "scrapy.cfg", root / "scrapy.cfg")
+    shutil.copytree(ROOT / "examples", root / "examples")
+    return root
+
+
+def test_the_readme_recipe_runs_word_for_word_from_the_repository_root(tmp_path):
+    """README section 7's JavaDoc recipe, each command as printed, from a clone's root with a
+    user's environment (the data directory is the default ``.webrace``), served by
+    ``python -m http.server``; its one placeholder is the port (the system picks a free one).
+    Every command succeeds and prints what the README shows under it."""
+    steps = readme_recipe()
+    assert [command.split()[:3] for command, _ in steps] == [
+        ["javadoc", "-quiet", "-Xdoclint:none"], ["python", "-m", "http.server"], ["scrapy", "urd", "add"],
+        ["scrapy", "crawl", "urd"], ["scrapy", "rules", "run"], ["python", "-m", "rules.javadoc"]]
+    (make, _), (serve, _), *rest = steps
+    placeholder = re.search(r" http\.server (\d+) ", serve).group(1)
+    urd_file = re.search(r"scrapy urd add (\S+)", rest[0][0]).group(1)
+    shipped = (ROOT / urd_file).read_text(encoding="utf-8")
+    assert f"http://127.0.0.1:{placeholder}/element-list" in shipped  # the README's port is the URD's
+    if (ROOT / ".git").exists():  # shipped: a clone has it (git does not ignore it)
+        assert subprocess.run(["git", "check-ignore", "-q", urd_file], cwd=ROOT).returncode == 1
+
+    root = clone_root(tmp_path / "webrace")
+    user_env = {k: v for k, v in os.environ.items() if k not in ("SCRAPY_SETTINGS_MODULE", "WEBRACE_DATA_DIR")}
+
+    def run(command: str) -> subprocess.CompletedProcess:
+        return subprocess.run(as_typed(command), shell=True, cwd=root, env=user_env, capture_output=True, text=True,
+                              timeout=300)
+
+    made = run(make)
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert made.stdout == made.stderr == ""  # -quiet, -Xdoclint:none
+    assert serve.endswith(" &")
+    server = subprocess.Popen(shlex.split(as_typed(serve.removesuffix(" &").replace(f" {placeholder} ", " 0 "))),
+                              cwd=root, env={**user_env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
     try:
-        banner = server.stdout.readline()  # Serving HTTP on 127.0.0.1 port 43817 (http://...) ...
-        yield int(re.search(r" port (\d+) ", banner).group(1))
+        banner = server.stdout.readline()  # Serving HTTP on 127.0.0.1 port 43817 (http://127.0.0.1:43817/) ...
+        port = re.search(r" port (\d+) ", banner).group(1)
+        (root / urd_file).write_text(shipped.replace(f":{placeholder}/", f":{port}/"), encoding="utf-8")
+        for command, shown in rest:
+            done = run(command)
+            assert done.returncode == 0, f"{command}: {done.stderr[-3000:]}"
+            if shown:
+                assert done.stdout.splitlines() == shown, command
     finally:
         server.terminate()
         server.wait(timeout=10)
+    assert (root / ".webrace" / "results.sqlite").exists()
+    assert rest[-1][1] == [f"Found contains {EXPECTED['contains']}", "Not Found MAX"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from webrace import digest as D
+from webrace.records.sentinel import SentinelError, make, parse_duration
 from webrace.sentinels.evaluate import GroupStats, evaluate
-from webrace.sentinels.model import SentinelError, make, parse_duration
 
 URL = "http://a.test/"
 PAGE = """<html><body>

@@ -11,8 +11,8 @@ import textwrap
 import pytest
 
 from webrace.backends.sqlite import SqliteMetaInfoStore
+from webrace.records.metainfo import MetaInfo
 from webrace.store.cache import ObjectCache
-from webrace.store.metainfo import MetaInfo
 from webrace.store.objects import ObjectCorrupt, ObjectMissing, ObjectStore, digest_of
 from webrace.xmlutil import schema
 

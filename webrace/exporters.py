@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 ITEM_TYPES: dict[str, dict[str, str]] = {
     "urd": {
         "": "webrace.items.Page",
-        "acis": "webrace.annotation.aci.Aci",
+        "acis": "webrace.records.aci.Aci",
         "results": "webrace.scout.engine.RuleResult",
         "notifications": "webrace.sentinels.evaluate.Notification",
     },

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urljoin
 
 from parsel import Selector
 
+from webrace.conf import conf_list
 from webrace.traps import PathRules
-from webrace.urls import BadURL, Blocklist, IgnoreTypes, normalize
+from webrace.urls import BadURL, Blocklist, IgnoreTypes, normalize, read_list
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +54,17 @@ class UrlExtractor:
         self.max_url_length = max_url_length
         self.max_links = max_links
         self.path_rules = path_rules or PathRules(0, 0)
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> UrlExtractor:
+        return cls(
+            IgnoreTypes(conf_list(settings, "WEBRACE_IGNORE_TYPES", "ignore.types")),
+            Blocklist(read_list(settings.get("WEBRACE_BLOCKLIST"))),
+            max_url_length=settings.getint("WEBRACE_MAX_URL_LENGTH"),
+            max_links=settings.getint("WEBRACE_MAX_LINKS_PER_PAGE"),
+            path_rules=PathRules(settings.getint("WEBRACE_TRAP_MAX_SEGMENT_REPEATS"),
+                                 settings.getint("WEBRACE_TRAP_MAX_SEGMENTS")),
+        )
 
     def extract(self, selector: Selector, base_url: str) -> Extraction:
         result = Extraction()

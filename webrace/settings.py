@@ -26,6 +26,8 @@ WEBRACE_MIME_TYPES = None
 WEBRACE_BLOCKLIST = None
 # URLs longer than this (after normalisation) are skipped and counted as error/too_long.
 WEBRACE_MAX_URL_LENGTH = 2048
+# XML files a user gives (URDs, rules templates) larger than this many bytes are refused unread.
+WEBRACE_MAX_XML_BYTES = 50 * 1024 * 1024
 # At most this many links are taken from one page; the rest are counted as ignored/limit.
 WEBRACE_MAX_LINKS_PER_PAGE = 5000
 # A host whose robots.txt asks for a Crawl-delay longer than this (seconds) is not crawled.
@@ -55,6 +57,9 @@ WEBRACE_TRAP_MAX_SEGMENTS = 20
 WEBRACE_TRAP_MAX_QUERIES_PER_PATH = 100
 # Conditional re-crawl: ask with If-None-Match / If-Modified-Since for pages already stored.
 WEBRACE_RECRAWL = True
+# Builds the object cache (callable: settings -> ObjectCache, loaded with load_object); the
+# default picks the mode's stores (WEBRACE_DATA_DIR, or Redis with REDIS_URL).
+WEBRACE_OBJECT_CACHE = "webrace.backends.open_object_cache"
 # Keep running: start each URD again when it falls due (the seed's mini-crawler).
 WEBRACE_CONTINUOUS = False
 # A new version relevant to none of its owners (their URDs have keywords, none matched enough)
@@ -63,6 +68,8 @@ WEBRACE_DROP_IRRELEVANT = True
 # A Scout rules template (XML, webrace/schemas/template.xsd) whose rules see every document
 # of `scrapy crawl urd` (`-a template=FILE` too); None = no rules.
 WEBRACE_RULES_TEMPLATE = None
+# A template variable or parameter expanding to more characters than this refuses the template.
+WEBRACE_TEMPLATE_MAX_EXPANSION = 1024 * 1024
 # Sentinels fire at multiples of this many seconds (intervals are rounded up to it), so that
 # sentinels on one URL fall due together and share one fetch.
 WEBRACE_SENTINEL_TICK = 60
@@ -107,8 +114,8 @@ WEBRACE_DELEGATION_LATENCY = None  # a crawler,ip,ms CSV the probes read (else m
 WEBRACE_DELEGATION_HOSTS = {}  # host -> address pins, before DNS
 WEBRACE_DELEGATION_THRESHOLD_MS = 50.0  # the probing threshold
 WEBRACE_DELEGATION_PROBE_TIMEOUT = 2.0  # seconds to wait for the other workers' probe answers
-# Leases pages from Redis with REDIS_URL; otherwise it is Scrapy's own scheduler.
-SCHEDULER = "webrace.backends.redisscheduler.LeaseScheduler"
+# SCHEDULER stays Scrapy's own; with REDIS_URL the URD spider sets its lease scheduler
+# (webrace.distributed.scheduler.LeaseScheduler).
 
 # --- Scrapy, set for a polite, honest user-driven crawler ------------------------------
 USER_AGENT = f"WebRACE/{__version__} (user-driven crawler; Scrapy)"

@@ -2,24 +2,39 @@
 
 A URD is a standing request to crawl a site on behalf of one owner (seed 000 section 2.2,
 seed 003 Table 4). Files are validated against ``schemas/urd.xsd`` with xmlschema and then
-checked for what a schema cannot say (a URL we can actually fetch, ids unique across the
-files of one ``add``). Any error refuses the whole batch: nothing half-stored.
+checked for what a schema cannot say (a URL we can actually fetch, with no credentials in
+it, ids unique across the files of one ``add``). Any error refuses the whole batch: nothing
+half-stored. Files are read one ``<urd>`` at a time, so a large one never sits in memory
+whole, and refused unread when over a size limit.
 """
 
 from __future__ import annotations
 
+import io
+import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import urlsplit, urlunsplit
 
 import xmlschema
 from lxml import etree
 
 from webrace.urls import BadURL, normalize
-from webrace.xmlutil import safe_parser, schema
+from webrace.xmlutil import MAX_XML_BYTES, XmlTooLarge, check_size, open_limited, safe_iterparse, safe_parser, schema
+
+# The largest values a URD may give, as webrace/schemas/urd.xsd says: a re-crawl at least
+# once a century, a last check before the year 10000 (the last instant `urd list` can print).
+# Their sum is far below what a SQLite INTEGER holds (2^63 - 1).
+MAX_TIMING_MS = 3_155_760_000_000
+MAX_TIME_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+# Problems one `add` reports at most; the others are counted.
+MAX_PROBLEMS = 100
+_USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s]*@")
+_USERINFO_ANYWHERE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s'\"]*@")
 
 
 @dataclass(frozen=True)
@@ -48,10 +63,11 @@ class Urd:
 
     @property
     def next_due(self) -> int:
-        """Epoch ms at which the URD is next due (0 when never checked: due now)."""
+        """Epoch ms at which the URD is next due (0 when never checked: due now), at the
+        latest ``MAX_TIME_MS`` (a URD stored before the bounds existed may be far beyond)."""
         if self.due_at is not None:
             return self.due_at
-        return 0 if self.lastcheck is None else self.lastcheck + self.timing
+        return 0 if self.lastcheck is None else min(self.lastcheck + self.timing, MAX_TIME_MS)
 
     def is_due(self, now_ms: int | None = None) -> bool:
         return self.next_due <= (now_ms if now_ms is not None else now_millis())
@@ -102,64 +118,171 @@ def now_millis() -> int:
     return int(time.time() * 1000)
 
 
-def load_files(paths: Iterable[str | Path]) -> list[Urd]:
-    """Parse and validate every file; return all their URDs or raise :class:`UrdError`
-    listing every problem found (file, line, what is wrong)."""
-    urds: list[Urd] = []
-    problems: list[str] = []
+def load_files(paths: Iterable[str | Path], max_bytes: int = MAX_XML_BYTES) -> list[Urd]:
+    """Every file's URDs, or :class:`UrdError` listing every problem (file, line, what is wrong)."""
+    return list(iter_files(paths, max_bytes))
+
+
+def iter_files(paths: Iterable[str | Path], max_bytes: int = MAX_XML_BYTES) -> Iterator[Urd]:
+    """Every file's URDs as the files are read, each ``<urd>`` validated on its own and then
+    dropped (memory holds one URD and the ids seen, however large the file), so that they
+    can be stored as they come. Nothing more is yielded once a problem is found; the rest is
+    still checked and :class:`UrdError` then lists every problem: a caller that stores in
+    one transaction, ended by that exception, stores nothing. A file larger than
+    ``max_bytes`` is refused before it is parsed."""
+    problems = _Problems()
+    seen: dict[str, str] = {}
     for path in paths:
-        try:
-            urds.extend(load_file(path))
-        except UrdError as exc:
-            problems.extend(exc.problems)
-    seen: dict[str, Urd] = {}
-    for urd in urds:
-        if urd.id in seen:
-            problems.append(f"{urd.source}: URD id {urd.id!r} is also defined in {seen[urd.id].source}")
-        seen[urd.id] = urd
-    if problems:
-        raise UrdError(problems)
+        yield from _unique(_file_urds(Path(path), max_bytes, problems), seen, problems)
+    problems.raise_any()
+
+
+def parse(data: bytes, source: str = "<string>", max_bytes: int = MAX_XML_BYTES) -> list[Urd]:
+    """Validate ``data`` (one ``<urd>`` or a ``<urds>`` list) and return its URDs."""
+    problems = _Problems()
+    urds: list[Urd] = []
+    try:
+        check_size(len(data), max_bytes)
+    except XmlTooLarge as exc:
+        problems.add(f"{source}: {exc}")
+    else:
+        urds = list(_unique(_document_urds(io.BytesIO(data), source, problems), {}, problems))
+    problems.raise_any()
     return urds
 
 
-def load_file(path: str | Path) -> list[Urd]:
-    path = Path(path)
+class _Problems:
+    """The problems of one ``add``: the first ``MAX_PROBLEMS`` of them, and how many more."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.more = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.lines)
+
+    def add(self, line: str) -> None:
+        if len(self.lines) < MAX_PROBLEMS:
+            self.lines.append(line)
+        else:
+            self.more += 1
+
+    def extend(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.add(line)
+
+    def raise_any(self) -> None:
+        if self.lines:
+            raise UrdError(self.lines + ([f"... and {self.more} more problem(s)"] if self.more else []))
+
+
+def _unique(urds: Iterable[Urd], seen: dict[str, str], problems: _Problems) -> Iterator[Urd]:
+    """``urds`` while no problem is found, each id once (a repeated one is a problem)."""
+    for urd in urds:
+        if urd.id in seen:
+            problems.add(f"{urd.source}: duplicated URD id {urd.id!r}: also defined in {seen[urd.id]}")
+        seen.setdefault(urd.id, urd.source)
+        if not problems:
+            yield urd
+
+
+def _file_urds(path: Path, max_bytes: int, problems: _Problems) -> Iterator[Urd]:
     try:
-        data = path.read_bytes()
+        stream = open_limited(path, max_bytes)
+    except XmlTooLarge as exc:
+        problems.add(f"{path}: {exc}")
+        return
     except OSError as exc:
-        raise UrdError([f"{path}: cannot read: {exc.strerror or exc}"]) from None
-    return parse(data, source=str(path))
+        problems.add(f"{path}: cannot read: {exc.strerror or exc}")
+        return
+    with stream:
+        yield from _document_urds(stream, str(path), problems)
 
 
-def parse(data: bytes, source: str = "<string>") -> list[Urd]:
-    """Validate ``data`` (one ``<urd>`` or a ``<urds>`` list) and return its URDs."""
+def _document_urds(stream: BinaryIO, source: str, problems: _Problems) -> Iterator[Urd]:
+    """The valid URDs of one document, read one ``<urd>`` at a time (problems go to
+    ``problems``). A ``<urds>`` keeps only what is not a ``<urd>``, checked at its end."""
+    events = safe_iterparse(stream, ("start", "end"), tag=("urd", "urds"))
+    checked, position = False, 0  # checked: the DOCTYPE and the root, at the first event
     try:
-        tree = etree.fromstring(data, safe_parser()).getroottree()
+        for event, element in events:
+            if not checked and not _acceptable_document(element.getroottree(), source, problems):
+                return
+            checked = True
+            parent = element.getparent()
+            if event == "start" or element.tag != "urd" or not _is_root(parent, "urds"):
+                continue
+            position += parent is not None  # a lone <urd> has no place in a list
+            urd = _checked(element, source, position, problems)
+            if urd is not None:
+                yield urd
+            if parent is not None:
+                _drop(element)
+        root = events.root
+        if (checked or _acceptable_document(root.getroottree(), source, problems)) and root.tag == "urds":
+            problems.extend(_schema_problems(root, source, 0))
     except etree.XMLSyntaxError as exc:
         line = exc.lineno or (exc.position[0] if exc.position else 0)
-        raise UrdError([f"{source}:{line}: not well-formed XML: {exc.msg}"]) from None
+        problems.add(f"{source}:{line}: not well-formed XML: {exc.msg}")
+    except XmlTooLarge as exc:
+        problems.add(f"{source}: {exc}")
+
+
+def _is_root(parent: etree._Element | None, tag: str) -> bool:
+    """Whether ``parent`` is None (the element is the root) or the root ``tag``."""
+    return parent is None or (parent.tag == tag and parent.getparent() is None)
+
+
+def _acceptable_document(tree: etree._ElementTree, source: str, problems: _Problems) -> bool:
+    root = tree.getroot()
     if tree.docinfo.doctype:
-        raise UrdError([f"{source}:1: DOCTYPE declarations (and so entities) are not allowed in URD files"])
-    problems = []
-    for err in schema("urd").iter_errors(tree):
+        problems.add(f"{source}:1: DOCTYPE declarations (and so entities) are not allowed in URD files")
+    elif root.tag not in ("urd", "urds"):
+        problems.add(f"{source}:{root.sourceline}: the root element is <{root.tag}>: "
+                     "a URD file holds one <urd> or a <urds> list (with no namespace)")
+    else:
+        return True
+    return False
+
+
+def _drop(element: etree._Element) -> None:
+    """Take a ``<urd>`` already read out of the tree, leaving any text after it (not allowed
+    there) for the check of the ``<urds>``."""
+    parent, tail = element.getparent(), element.tail
+    parent.remove(element)
+    if tail and tail.strip():
+        parent.text = (parent.text or "") + tail
+
+
+def _checked(element: etree._Element, source: str, position: int, problems: _Problems) -> Urd | None:
+    """The URD ``element`` describes, or None with its problems added (``position``: its
+    place in the ``<urds>``, 0 for a lone ``<urd>``)."""
+    found = _schema_problems(element, source, position)
+    if found:
+        problems.extend(found)
+        return None
+    uri = element.find("uri")
+    try:
+        url = _seed_url(uri.text.strip(), uri.get("port"))
+    except ValueError as exc:
+        path = f"/urds/urd[{position}]/uri" if position else "/urd/uri"
+        problems.add(f"{source}:{uri.sourceline}: URD {element.get('id')!r}: {exc} (at {path})")
+        return None
+    return _from_element(element, source, url)
+
+
+def _schema_problems(element: etree._Element, source: str, position: int) -> list[str]:
+    found = []
+    for err in schema("urd").iter_errors(element):
         line, path = _located(err)
+        if path and position:
+            path = f"/urds/urd[{position}]{path[len('/urd'):]}"
         reason = err.reason or err.message
         if path and path.endswith("/uri") and "pattern" in reason:
             reason = f"not an absolute http:// or https:// URL: {err.obj!r}"
-        where = f" (at {path})" if path else ""
-        problems.append(f"{source}:{line}: {reason}{where}")
-    if problems:
-        raise UrdError(problems)
-    root = tree.getroot()
-    elements = [root] if root.tag == "urd" else list(root.iterchildren("urd"))
-    urds = []
-    for element in elements:
-        try:
-            urds.append(_from_element(element, source))
-        except BadURL as exc:
-            line = element.find("uri").sourceline
-            raise UrdError([f"{source}:{line}: URD {element.get('id')!r}: cannot crawl this URL: {exc}"]) from None
-    return urds
+        reason = hide_credentials(reason if len(reason) <= 500 else reason[:500] + "...")
+        found.append(f"{source}:{line}: {reason}" + (f" (at {path})" if path else ""))
+    return found
 
 
 def _located(err: xmlschema.XMLSchemaValidationError) -> tuple[int | str, str | None]:
@@ -174,9 +297,30 @@ def _located(err: xmlschema.XMLSchemaValidationError) -> tuple[int | str, str | 
     return (err.sourceline if err.sourceline is not None else "?"), err.path
 
 
-def _from_element(element: etree._Element, source: str) -> Urd:
+def _seed_url(text: str, port: str | None) -> str:
+    """The canonical start page of a URD being added, or ValueError saying why it cannot be
+    crawled. Credentials are refused (a crawl could never send them, and they would show in
+    listings and logs); the message never repeats them."""
+    if _USERINFO.match(text):
+        raise ValueError(f"put credentials in settings, not in URLs: {hide_credentials(text)!r}")
+    try:
+        url = normalize(_apply_port(text, port))
+    except BadURL as exc:
+        raise ValueError(f"cannot crawl this URL: {exc}") from None
+    if urlsplit(url).port == 0:
+        raise ValueError(f"cannot crawl this URL: port 0 of {url!r} is not a port a server listens on")
+    return url
+
+
+def hide_credentials(text: str) -> str:
+    """``text`` with the user information of every URL in it (``user:password@``) hidden."""
+    return _USERINFO_ANYWHERE.sub(r"\1***@", text)
+
+
+def _from_element(element: etree._Element, source: str, url: str | None = None) -> Urd:
     uri = element.find("uri")
-    url = _apply_port(uri.text.strip(), uri.get("port"))
+    if url is None:
+        url = normalize(_apply_port(uri.text.strip(), uri.get("port")))
     type_ = element.find("type")
     scope = element.find("scope")
     urgency = element.find("urgency")
@@ -190,7 +334,7 @@ def _from_element(element: etree._Element, source: str) -> Urd:
     return Urd(
         id=element.get("id"),
         owner=element.get("owner"),
-        url=normalize(url),
+        url=url,
         timing=int(uri.get("timing")),
         lastcheck=int(uri.get("lastcheck")) if uri.get("lastcheck") is not None else None,
         depth=int(element.find("depth").get("level")),
@@ -206,11 +350,15 @@ def _from_element(element: etree._Element, source: str) -> Urd:
 
 
 def _apply_port(url: str, port: str | None) -> str:
-    """The seed's ``port`` attribute applies only when the URL itself names no port."""
+    """The seed's ``port`` attribute applies only when the URL itself names no port (a bad
+    port of the URL's own is left for :func:`normalize` to refuse)."""
     if not port:
         return url
     parts = urlsplit(url)
-    if parts.port is not None or not parts.hostname:
+    try:
+        if parts.port is not None or not parts.hostname:
+            return url
+    except ValueError:
         return url
     return urlunsplit((parts.scheme, f"{parts.netloc}:{int(port)}", parts.path, parts.query, parts.fragment))
 

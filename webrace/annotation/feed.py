@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from lxml import etree
 
 from webrace import __version__
-from webrace.annotation.aci import Aci, _xml_safe
+from webrace.records.aci import Aci, _xml_safe
 
 ATOM = "http://www.w3.org/2005/Atom"
 WEBRACE = "urn:webrace:aci"

@@ -30,9 +30,9 @@ from html import unescape
 
 from w3lib.encoding import html_to_unicode
 
-from webrace.annotation.aci import Aci, extension_of, summary
-from webrace.annotation.matcher import KeywordIndex, Matches, normalize_keyword
+from webrace.annotation.matcher import KeywordIndex, Matches, normalize_keyword, summary
 from webrace.annotation.text import page_text
+from webrace.records.aci import Aci, extension_of
 from webrace.urd import Urd
 
 INDEXES_KEPT = 4  # rounds whose index is kept (continuous mode, several shared rounds)

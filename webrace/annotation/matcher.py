@@ -168,3 +168,34 @@ def naive_relevance(text: str, keywords: Iterable[tuple[str, float]]) -> float:
         pattern = rf"(?<!\w){escaped}(?!\w)"
         total += weight * len(re.findall(pattern, text.lower()))
     return total
+
+
+SNIPPET = 60  # characters of context on each side of a match
+MAX_SNIPPETS = 3
+
+
+def summary(matches: Matches, keywords: list[str], limit: int = 300) -> str:
+    """Snippets of the text around the first occurrence of each matched keyword (in the
+    order given, e.g. heaviest first), joined with " ... "."""
+    text = matches.text
+    windows: list[tuple[int, int]] = []
+    for key in keywords:
+        span = matches.first_span(key)
+        if span is None:
+            continue
+        start, end = span
+        lo, hi = max(0, start - SNIPPET), min(len(text), end + SNIPPET)
+        while 0 < lo < start and not text[lo - 1].isspace():  # whole words at the edges
+            lo += 1
+        while end < hi < len(text) and not text[hi].isspace():
+            hi -= 1
+        if not any(lo < b and a < hi for a, b in windows):
+            windows.append((lo, hi))
+        if len(windows) == MAX_SNIPPETS:
+            break
+    parts = []
+    for lo, hi in sorted(windows):
+        snippet = " ".join(text[lo:hi].split())
+        parts.append(("..." if lo > 0 else "") + snippet + ("..." if hi < len(text) else ""))
+    joined = " ".join(parts)
+    return joined if len(joined) <= limit else joined[: limit - 3].rstrip() + "..."

@@ -29,7 +29,9 @@ from scrapy.crawler import Crawler
 from webrace.annotation.filtering import FilteringProcessor, Judgement, Version
 from webrace.backends import open_aci_store
 from webrace.items import Page
+from webrace.middlewares.recrawl import object_cache
 from webrace.middlewares.threaded import ThreadedItemMiddleware
+from webrace.signals import RoundBook
 from webrace.store.objects import ObjectCorrupt, ObjectMissing
 
 logger = logging.getLogger(__name__)
@@ -42,6 +44,7 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
         self.drop_irrelevant = crawler.settings.getbool("WEBRACE_DROP_IRRELEVANT")
         self.processor = FilteringProcessor()
         self._store: Any = None
+        self.rounds = RoundBook(crawler)  # the URDs of each round, from the round_opened signal
 
     def job(self, obj: Any) -> tuple | None:
         return self._job(obj)
@@ -60,12 +63,11 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
             return None
         if not _textual(obj.get("content_type") or ""):
             return None  # no text to match (an image, a PDF...): kept as it is, no ACI
-        spider = self.crawler.spider
-        round_urds = spider.round_urds(obj.get("round")) if hasattr(spider, "round_urds") else None
+        round_urds = self.rounds.urds(obj.get("round"))
         urds = [round_urds[i] for i in obj.get("urd_ids") or () if i in round_urds] if round_urds else []
         if not urds:
             return None
-        cache = spider.cache
+        cache = object_cache(self.crawler)
         meta = cache.lookup(obj["url"])
         if meta is None or meta.digest != obj["digest"] or meta.version != obj.get("version"):
             return None  # a newer fetch replaced it already: that one is judged instead

@@ -24,10 +24,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-from webrace.annotation.aci import Aci
 from webrace.annotation.feed import atom_feed, rfc3339
-from webrace.backends import open_aci_store
-from webrace.store.cache import ObjectCache
+from webrace.backends import open_aci_store, open_object_cache
+from webrace.records.aci import Aci
 from webrace.store.objects import ObjectCorrupt, ObjectMissing
 
 logger = logging.getLogger(__name__)
@@ -106,7 +105,7 @@ class _Handler(BaseHTTPRequestHandler):
         if aci is None:
             self.send_text(HTTPStatus.NOT_FOUND, f"No ACI {aci_id}")
             return
-        with ObjectCache.from_settings(self.server.settings) as cache:
+        with open_object_cache(self.server.settings) as cache:
             try:
                 body = cache.objects.get(aci.docbase)
             except ObjectMissing:

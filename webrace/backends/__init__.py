@@ -1,5 +1,9 @@
 """State stores behind one interface (``base``), an embedded SQLite implementation and,
-with ``REDIS_URL`` set, a Redis one; the ``open_*`` functions pick from the settings."""
+with ``REDIS_URL`` set, a Redis one.
+
+This module is the one factory: the mode is decided here, from the settings, and nowhere
+else. The ``open_*`` functions return every store, the object cache and the round engine of
+the mode (the URD spider configures the lease scheduler from :func:`distributed`)."""
 
 from __future__ import annotations
 
@@ -8,6 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore, Version
+from webrace.distributed.delegation import RedisDelegation
+from webrace.distributed.registry import RoundRegistry
+from webrace.rounds.engine import Limits, RoundEngine
+from webrace.rounds.local import LocalRounds
+from webrace.rounds.redis import RedisRounds
+from webrace.store.cache import ObjectCache
+from webrace.store.objects import ObjectStore
 
 
 def data_dir(settings: Any) -> Path:
@@ -69,5 +80,48 @@ def open_sentinel_store(settings: Any) -> SentinelStore:
     return SqliteSentinelStore(data_dir(settings) / "sentinels.sqlite")
 
 
+def distributed(settings: Any) -> bool:
+    """Whether this process runs in distributed mode (``REDIS_URL`` set)."""
+    return bool(settings.get("REDIS_URL"))
+
+
+def open_object_cache(settings: Any) -> ObjectCache:
+    """The object cache: the meta-info index (:func:`open_metainfo_store`) and the bodies, in
+    ``WEBRACE_DATA_DIR/objects`` or, distributed, in Redis too (any worker reads what another
+    stored)."""
+    if distributed(settings):
+        from webrace.backends.redis import RedisObjectStore, connect, prefix
+
+        objects: ObjectStore = RedisObjectStore(connect(settings), prefix(settings))
+    else:
+        objects = ObjectStore(data_dir(settings) / "objects")
+    objects.xpack = settings.getbool("WEBRACE_STORE_XPACK")
+    return ObjectCache(open_metainfo_store(settings), objects)
+
+
+def open_round_engine(settings: Any, stats: Any = None, sentinels: Any = None,
+                      with_urd_store: bool = True, worker: bool = True) -> RoundEngine:
+    """The round engine of the mode: :class:`LocalRounds` (``sentinels``: the due sentinels
+    joining its rounds) or :class:`RedisRounds` (with IPMicra routing when
+    ``WEBRACE_DELEGATION`` is on, for a ``worker``: the engine's ``delegation``)."""
+    limits = Limits(page_budget=settings.getint("WEBRACE_MAX_PAGES_PER_URD"),
+                    max_queries=settings.getint("WEBRACE_TRAP_MAX_QUERIES_PER_PATH"))
+    urd_store = (lambda: open_urd_store(settings)) if with_urd_store else None
+    if not distributed(settings):
+        return LocalRounds(urd_store, limits, stats, sentinels)
+    from webrace.backends.redis import connect, prefix
+
+    client, key_prefix = connect(settings), prefix(settings)
+    delegation = None
+    if worker and settings.getbool("WEBRACE_DELEGATION"):
+        delegation = RedisDelegation(client, key_prefix, settings)
+        delegation.register()  # this worker joins the delegation (the others route hosts to it)
+    registry = RoundRegistry(client, key_prefix, delegation.route if delegation else None)
+    engine = RedisRounds(registry, urd_store, limits, stats)
+    engine.delegation = delegation
+    return engine
+
+
 __all__ = ["AciStore", "MetaInfoStore", "ResultsStore", "SentinelStore", "UrdStore", "Version", "data_dir",
-           "open_aci_store", "open_metainfo_store", "open_results_store", "open_sentinel_store", "open_urd_store"]
+           "distributed", "open_aci_store", "open_metainfo_store", "open_object_cache", "open_results_store",
+           "open_round_engine", "open_sentinel_store", "open_urd_store"]

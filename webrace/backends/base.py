@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
-from webrace.annotation.aci import Aci
-from webrace.store.metainfo import MetaInfo
+from webrace.records.aci import Aci
+from webrace.records.metainfo import MetaInfo, Version
 from webrace.urd import Urd
 
 
@@ -36,7 +35,9 @@ class UrdStore(ABC):
 
     @abstractmethod
     def mark_checked(self, ids: Iterable[str], at_ms: int) -> None:
-        """Set ``lastcheck`` of these URDs to ``at_ms`` (and their next due time from it)."""
+        """Set ``lastcheck`` of these URDs to ``at_ms``, the time their round opened, and their
+        next due time from it, unless `make_due` asked for them after ``at_ms``: that
+        request stands (the next round takes them)."""
 
     @abstractmethod
     def make_due(self, ids: Iterable[str] | None, at_ms: int) -> list[str]:
@@ -51,18 +52,6 @@ class UrdStore(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-@dataclass(frozen=True)
-class Version:
-    """One stored version of a URL: its body is the object named ``digest``."""
-
-    url: str
-    number: int  # 1, 2, ... per URL, never reused
-    digest: str
-    fetched: int  # epoch ms
-    size: int  # body bytes
-    status: int
 
 
 class MetaInfoStore(ABC):

@@ -17,44 +17,76 @@ Keys (``P`` is the prefix, default ``webrace:``):
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from scrapy_redis.connection import get_redis_from_settings
 
-from webrace.annotation.aci import Aci
 from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, Version
-from webrace.store.metainfo import MetaInfo
+from webrace.records.aci import Aci
+from webrace.records.metainfo import MetaInfo
 from webrace.store.objects import CompressedObjects, ObjectMissing
 
 DEFAULT_PREFIX = "webrace:"
 
 
 class RedisUnavailable(RuntimeError):
-    """Redis cannot be reached; the message names the URL (without its password)."""
+    """Redis cannot be reached, or ``REDIS_URL`` is not a Redis URL: one line naming the URL
+    (without its password) and what to do."""
+
+
+# The user information of a URL (``user:password@``), and query parameters that carry a
+# secret (``password=``, ``ssl_password=``, ``token=``...).
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*)@")
+_SECRET_PARAM = re.compile(r"([?&;][^=&;#]*(?:pass|secret|token|auth)[^=&;#]*=)([^&;#]*)", re.IGNORECASE)
 
 
 def safe_url(url: str) -> str:
-    """``redis://user:secret@host:6379/0`` -> ``redis://user:***@host:6379/0``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    return urlunsplit((parts.scheme, user + netloc, parts.path, parts.query, parts.fragment))
+    """``url`` with every password hidden: ``redis://user:secret@host:6379/0`` ->
+    ``redis://user:***@host:6379/0``, ``redis://host/0?password=secret`` ->
+    ``redis://host/0?password=***``. Works on URLs that do not parse, too."""
+    def userinfo(match: re.Match) -> str:
+        user, colon, _ = match.group(2).partition(":")
+        return f"{match.group(1)}{user}:***@" if colon else f"{match.group(1)}***@"
+
+    return _SECRET_PARAM.sub(r"\1***", _USERINFO.sub(userinfo, url))
+
+
+def _secrets(url: str) -> list[str]:
+    """The passwords ``url`` holds, as written in it."""
+    found = [m.group(2) for m in _SECRET_PARAM.finditer(url)]
+    if match := _USERINFO.match(url):
+        user, colon, password = match.group(2).partition(":")
+        found.append(password if colon else user)
+    return [s for s in found if s]
+
+
+def _one_line(exc: BaseException, url: str) -> str:
+    """``exc``'s message on one line, without a password of ``url`` (in case it repeats it)."""
+    text = " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
+    for secret in _secrets(url):
+        text = text.replace(secret, "***")
+    return text
 
 
 def connect(settings: Any) -> redis.Redis:
-    """A client for ``REDIS_URL``, checked with a PING."""
-    url = settings.get("REDIS_URL")
-    client = get_redis_from_settings(settings)
+    """A client for ``REDIS_URL``, checked with a PING; :class:`RedisUnavailable` if the URL
+    is not a Redis URL (a bad port, no scheme) or the server cannot be reached."""
+    url = settings.get("REDIS_URL") or ""
+    shown = safe_url(url) if url else "the REDIS_HOST/REDIS_PORT settings"
     try:
+        client = get_redis_from_settings(settings)
         client.ping()
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
+    except (ValueError, TypeError) as exc:
         raise RedisUnavailable(
-            f"Cannot reach Redis at {safe_url(url or 'the REDIS_HOST/REDIS_PORT settings')}: {str(exc).rstrip('.')}. "
+            f"REDIS_URL {shown} is not a Redis URL: {_one_line(exc, url)}. Expected "
+            "redis://[USER:PASSWORD@]HOST[:PORT][/DB] (a port from 1 to 65535), rediss://... or unix://PATH."
+        ) from None
+    except (redis.exceptions.RedisError, OSError) as exc:
+        raise RedisUnavailable(
+            f"Cannot reach Redis at {shown}: {_one_line(exc, url)}. "
             "Start it, fix REDIS_URL, or unset REDIS_URL to run embedded."
         ) from None
     return client

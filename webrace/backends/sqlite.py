@@ -6,12 +6,14 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from webrace.annotation.aci import Aci
 from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore, Version
-from webrace.store.metainfo import MetaInfo
+from webrace.records.aci import Aci
+from webrace.records.metainfo import MetaInfo
+from webrace.records.sentinel import Sentinel
 from webrace.urd import Urd
 
 _URD_SCHEMA = """
@@ -24,6 +26,10 @@ CREATE TABLE IF NOT EXISTS urd (
 );
 CREATE INDEX IF NOT EXISTS urd_next_due ON urd(next_due);
 """
+# URDs being added, before they are stored together (SQLite keeps temporary tables on disk).
+_STAGE = "CREATE TEMP TABLE staged (id TEXT, owner TEXT, url TEXT, next_due INTEGER, xml TEXT)"
+_BATCH = 1000  # rows staged per statement
+SQLITE_MAX_INTEGER = 2**63 - 1
 
 
 _CACHE_SCHEMA = """
@@ -59,11 +65,20 @@ class SqliteUrdStore(UrdStore):
         self.conn.executescript(_URD_SCHEMA)
 
     def put_many(self, urds: Iterable[Urd]) -> None:
-        rows = [(u.id, u.owner, u.url, u.next_due, u.to_xml()) for u in urds]
-        with self._transaction():
-            self.conn.executemany(
-                "INSERT OR REPLACE INTO urd (id, owner, url, next_due, xml) VALUES (?, ?, ?, ?, ?)", rows
-            )
+        """``urds`` may be a long iterator (a large ``urd add``): it is staged in a temporary
+        table in batches, with no list of it in memory and no lock on the URD-DB while it
+        runs, then stored in one short transaction. An exception from it stores nothing."""
+        rows = ((u.id, u.owner, u.url, _fits(u.next_due), u.to_xml()) for u in urds)
+        self.conn.execute(_STAGE)
+        try:
+            while batch := list(islice(rows, _BATCH)):
+                with _Transaction(self.conn, immediate=False):  # writes the temporary table only
+                    self.conn.executemany("INSERT INTO temp.staged VALUES (?, ?, ?, ?, ?)", batch)
+            with self._transaction():
+                self.conn.execute("INSERT OR REPLACE INTO urd (id, owner, url, next_due, xml) "
+                                  "SELECT id, owner, url, next_due, xml FROM temp.staged ORDER BY rowid")
+        finally:
+            self.conn.execute("DROP TABLE temp.staged")
 
     def remove(self, ids: Iterable[str]) -> list[str]:
         removed = []
@@ -98,12 +113,15 @@ class SqliteUrdStore(UrdStore):
     def mark_checked(self, ids: Iterable[str], at_ms: int) -> None:
         with self._transaction():
             for urd_id in ids:
-                row = self.conn.execute("SELECT xml FROM urd WHERE id = ?", (urd_id,)).fetchone()
+                row = self.conn.execute("SELECT xml, next_due FROM urd WHERE id = ?", (urd_id,)).fetchone()
                 if row is None:  # removed while it was being crawled
                     continue
+                asked = _urd(*row).due_at
                 urd = Urd.from_xml(row[0]).checked(at_ms)
+                # `scrapy urd due` after the round opened (at_ms): that request still stands
+                next_due = asked if asked is not None and asked > at_ms else urd.next_due
                 self.conn.execute(
-                    "UPDATE urd SET next_due = ?, xml = ? WHERE id = ?", (urd.next_due, urd.to_xml(), urd_id)
+                    "UPDATE urd SET next_due = ?, xml = ? WHERE id = ?", (_fits(next_due), urd.to_xml(), urd_id)
                 )
 
     def close(self) -> None:
@@ -111,6 +129,11 @@ class SqliteUrdStore(UrdStore):
 
     def _transaction(self) -> sqlite3.Connection:
         return _Transaction(self.conn)
+
+
+def _fits(ms: int) -> int:
+    """``ms``, at most what a SQLite INTEGER holds: a time no bound checked cannot overflow."""
+    return min(ms, SQLITE_MAX_INTEGER)
 
 
 def _urd(xml: str, next_due: int) -> Urd:
@@ -322,8 +345,6 @@ CREATE INDEX IF NOT EXISTS notification_owner ON notification(owner, at);
 
 class SqliteSentinelStore(SentinelStore):
     def __init__(self, path: str | Path) -> None:
-        from webrace.sentinels.model import Sentinel
-
         self.sentinel_cls = Sentinel
         self.conn = connect(Path(path))
         self.conn.executescript(_SENTINEL_SCHEMA)
@@ -408,13 +429,15 @@ class SqliteSentinelStore(SentinelStore):
 
 
 class _Transaction:
-    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception: all or nothing."""
+    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception: all or nothing.
+    ``immediate=False``: a plain BEGIN, which locks only the databases it writes."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, immediate: bool = True) -> None:
         self.conn = conn
+        self.begin = "BEGIN IMMEDIATE" if immediate else "BEGIN"
 
     def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
+        self.conn.execute(self.begin)
         return self.conn
 
     def __exit__(self, exc_type: object, *exc: object) -> None:

@@ -14,10 +14,11 @@ from lxml import etree
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from webrace.annotation.aci import Aci
 from webrace.annotation.feed import atom_feed, rfc3339
 from webrace.backends import open_aci_store
+from webrace.backends.redis import RedisUnavailable
 from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.records.aci import Aci
 from webrace.urd import now_millis
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
@@ -88,7 +89,13 @@ class Command(ScrapyCommand):
             raise UsageError(f"`{action}` needs --owner NAME")
         now = now_millis()
         since = parse_since(opts.since, now) if opts.since else 0
-        with open_aci_store(self.settings) as store:
+        try:
+            store = open_aci_store(self.settings)
+        except RedisUnavailable as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            self.exitcode = 1
+            return
+        with store:
             if action == "ack":
                 if opts.all == bool(rest):
                     raise UsageError("`ack` takes ACI ids or --all (not both)")

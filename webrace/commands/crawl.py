@@ -16,7 +16,7 @@ from typing import Any
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.crawler import Crawler
 
-from webrace.backends import open_urd_store
+from webrace.backends import distributed, open_urd_store
 from webrace.commands import ends_quietly_on_closed_pipe
 from webrace.exporters import split_csv_feeds
 
@@ -53,7 +53,7 @@ class Command(ScrapyCrawl):
         return self.run_crawler
 
     def _redis_problems(self, spider: str) -> list[str]:
-        if not self.settings.get("REDIS_URL"):
+        if not distributed(self.settings):
             return []
         from webrace.backends.redis import RedisUnavailable, connect
 
@@ -63,8 +63,8 @@ class Command(ScrapyCrawl):
             return [str(exc)]
         if self.settings.getbool("WEBRACE_DELEGATION") and spider == "urd":
             from webrace.backends.redis import prefix
-            from webrace.backends.redisdelegation import RedisDelegation
             from webrace.delegation import DelegationError
+            from webrace.distributed.delegation import RedisDelegation
 
             try:  # the hierarchy, latency table and this worker's address, before any request
                 RedisDelegation(connect(self.settings), prefix(self.settings), self.settings)
@@ -89,20 +89,20 @@ class Command(ScrapyCrawl):
         """``-a urd=ID,...`` naming a URD the URD-DB does not have (embedded mode: in the
         distributed mode workers take the rounds `scrapy urd schedule` opens)."""
         wanted = [i.strip() for i in (ids or "").split(",") if i.strip()]
-        if not wanted or self.settings.get("REDIS_URL"):
+        if not wanted or distributed(self.settings):
             return []
         with open_urd_store(self.settings) as store:
             missing = [i for i in wanted if store.get(i) is None]
         return [f"no URD with id {', '.join(missing)} (see `scrapy urd list`)"] if missing else []
 
     def _template_problems(self, template: str | None) -> list[str]:
-        from webrace.scout.crawl import template_path
-        from webrace.scout.template import TemplateError, load_template
+        from webrace.scout.crawl import read_template, template_path
+        from webrace.scout.template import TemplateError
 
         path = template_path(self.settings, template)
         if path:
             try:
-                load_template(path)
+                read_template(self.settings, path)
             except TemplateError as exc:
                 return list(exc.problems)
         return []

@@ -13,10 +13,11 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from webrace.backends import open_results_store, open_urd_store
+from webrace.backends import open_object_cache, open_results_store, open_urd_store
 from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.scout.crawl import read_template
 from webrace.scout.engine import RuleEngine
-from webrace.scout.template import TemplateError, load_template
+from webrace.scout.template import TemplateError
 from webrace.store.cache import ObjectCache
 from webrace.store.objects import ObjectCorrupt, ObjectMissing
 from webrace.urls import BadURL, in_scope, normalize
@@ -53,7 +54,7 @@ class Command(ScrapyCommand):
         if not opts.template:
             raise UsageError("`run` needs --template FILE")
         try:
-            template = load_template(opts.template)
+            template = read_template(self.settings, opts.template)
         except TemplateError as exc:
             for problem in exc.problems:
                 print(f"error: {problem}", file=sys.stderr)
@@ -70,7 +71,7 @@ class Command(ScrapyCommand):
                 return
         engine = RuleEngine(template, lambda: open_results_store(self.settings))
         started = time.perf_counter()
-        with ObjectCache.from_settings(self.settings) as cache:
+        with open_object_cache(self.settings) as cache:
             stored = set(cache.index.urls())
             chosen = [u for u in stored if urd is None or in_scope(u, urd.url, urd.scope)]
             queue = deque(sorted(chosen, key=lambda u: _first_fetch(cache, u)))

@@ -14,11 +14,10 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from webrace import digest as D
-from webrace.backends import open_sentinel_store
+from webrace.backends import distributed, open_object_cache, open_sentinel_store
 from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.records.sentinel import TYPES, SentinelError, make, parse_duration
 from webrace.sentinels.baseline import Stored, newest_stored
-from webrace.sentinels.model import TYPES, SentinelError, make, parse_duration
-from webrace.store.cache import ObjectCache
 from webrace.urd import now_millis
 from webrace.urls import BadURL, normalize
 
@@ -75,7 +74,7 @@ class Command(ScrapyCommand):
         if not args:
             raise UsageError("missing subcommand: add, list, remove, due or notifications")
         action, rest = args[0], args[1:]
-        if self.settings.get("REDIS_URL") and action in ("add", "due"):
+        if distributed(self.settings) and action in ("add", "due"):
             print("warning: sentinels are evaluated by embedded crawls only for now (not by distributed workers): "
                   "run `scrapy crawl urd` without REDIS_URL where this data directory is", file=sys.stderr)
         handler = {"add": self.add, "list": self.list, "remove": self.remove, "rm": self.remove, "due": self.due,
@@ -136,7 +135,7 @@ class Command(ScrapyCommand):
         for sentinel in sentinels:
             by_url[sentinel.url].append(sentinel)
         warnings = []
-        with ObjectCache.from_settings(self.settings) as cache:
+        with open_object_cache(self.settings) as cache:
             for url, group in by_url.items():
                 stored = newest_stored(cache, url)
                 fresh = [s.id for s in group if not seen.get(s.id)]

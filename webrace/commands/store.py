@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from webrace.backends import open_aci_store
+from webrace.backends import open_aci_store, open_object_cache
 from webrace.commands import ends_quietly_on_closed_pipe
 from webrace.store.cache import ObjectCache
 from webrace.store.objects import ObjectCorrupt, ObjectMissing
@@ -57,7 +57,7 @@ class Command(ScrapyCommand):
         if not args:
             raise UsageError("missing subcommand: versions, get, query or gc")
         action, rest = args[0], args[1:]
-        with ObjectCache.from_settings(self.settings) as cache:
+        with open_object_cache(self.settings) as cache:
             if action == "versions":
                 self.versions(cache, _one_url(rest))
             elif action == "get":

@@ -6,15 +6,17 @@ import argparse
 import json
 import sys
 import time
-from datetime import UTC
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from webrace.backends import open_urd_store
+from webrace.backends import distributed, open_round_engine, open_urd_store
 from webrace.commands import ends_quietly_on_closed_pipe
-from webrace.urd import Urd, UrdError, load_files, now_millis
+from webrace.urd import MAX_TIME_MS, Urd, UrdError, hide_credentials, iter_files, now_millis, to_document
 
 
 @ends_quietly_on_closed_pipe
@@ -75,30 +77,27 @@ class Command(ScrapyCommand):
     def add(self, files: list[str]) -> None:
         if not files:
             raise UsageError("`add` needs at least one URD file")
+        urds = iter_files(files, self.settings.getint("WEBRACE_MAX_XML_BYTES"))
         try:
-            urds = load_files(files)
+            with open_urd_store(self.settings) as store:
+                tally = Tally(store)
+                store.put_many(tally.counted(urds))  # as they are read: the files never sit in memory whole
         except UrdError as exc:
             for problem in exc.problems:
                 print(f"error: {problem}", file=sys.stderr)
             print("Nothing was stored.", file=sys.stderr)
             self.exitcode = 1
             return
-        with open_urd_store(self.settings) as store:
-            replaced = [u.id for u in urds if store.get(u.id) is not None]
-            store.put_many(urds)
-        note = f"; replaced: {', '.join(replaced)}" if replaced else ""
-        print(f"Added {len(urds)} URD(s) from {len(files)} file(s){note}")
+        print(f"Added {tally.added} URD(s) from {len(files)} file(s){tally.note()}")
 
     def list(self, fmt: str) -> None:
         with open_urd_store(self.settings) as store:
-            urds = store.all()
+            urds = [replace(u, url=hide_credentials(u.url)) for u in store.all()]  # stored before they were refused
         now = now_millis()
         if fmt == "jsonl":
             for urd in urds:
                 print(json.dumps(_as_dict(urd, now)))
         elif fmt == "xml":
-            from webrace.urd import to_document
-
             print(to_document(urds), end="")
         else:
             print(format_table(urds, now))
@@ -129,20 +128,19 @@ class Command(ScrapyCommand):
 
 
     def schedule(self, loop: bool, interval: float) -> None:
-        if not self.settings.get("REDIS_URL"):
+        if not distributed(self.settings):
             raise UsageError("`schedule` is for the distributed mode: set REDIS_URL")
-        from webrace.backends.redis import RedisUnavailable, connect, prefix
-        from webrace.backends.redisrounds import RoundRegistry
+        from webrace.backends.redis import RedisUnavailable
 
         try:
-            registry = RoundRegistry(connect(self.settings), prefix(self.settings))
+            engine = open_round_engine(self.settings, worker=False)
         except RedisUnavailable as exc:
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = 1
             return
         try:
             while True:
-                schedule_pass(registry, self.settings)
+                schedule_pass(engine)
                 if not loop:
                     return
                 time.sleep(interval)  # the loop's own pace, not synchronisation
@@ -150,23 +148,46 @@ class Command(ScrapyCommand):
             print("Stopped.")
 
 
-def schedule_pass(registry: Any, settings: Any) -> None:
+def schedule_pass(engine: Any) -> None:
     """Close the rounds nothing is left of (their URDs get their last check: the time the
     round opened), then open one for the due URDs that no open round is crawling."""
-    with open_urd_store(settings) as store:
-        busy: set[str] = set()
-        for round_id in registry.open_rounds():
-            urds = registry.urds(round_id)
-            if registry.finished(round_id):
-                store.mark_checked(urds, registry.opened_at(round_id) or now_millis())
-                registry.close(round_id)
-                print(f"Round {round_id} done: {len(urds)} URD(s) checked", flush=True)
-            else:
-                busy.update(urds)
-        due = [u for u in store.due(now_millis()) if u.id not in busy]
-    round_id = registry.open(due)
-    if round_id:
-        print(f"Round {round_id} opened: {len(due)} URD(s): {', '.join(u.id for u in due)}", flush=True)
+    lost = engine.lost_rounds()
+    if lost is not None:
+        print(f"Redis came back empty: {', '.join(lost) or 'no round'} lost; opening a round again for the "
+              "URDs not checked", flush=True)
+    for rnd in engine.close_finished():
+        print(f"Round {rnd.id} done: {len(rnd.real_urds)} URD(s) checked", flush=True)
+    rnd = engine.open_due(now_millis())
+    if rnd is not None:
+        print(f"Round {rnd.id} opened: {len(rnd.urds)} URD(s): {', '.join(rnd.urds)}", flush=True)
+
+
+class Tally:
+    """What an ``add`` stores: how many URDs, and which replace a stored one (the first
+    ``SHOWN`` named, the others counted)."""
+
+    SHOWN = 10
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.added = 0
+        self.replaced: list[str] = []
+        self.more = 0
+
+    def counted(self, urds: Iterable[Urd]) -> Iterator[Urd]:
+        for urd in urds:
+            self.added += 1
+            if self.store.get(urd.id) is not None:
+                if len(self.replaced) < self.SHOWN:
+                    self.replaced.append(urd.id)
+                else:
+                    self.more += 1
+            yield urd
+
+    def note(self) -> str:
+        if not self.replaced:
+            return ""
+        return f"; replaced: {', '.join(self.replaced)}" + (f" and {self.more} more" if self.more else "")
 
 
 def _as_dict(urd: Urd, now: int) -> dict[str, Any]:
@@ -220,6 +241,6 @@ def format_interval(ms: int) -> str:
 
 
 def format_time(ms: int) -> str:
-    from datetime import datetime
-
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """Epoch ms as ISO 8601 UTC; a time past the year 9999 (stored before URDs were bounded)
+    shows as the last second of 9999."""
+    return datetime.fromtimestamp(min(ms, MAX_TIME_MS) / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -3,8 +3,14 @@
 For a URL the object cache knows, the request carries ``If-None-Match`` (the stored ETag)
 and ``If-Modified-Since`` (the stored Last-Modified, as the server sent it). A ``304`` goes
 on to the spider, which answers it from the meta-info store: no body is downloaded or
-parsed, and the stored links are followed. The spider owns the cache
-(``spider.cache``); this middleware only reads it.
+parsed, and the stored links are followed.
+
+This middleware owns the object cache, as Scrapy's ``HttpCacheMiddleware`` owns its storage:
+built by ``WEBRACE_OBJECT_CACHE`` (loaded with ``load_object``; the mode's default is
+:func:`webrace.backends.open_object_cache`) when first used, closed when the spider closes.
+The spider (which records fetches, knowing their links) and the annotation and sentinel
+middlewares reach it with ``crawler.get_downloader_middleware(RecrawlMiddleware).cache``
+(see :func:`object_cache`). ``WEBRACE_RECRAWL = False`` only stops the conditional GETs.
 
 When in doubt, fetch in full: no validators, an invalid date, a stored body that is missing
 or damaged (counted, and its validators forgotten), a ``304`` to a request that asked
@@ -21,10 +27,12 @@ from __future__ import annotations
 
 import logging
 
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
+from scrapy.utils.misc import load_object
+
+from webrace.store.cache import ObjectCache
 
 logger = logging.getLogger(__name__)
 
@@ -36,10 +44,23 @@ _VALIDATOR_HEADERS = (b"If-None-Match", b"If-Modified-Since")
 
 class RecrawlMiddleware:
     def __init__(self, crawler: Crawler) -> None:
-        if not crawler.settings.getbool("WEBRACE_RECRAWL"):
-            raise NotConfigured
         self.crawler = crawler
         self.stats = crawler.stats
+        self.conditional = crawler.settings.getbool("WEBRACE_RECRAWL")
+        self._factory = load_object(crawler.settings["WEBRACE_OBJECT_CACHE"])
+        self._cache: ObjectCache | None = None
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    @property
+    def cache(self) -> ObjectCache:
+        if self._cache is None:
+            self._cache = self._factory(self.crawler.settings)
+        return self._cache
+
+    def spider_closed(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RecrawlMiddleware:
@@ -53,9 +74,9 @@ class RecrawlMiddleware:
             request.headers.pop(name, None)
         request.meta.pop(CONDITIONAL, None)
         request.meta.pop(LOOKED_UP, None)
-        cache = getattr(self.crawler.spider, "cache", None)
-        if cache is None or request.meta.get(UNCONDITIONAL):
+        if not self.conditional or request.meta.get(UNCONDITIONAL):
             return
+        cache = self.cache
         meta = cache.lookup(request.url)
         request.meta[LOOKED_UP] = {"url": request.url, "meta": meta}
         if meta is None:
@@ -101,3 +122,8 @@ class RecrawlMiddleware:
         retry.headers[b"Cache-Control"] = b"no-cache"
         retry.headers[b"Pragma"] = b"no-cache"
         return retry
+
+
+def object_cache(crawler: Crawler) -> ObjectCache:
+    """The crawl's object cache, from its owner (the crawl must have started)."""
+    return crawler.get_downloader_middleware(RecrawlMiddleware).cache

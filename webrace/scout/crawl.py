@@ -30,6 +30,13 @@ def template_path(settings: Any, argument: str | None) -> str | None:
     return argument or settings.get("WEBRACE_RULES_TEMPLATE") or None
 
 
+def read_template(settings: Any, path: str) -> Template:
+    """The template in ``path``, within the settings' limits (WEBRACE_MAX_XML_BYTES,
+    WEBRACE_TEMPLATE_MAX_EXPANSION); :class:`TemplateError` if it cannot be used."""
+    return load_template(path, max_expansion=settings.getint("WEBRACE_TEMPLATE_MAX_EXPANSION"),
+                         max_bytes=settings.getint("WEBRACE_MAX_XML_BYTES"))
+
+
 class CrawlRules:
     def __init__(self, template: Template, crawler: Any) -> None:
         settings = crawler.settings
@@ -43,7 +50,7 @@ class CrawlRules:
     @classmethod
     def load(cls, crawler: Any, argument: str | None) -> CrawlRules | None:
         path = template_path(crawler.settings, argument)
-        return cls(load_template(path), crawler) if path else None
+        return cls(read_template(crawler.settings, path), crawler) if path else None
 
     @property
     def stats(self) -> Any:

@@ -13,9 +13,11 @@ from pathlib import Path
 from lxml import etree
 
 from rules.base import Rule, RuleConfigError
-from webrace.xmlutil import safe_parser, schema
+from webrace.xmlutil import MAX_XML_BYTES, XmlTooLarge, check_size, read_limited, safe_parser, schema
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.\-]*)\}")
+# The default of WEBRACE_TEMPLATE_MAX_EXPANSION (webrace/settings.py), in characters.
+MAX_EXPANSION = 1024 * 1024
 
 
 class TemplateError(ValueError):
@@ -44,18 +46,28 @@ class Template:
         return [spec.cls(spec.name, spec.params) for spec in self.specs]
 
 
-def load_template(path: str | Path) -> Template:
+def load_template(path: str | Path, max_expansion: int = MAX_EXPANSION, max_bytes: int = MAX_XML_BYTES) -> Template:
+    """The template in ``path`` (refused unread when over ``max_bytes``; ``max_expansion``:
+    see :func:`parse_template`)."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = read_limited(path, max_bytes)
+    except XmlTooLarge as exc:
+        raise TemplateError([f"{path}: {exc}"]) from None
     except OSError as exc:
         raise TemplateError([f"{path}: cannot read: {exc.strerror or exc}"]) from None
-    return parse_template(data, str(path))
+    return parse_template(data, str(path), max_expansion, max_bytes)
 
 
-def parse_template(data: bytes, source: str = "<template>") -> Template:
+def parse_template(data: bytes, source: str = "<template>", max_expansion: int = MAX_EXPANSION,
+                   max_bytes: int = MAX_XML_BYTES) -> Template:
+    """Every variable and parameter expands to at most ``max_expansion`` characters (a few
+    doubling variables would otherwise fill the memory)."""
     try:
+        check_size(len(data), max_bytes)
         tree = etree.fromstring(data, safe_parser()).getroottree()
+    except XmlTooLarge as exc:
+        raise TemplateError([f"{source}: {exc}"]) from None
     except etree.XMLSyntaxError as exc:
         raise TemplateError([f"{source}:{exc.lineno or 0}: not well-formed XML: {exc.msg}"]) from None
     if tree.docinfo.doctype:
@@ -64,30 +76,22 @@ def parse_template(data: bytes, source: str = "<template>") -> Template:
                 for e in schema("template").iter_errors(tree)]
     if problems:
         raise TemplateError(problems)
-    variables: dict[str, str] = {}
+    variables = _Variables(source, max_expansion, problems)
     specs: list[RuleSpec] = []
     for el in tree.getroot():
         if not isinstance(el.tag, str):
             continue
-        where = f"{source}:{el.sourceline}"
         if el.tag == "var":
-            try:
-                variables[el.get("name")] = expand(el.text or "", variables)
-            except KeyError as exc:
-                problems.append(f"{where}: variable {el.get('name')!r} uses ${{{exc.args[0]}}}, "
-                                "which is not declared before it")
+            variables.declare(el)
             continue
         name = el.get("name")
-        params: dict[str, str] = {}
-        for param in el.iterfind("param"):
-            try:
-                params[param.get("name")] = expand(param.text or "", variables)
-            except KeyError as exc:
-                problems.append(f"{source}:{param.sourceline}: rule {name!r}, parameter {param.get('name')!r}: "
-                                f"${{{exc.args[0]}}} is not a declared variable")
+        where = f"{source}:{el.sourceline}"
+        params = {param.get("name"): variables.expand_param(name, param) for param in el.iterfind("param")}
         cls, problem = import_rule(el.get("class"))
         if problem:
             problems.append(f"{where}: rule {name!r}: {problem}")
+            continue
+        if None in params.values():  # a parameter that could not be expanded (said above)
             continue
         try:
             cls(name, params)  # checks the parameters now, before any request
@@ -101,12 +105,65 @@ def parse_template(data: bytes, source: str = "<template>") -> Template:
         specs.append(RuleSpec(name, cls, params))
     if problems:
         raise TemplateError(problems)
-    return Template(source, variables, specs)
+    return Template(source, variables.values, specs)
 
 
-def expand(text: str, variables: dict[str, str]) -> str:
-    """``${NAME}`` replaced by the variable's value; KeyError(NAME) when undeclared."""
-    return _VAR.sub(lambda m: variables[m.group(1)], text)
+class _Variables:
+    """A template's variables as they are declared, each expanded at most ``limit``
+    characters long. A variable refused is said once: those that use it are not."""
+
+    def __init__(self, source: str, limit: int, problems: list[str]) -> None:
+        self.source, self.limit, self.problems = source, limit, problems
+        self.values: dict[str, str] = {}
+        self.refused: set[str] = set()
+
+    def declare(self, el: etree._Element) -> None:
+        name = el.get("name")
+        try:
+            self.values[name] = expand(el.text or "", self.values, self.limit)
+        except KeyError as exc:
+            if exc.args[0] not in self.refused:
+                self.problems.append(f"{self.source}:{el.sourceline}: variable {name!r} uses ${{{exc.args[0]}}}, "
+                                     "which is not declared before it")
+            self.refused.add(name)
+        except ExpansionTooLarge:
+            self.refused.add(name)
+            self.problems.append(f"{self.source}:{el.sourceline}: variable {name!r} expands to more than "
+                                 f"{self.limit} characters (WEBRACE_TEMPLATE_MAX_EXPANSION)")
+
+    def expand_param(self, rule: str, param: etree._Element) -> str | None:
+        where = f"{self.source}:{param.sourceline}: rule {rule!r}, parameter {param.get('name')!r}"
+        try:
+            return expand(param.text or "", self.values, self.limit)
+        except KeyError as exc:
+            if exc.args[0] not in self.refused:
+                self.problems.append(f"{where}: ${{{exc.args[0]}}} is not a declared variable")
+        except ExpansionTooLarge:
+            self.problems.append(f"{where}: expands to more than {self.limit} characters "
+                                 "(WEBRACE_TEMPLATE_MAX_EXPANSION)")
+        return None
+
+
+class ExpansionTooLarge(ValueError):
+    """An expansion would pass its limit (found before it is built)."""
+
+
+def expand(text: str, variables: dict[str, str], limit: int | None = None) -> str:
+    """``${NAME}`` replaced by the variable's value; KeyError(NAME) when undeclared,
+    :class:`ExpansionTooLarge` when the result would be longer than ``limit`` characters
+    (counted as the pieces are found, before they are joined)."""
+    pieces, size, at = [], 0, 0
+    for match in _VAR.finditer(text):
+        value = variables[match.group(1)]
+        pieces += (text[at:match.start()], value)
+        size += match.start() - at + len(value)
+        at = match.end()
+        if limit is not None and size > limit:
+            raise ExpansionTooLarge(size)
+    if limit is not None and size + len(text) - at > limit:
+        raise ExpansionTooLarge(size + len(text) - at)
+    pieces.append(text[at:])
+    return "".join(pieces)
 
 
 def import_rule(dotted: str) -> tuple[type[Rule] | None, str | None]:

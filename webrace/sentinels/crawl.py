@@ -26,10 +26,12 @@ from scrapy.crawler import Crawler
 from webrace import digest as D
 from webrace.backends import open_sentinel_store
 from webrace.items import Page
+from webrace.middlewares.recrawl import object_cache
 from webrace.middlewares.threaded import ThreadedItemMiddleware
+from webrace.records.sentinel import Sentinel
 from webrace.sentinels.baseline import of_version
 from webrace.sentinels.evaluate import GroupStats, Notification, evaluate
-from webrace.sentinels.model import Sentinel
+from webrace.signals import RoundBook
 from webrace.urd import Urd
 
 logger = logging.getLogger(__name__)
@@ -52,10 +54,27 @@ def due_sentinels(settings: Any, now_ms: int) -> tuple[list[Urd], dict[str, list
     return list(urds.values()), dict(by_url)
 
 
+class StoredSentinels:
+    """The sentinels of the sentinel store as the round engine sees them: those due join a
+    round (:func:`due_sentinels`); those a round fetched without a new version are checked
+    when it closes."""
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+
+    def due(self, now_ms: int) -> tuple[list[Urd], dict[str, list[tuple[Sentinel, str | None]]]]:
+        return due_sentinels(self.settings, now_ms)
+
+    def checked(self, ids: list[str], at_ms: int) -> None:
+        with open_sentinel_store(self.settings) as store:
+            store.checked(ids, at_ms)
+
+
 class SentinelMiddleware(ThreadedItemMiddleware):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self._store: Any = None
+        self.rounds = RoundBook(crawler)  # each round's due sentinels, from the round_opened signal
 
     @property
     def store(self) -> Any:
@@ -78,16 +97,15 @@ class SentinelMiddleware(ThreadedItemMiddleware):
         digests they compare against."""
         if not isinstance(obj, Page) or not obj.get("new_version") or not obj.get("digest"):
             return None
-        spider = self.crawler.spider
-        take = getattr(spider, "take_sentinels", None)
-        group = take(obj.get("round"), obj["url"]) if take else None
+        group = self.rounds.take_sentinels(obj.get("round"), obj["url"])
         if not group:
             return None
-        meta = spider.cache.lookup(obj["url"])
+        cache = object_cache(self.crawler)
+        meta = cache.lookup(obj["url"])
         if meta is None or meta.digest != obj["digest"]:
             return None
         previous = {seen: self.store.get_digest(seen) for seen in {seen for _, seen in group if seen}}
-        return obj, group, previous, meta, spider.cache
+        return obj, group, previous, meta, cache
 
     def _work(self, group: list, previous: dict, meta: Any, cache: Any) -> Any:
         """In a worker thread: encode the new version once, evaluate each subgroup once."""

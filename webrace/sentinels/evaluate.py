@@ -27,7 +27,7 @@ from typing import Any
 from webrace.digest.core import PageDigest
 from webrace.digest.sdiff import mask as location_mask
 from webrace.digest.sdiff import sdiff
-from webrace.sentinels.model import Sentinel
+from webrace.records.sentinel import Sentinel
 
 SNIPPET = 200
 MAX_LISTED = 50

@@ -126,11 +126,6 @@ class Source:
 
 class DynaBotSpider(scrapy.Spider):
     name = "dynabot"
-    custom_settings = {
-        # the embedded scheduler: a DynaBot run is one process (the Redis one serves URD rounds)
-        "SCHEDULER": "scrapy.core.scheduler.Scheduler",
-    }
-
     def __init__(self, scd: str | None = None, seeds: str | None = None, frontier: str = "trace",
                  hints: str = "", max_pages: str | int | None = None, seed: str | int | None = None,
                  **kwargs: Any) -> None:

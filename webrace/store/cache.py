@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
-from webrace.backends import data_dir, open_metainfo_store
-from webrace.backends.base import MetaInfoStore, Version
-from webrace.store.metainfo import MetaInfo
+from webrace.records.metainfo import MetaInfo, Version
 from webrace.store.objects import ObjectMissing, ObjectStore, digest_of, is_xml_type
 from webrace.xpack import PackedDocument
+
+if TYPE_CHECKING:
+    from webrace.backends.base import MetaInfoStore
 
 logger = logging.getLogger(__name__)
 
@@ -45,19 +46,6 @@ class ObjectCache:
     def __init__(self, index: MetaInfoStore, objects: ObjectStore) -> None:
         self.index = index
         self.objects = objects
-
-    @classmethod
-    def from_settings(cls, settings: Any) -> ObjectCache:
-        """Embedded: ``WEBRACE_DATA_DIR/objects``; with ``REDIS_URL``, bodies in Redis too,
-        so that any worker can read what another stored."""
-        if settings.get("REDIS_URL"):
-            from webrace.backends.redis import RedisObjectStore, connect, prefix
-
-            objects = RedisObjectStore(connect(settings), prefix(settings))
-        else:
-            objects = ObjectStore(data_dir(settings) / "objects")
-        objects.xpack = settings.getbool("WEBRACE_STORE_XPACK")
-        return cls(open_metainfo_store(settings), objects)
 
     def close(self) -> None:
         self.index.close()

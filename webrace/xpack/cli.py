@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from webrace.commands import quiet_on_closed_pipe
+from webrace.pipes import quiet_on_closed_pipe
 from webrace.xpack.format import CODECS, PackedDocument, pack, unpack
 from webrace.xpack.operators import XPackError
 from webrace.xpack.query import namespace_hint

@@ -1,9 +1,9 @@
 """The scheduler of distributed mode: pages are leased from the open rounds' shared frontiers.
 
-``SCHEDULER = "webrace.backends.redisscheduler.LeaseScheduler"`` is always set; without
-``REDIS_URL`` it hands over to Scrapy's own scheduler (embedded mode: one code path).
+The URD spider sets it (``SCHEDULER``, spider priority) in distributed mode only; embedded,
+and for every other spider, Scrapy's own scheduler runs.
 
-With ``REDIS_URL``, :meth:`next_request` leases the next page of the oldest open round
+:meth:`next_request` leases the next page of the oldest open round
 (breadth first) and the spider builds its request; the lease ends when the spider finishes
 the page, or expires after ``WEBRACE_LEASE_TIMEOUT`` seconds if this worker dies, and the
 page goes back to the queue. Requests made on this worker (redirects, retries) wait in a
@@ -24,12 +24,11 @@ from typing import Any
 
 import redis
 from scrapy import Request, Spider, signals
-from scrapy.core.scheduler import BaseScheduler, Scheduler
+from scrapy.core.scheduler import BaseScheduler
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider
-
-from webrace.backends.redis import connect, prefix
-from webrace.backends.redisrounds import RoundRegistry
+from scrapy.extensions.feedexport import FeedExporter
+from twisted.internet import task
 
 logger = logging.getLogger(__name__)
 
@@ -37,11 +36,12 @@ MIN_POLL, MAX_POLL = 0.05, 2.0
 
 
 class LeaseScheduler(BaseScheduler):
-    def __init__(self, crawler: Crawler, registry: RoundRegistry) -> None:
+    def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
         self.crawler = crawler
         self.stats = crawler.stats
-        self.registry = registry
+        self.rounds: Any = None  # the spider's round engine (RedisRounds), from open()
+        self.registry: Any = None
         self.lease_ms = int(settings.getfloat("WEBRACE_LEASE_TIMEOUT") * 1000)
         self.max_leased = settings.getint("WEBRACE_MAX_LEASED")
         self.idle_close = settings.getfloat("WEBRACE_IDLE_CLOSE") if settings.get("WEBRACE_IDLE_CLOSE") else None
@@ -53,20 +53,68 @@ class LeaseScheduler(BaseScheduler):
         self._queued_cache = (0.0, False)
         self._rounds_cache: tuple[float, list[str]] = (0.0, [])
         self._redis_down = False
+        # round id -> URLs leased by this worker whose items are not written yet: their leases
+        # are renewed while this worker lives and end when the item is in the feed
+        self.holding: dict[str, set[str]] = {}
+        self._renewal: Any = None
         crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
+        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+            crawler.signals.connect(self.item_done, signal=signal)
+        crawler.signals.connect(self.callback_failed, signal=signals.spider_error)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BaseScheduler:
-        if not crawler.settings.get("REDIS_URL"):
-            return Scheduler.from_crawler(crawler)
-        return cls(crawler, RoundRegistry(connect(crawler.settings), prefix(crawler.settings)))
+        return cls(crawler)
 
     def open(self, spider: Spider) -> None:
         self.spider = spider
+        self.rounds = spider.engine  # the URD spider's RedisRounds: one registry for both
+        self.registry = self.rounds.registry
+        self._renewal = task.LoopingCall(self._renew)
+        self._renewal.start(max(self.lease_ms / 3000, 0.05), now=False).addErrback(
+            lambda failure: logger.error("Lease renewal stopped: %s", failure.getErrorMessage()))
 
     def close(self, reason: str) -> None:
         if self._poll_call is not None and self._poll_call.active():
             self._poll_call.cancel()
+        if self._renewal is not None and self._renewal.running:
+            self._renewal.stop()
+
+    def item_done(self, item: Any, **kwargs: Any) -> None:
+        """An item left the pipeline (written to the feeds, dropped or failed): flush the
+        feeds, then end the lease of its page. A worker killed before this point loses no
+        page: the lease expires and another worker fetches the page again."""
+        lease = getattr(item, "_webrace_lease", None)
+        if lease is None:
+            return
+        round_id, url = lease
+        exporter = self.crawler.get_extension(FeedExporter)
+        for slot in exporter.slots if exporter is not None else ():
+            if slot.file is not None and not slot.file.closed:
+                slot.file.flush()
+        try:
+            self.rounds.written(round_id, [url])
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            logger.warning("Redis unreachable (%s): the lease of %s ends when it expires", exc, url)
+        self.holding.get(round_id, set()).discard(url)
+
+    def callback_failed(self, failure: Any, response: Any, spider: Spider) -> None:
+        """A page's callback raised (e.g. Redis went away meanwhile): its item will not come,
+        so its lease is no longer renewed; it expires and the page is fetched again."""
+        context = response.request.meta.get("webrace") if response is not None else None
+        if context and context.get("round") in self.holding:
+            self.holding[context["round"]].discard(context["link"])
+
+    def _renew(self) -> None:
+        """Extend the leases this worker holds (pages in flight, items not written yet)."""
+        try:
+            for round_id, urls in list(self.holding.items()):
+                alive = self.registry.frontier(round_id).renew(sorted(urls), self.lease_ms)
+                urls &= alive  # the others ended (failed or duplicate pages: no item)
+                if not urls:
+                    del self.holding[round_id]
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            logger.warning("Redis unreachable (%s): leases not renewed", exc)
 
     def has_pending_requests(self) -> bool:
         return bool(self.local) or self._shared_queued()
@@ -90,7 +138,7 @@ class LeaseScheduler(BaseScheduler):
             for round_id in self._open_rounds():
                 frontier = self.registry.frontier(round_id)
                 reaped, skipped = frontier.reaped, frontier.skipped
-                delegation = getattr(self.spider, "delegation", None)
+                delegation = self.rounds.delegation
                 if delegation is None:
                     node = frontier.lease(self.lease_ms)
                 else:  # IPMicra: this worker's own queue, then the shared one, then stopped workers'
@@ -102,6 +150,7 @@ class LeaseScheduler(BaseScheduler):
                     continue
                 request = self.spider.request_for_lease(round_id, node)
                 if request is not None:
+                    self.holding.setdefault(round_id, set()).add(node.url)
                     self.stats.inc_value("webrace/leases/taken")
                     self.last_work = time.monotonic()
                     return request
@@ -120,9 +169,22 @@ class LeaseScheduler(BaseScheduler):
         at, rounds = self._rounds_cache
         now = time.monotonic()
         if now - at > 0.5:
+            self._check_lost()
             rounds = self.registry.open_rounds()
             self._rounds_cache = (now, rounds)
         return rounds
+
+    def _check_lost(self) -> None:
+        """Redis came back empty (restarted without its data, or flushed): say so, once."""
+        lost = self.rounds.lost_rounds()
+        if lost is None:
+            return
+        self.stats.inc_value("webrace/redis_lost")
+        for round_id in lost:
+            self.holding.pop(round_id, None)
+        logger.error("Redis came back empty: the state of %s is gone; `scrapy urd schedule` opens a "
+                     "round again for the URDs it had not checked",
+                     f"round(s) {', '.join(lost)}" if lost else "the open rounds")
 
     def _shared_queued(self) -> bool:
         """Whether an open round has queued pages (cached briefly: the engine asks often)."""
@@ -130,7 +192,7 @@ class LeaseScheduler(BaseScheduler):
         now = time.monotonic()
         if now - at > 0.2:
             try:
-                delegation = getattr(self.spider, "delegation", None)
+                delegation = self.rounds.delegation
                 me = delegation.me if delegation is not None else None
                 queued = any(self.registry.frontier(r).queued(me) for r in self._open_rounds())
             except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):

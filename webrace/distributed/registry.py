@@ -5,7 +5,8 @@ round's shared frontier, which queues them) and closes it once nothing of it is 
 leased; workers learn a round's URDs from Redis, so they need no URD-DB of their own.
 
 Keys: ``<prefix>rounds`` (zset round id -> opening time, ms) and
-``<prefix>round:<id>:urds`` (hash URD id -> URD XML), beside the frontier's keys.
+``<prefix>round:<id>:urds`` (hash URD id -> URD XML), beside the frontier's keys;
+``<prefix>epoch`` (a token set once: when it vanishes, Redis lost everything, see :meth:`RoundRegistry.lost`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Iterable
 
 import redis
 
-from webrace.backends.redisfrontier import RedisFrontier
+from webrace.distributed.frontier import RedisFrontier
 from webrace.urd import Urd, now_millis
 
 CLOSED_ROUND_TTL = 3600  # seconds a closed round's keys stay, for workers finishing late
@@ -28,18 +29,29 @@ class RoundRegistry:
         self.key = f"{key_prefix}rounds"
         self.router = router  # IPMicra: URLs -> the workers they are delegated to (see RedisFrontier)
         self._frontiers: dict[str, RedisFrontier] = {}
+        self.epoch_key = f"{key_prefix}epoch"
+        self._epoch: bytes | None = None  # the token this process saw last
 
-    def open(self, urds: Iterable[Urd]) -> str | None:
-        """Open a round crawling ``urds``; return its id (None when there is nothing to crawl)."""
+    def lost(self) -> bool:
+        """Whether Redis lost this prefix's data since the last call (it restarted empty, or
+        was flushed): the epoch token the first process set is gone or was set anew."""
+        self.client.set(self.epoch_key, secrets.token_hex(8), nx=True)
+        token = self.client.get(self.epoch_key)
+        seen, self._epoch = self._epoch, token
+        if seen is not None and token != seen:
+            self._frontiers.clear()
+            return True
+        return False
+
+    def open(self, urds: Iterable[Urd], opened: int | None = None) -> str | None:
+        """Open a round crawling ``urds``; return its id (None when there is nothing to crawl).
+        Its start pages are offered by the round engine (:class:`~webrace.rounds.redis.RedisRounds`)."""
         urds = list(urds)
         if not urds:
             return None
-        opened = now_millis()
+        opened = opened if opened is not None else now_millis()
         round_id = f"{opened}-{secrets.token_hex(3)}"
         self.client.hset(self._urds_key(round_id), mapping={u.id: u.to_xml() for u in urds})
-        frontier = self.frontier(round_id)
-        for urd in urds:  # the same start page for two URDs is one request (coalescing)
-            frontier.offer(urd.url, None, 0, {urd.id: urd.depth})
         self.client.zadd(self.key, {round_id: opened})
         return round_id
 
@@ -54,6 +66,9 @@ class RoundRegistry:
     def urds(self, round_id: str) -> dict[str, Urd]:
         raw = self.client.hgetall(self._urds_key(round_id))
         return {(k.decode() if isinstance(k, bytes) else k): Urd.from_xml(v) for k, v in raw.items()}
+
+    def urd_ids(self, round_id: str) -> list[str]:
+        return [k.decode() if isinstance(k, bytes) else k for k in self.client.hkeys(self._urds_key(round_id))]
 
     def frontier(self, round_id: str) -> RedisFrontier:
         if round_id not in self._frontiers:

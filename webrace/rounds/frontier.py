@@ -10,27 +10,8 @@ without fetching the page again. Plain Python, no Scrapy.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
-from enum import Enum
 
-PENDING, DONE, FAILED = "pending", "done", "failed"
-
-
-class Offer(Enum):
-    NEW = "new"  # first time seen: request it
-    MERGED = "merged"  # seen; this offer added URDs or depth to it (coalesced)
-    DUPLICATE = "duplicate"  # seen; this offer added nothing
-
-
-@dataclass
-class Node:
-    url: str
-    parent_url: str | None
-    depth: int  # links from the nearest start page
-    budgets: dict[str, int]  # URD id -> depth still allowed below this page
-    state: str = PENDING
-    links: list[str] = field(default_factory=list)
-    counted: set[str] = field(default_factory=set)  # URDs this pending node keeps active
+from webrace.records.rounds import DONE, PENDING, Node, Offer
 
 
 class Frontier:
@@ -69,7 +50,7 @@ class Frontier:
         return Offer.MERGED, gained
 
     def finish(
-        self, node: Node, state: str = DONE, expanded: dict[str, int] | None = None
+        self, node: Node, state: str = DONE, expanded: dict[str, int] | None = None, keep_lease: bool = False
     ) -> tuple[set[str], dict[str, int]]:
         """Mark ``node`` fetched (or failed) once its links have been offered for
         ``expanded`` (the budgets its links were followed with; None: nothing to follow).
@@ -78,7 +59,7 @@ class Frontier:
         taken (by another worker, in distributed mode) ``missed`` holds them and nothing
         changes: follow the links for ``missed`` too, then finish again. Otherwise ``ended``
         holds the URDs that are no longer active. Offer the links first, so the children
-        keep their URDs active."""
+        keep their URDs active. (``keep_lease`` is for a shared frontier: nothing is leased here.)"""
         if expanded is not None:
             missed = {u: r for u, r in node.budgets.items() if r > expanded.get(u, -1)}
             if missed:

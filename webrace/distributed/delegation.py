@@ -50,6 +50,7 @@ from webrace.delegation import (
     Unreachable,
     target_ip,
 )
+from webrace.delegation.tables import InputError, read_latency
 
 logger = logging.getLogger(__name__)
 
@@ -85,8 +86,6 @@ class SharedMeasurements:
 
 class RedisDelegation:
     def __init__(self, client: redis.Redis, key_prefix: str, settings: Any) -> None:
-        from webrace.commands.ipmicra import InputError, read_latency
-
         self.client = client
         self.me = worker_id(settings)
         my_ip = settings.get("WEBRACE_WORKER_IP")

@@ -133,3 +133,15 @@ def _xml_safe(text: str | None) -> str | None:
     if text is None:
         return None
     return "".join(ch for ch in text if ch in "\t\n\r" or (" " <= ch <= "\ud7ff") or ("\ue000" <= ch <= "\ufffd"))
+
+
+@dataclass(frozen=True)
+class Version:
+    """One stored version of a URL: its body is the object named ``digest``."""
+
+    url: str
+    number: int  # 1, 2, ... per URL, never reused
+    digest: str
+    fetched: int  # epoch ms
+    size: int  # body bytes
+    status: int

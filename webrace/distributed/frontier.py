@@ -24,7 +24,7 @@ from typing import Any
 
 import redis
 
-from webrace.frontier import DONE, PENDING, Node, Offer
+from webrace.records.rounds import DONE, PENDING, Node, Offer
 
 _OFFER_MANY = """
 local parent, depth = ARGV[1], tonumber(ARGV[2])
@@ -95,8 +95,22 @@ node.c = {}
 node.s = ARGV[2]
 node.l = cjson.decode(ARGV[4])
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(node))
-redis.call('ZREM', KEYS[3], ARGV[1])
+if ARGV[5] ~= '1' then redis.call('ZREM', KEYS[3], ARGV[1]) end  -- else: until its item is written (ack)
 return {'{}', cjson.encode(ended)}
+"""
+
+# Extend the leases of ARGV[2..] that still exist by ARGV[1] ms (Redis server time); return
+# the URLs renewed.
+_RENEW = """
+local t = redis.call('TIME')
+local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+local renewed = {}
+for i = 2, #ARGV do
+  if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
+    redis.call('ZADD', KEYS[1], deadline, ARGV[i]); table.insert(renewed, ARGV[i])
+  end
+end
+return renewed
 """
 
 # Take the next page from the queue KEYS[1] (the shared one, or a worker's own): first put
@@ -110,7 +124,12 @@ local reaped, skipped = 0, 0
 for _, url in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)) do
   redis.call('ZREM', KEYS[2], url)
   local ok, node = pcall(cjson.decode, redis.call('HGET', KEYS[3], url) or '')
-  if ok and node.s == 'pending' then
+  if ok and type(node) == 'table' and node.s == 'done' then
+    -- fetched, but its worker died before its item was written: fetch it again
+    node.s = 'pending'
+    redis.call('HSET', KEYS[3], url, cjson.encode(node))
+  end
+  if ok and type(node) == 'table' and node.s == 'pending' then
     local seq = redis.call('INCR', KEYS[4])
     redis.call('ZADD', KEYS[5], node.d * 1e12 + seq, url)  -- back to the shared queue: any worker
     reaped = reaped + 1
@@ -146,6 +165,7 @@ class RedisFrontier:
         self._offer_many = client.register_script(_OFFER_MANY)
         self._finish = client.register_script(_FINISH)
         self._lease = client.register_script(_LEASE)
+        self._renew = client.register_script(_RENEW)
         self.reaped = 0  # leases that expired and went back to the queue
         self.skipped = 0  # queue entries without a readable pending node
 
@@ -198,12 +218,16 @@ class RedisFrontier:
         return active, {url: _node(url, raw) if raw else None for url, raw in zip(urls, raws, strict=True)}
 
     def finish(
-        self, node: Node, state: str = DONE, expanded: dict[str, int] | None = None
+        self, node: Node, state: str = DONE, expanded: dict[str, int] | None = None, keep_lease: bool = False
     ) -> tuple[set[str], dict[str, int]]:
+        """As :meth:`Frontier.finish`; ``keep_lease``: the page's item is not written yet, so
+        its lease stays until :meth:`ack` (a worker dying before that loses no page: the
+        lease expires and another worker fetches the page again)."""
         k = self.keys
         missed, ended = self._finish(
             keys=[k["nodes"], k["active"], k["leases"]],
-            args=[node.url, state, "" if expanded is None else json.dumps(expanded), json.dumps(node.links)],
+            args=[node.url, state, "" if expanded is None else json.dumps(expanded), json.dumps(node.links),
+                  "1" if keep_lease else "0"],
         )
         missed = _dict(missed)
         if missed:
@@ -247,6 +271,17 @@ class RedisFrontier:
             if len(result) >= 4:
                 return _node(_text(result[2]), result[3])
         return None
+
+    def ack(self, urls: list[str]) -> None:
+        """The items of ``urls`` are written: their leases end."""
+        if urls:
+            self.client.zrem(self.keys["leases"], *urls)
+
+    def renew(self, urls: list[str], lease_ms: int) -> set[str]:
+        """Extend the leases of ``urls`` (this worker's); returns those that still exist."""
+        if not urls:
+            return set()
+        return {_text(u) for u in self._renew(keys=[self.keys["leases"]], args=[lease_ms, *urls])}
 
     def worker_queues(self) -> list[str]:
         return sorted(_text(q) for q in self.client.smembers(self.keys["queues"]))

@@ -1,0 +1,231 @@
+"""One contract, two round engines: local (embedded) and Redis (distributed), in-process.
+
+A site is a dict URL -> links; the driver plays the part of the spider (and, for the Redis
+engine, of the workers leasing pages): it fetches what the engine names, tells it the
+page's links, and collects the items the engine releases.
+"""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from webrace.backends.sqlite import SqliteUrdStore
+from webrace.distributed.registry import RoundRegistry
+from webrace.records.rounds import FAILED
+from webrace.rounds.engine import Counts, Limits
+from webrace.rounds.local import LocalRounds
+from webrace.rounds.redis import RedisRounds
+from webrace.urd import Urd, now_millis
+
+HOUR = 3_600_000
+
+
+@pytest.fixture(params=["local", "redis"])
+def make_engine(request, tmp_path):
+    path = tmp_path / "urd.sqlite"
+
+    def store():
+        return SqliteUrdStore(path)
+
+    def make(limits=None):
+        stats = Counts()
+        if request.param == "local":
+            return LocalRounds(store, limits, stats)
+        client = redis.Redis.from_url(request.getfixturevalue("redis_url"))
+        prefix = request.getfixturevalue("redis_prefix")
+        return RedisRounds(RoundRegistry(client, prefix), store, limits, stats)
+
+    make.store = store
+    return make
+
+
+def add(store_factory, *urds):
+    with store_factory() as store:
+        store.put_many(urds)
+
+
+def crawl(engine, rnd, site, fail=()):
+    """Fetch every page the round names; return the released items by URL and the fetches."""
+    items, fetched = {}, []
+    queue = list(engine.start(rnd))
+    while True:
+        if engine.shared:
+            leased = rnd.frontier.lease(60_000)
+            if leased is None:
+                break
+            context = {"link": leased.url, "parent": leased.parent_url, "depth": leased.depth,
+                       "budgets": leased.budgets}
+            _, node = engine.node(rnd.id, context)
+        else:
+            if not queue:
+                break
+            node = queue.pop(0)
+        fetched.append(node.url)
+        if node.url in fail:
+            step = engine.finish(rnd, node, FAILED)
+        else:
+            node.links = list(site.get(node.url, []))
+            step = engine.fetched(rnd, node, {"url": node.url})
+        queue += step.fetch
+        write(engine, step, items)
+    write(engine, engine.flush(), items)
+    return items, fetched
+
+
+def write(engine, step, items):
+    """The adapter's part: emit the released items, then tell the engine they are written."""
+    for node, item in step.items:
+        assert item["url"] not in items, "an item released twice"
+        items[item["url"]] = item
+        engine.written(item["round"], [node.url])
+
+
+SITE = {
+    "http://a.test/": ["http://a.test/1", "http://a.test/2", "http://b.test/"],
+    "http://a.test/1": ["http://a.test/1/x", "http://a.test/"],
+    "http://a.test/2": ["http://a.test/1/x"],
+    "http://a.test/1/x": ["http://a.test/1/x/deep"],
+    "http://b.test/": ["http://b.test/p"],
+}
+
+
+def test_a_page_reached_by_two_urds_is_fetched_once_with_both_owners(make_engine):
+    engine = make_engine()
+    add(make_engine.store, Urd(id="u1", owner="ann", url="http://a.test/", depth=1, timing=HOUR, scope="any"),
+        Urd(id="u2", owner="bob", url="http://a.test/", depth=0, timing=HOUR))
+    rnd = engine.open_due(now_millis())
+    items, fetched = crawl(engine, rnd, SITE)
+    assert sorted(fetched) == ["http://a.test/", "http://a.test/1", "http://a.test/2", "http://b.test/"]
+    assert items["http://a.test/"]["owners"] == ["ann", "bob"]
+    assert items["http://a.test/"]["urd_ids"] == ["u1", "u2"]
+    assert items["http://a.test/1"]["owners"] == ["ann"]
+    assert engine.stats["webrace/coalesced"] >= 1
+
+
+def test_each_urd_follows_its_own_depth_and_scope(make_engine):
+    engine = make_engine()
+    add(make_engine.store, Urd(id="deep", owner="ann", url="http://a.test/", depth=3, timing=HOUR, scope="host"),
+        Urd(id="other", owner="bob", url="http://b.test/", depth=1, timing=HOUR, scope="any"))
+    rnd = engine.open_due(now_millis())
+    items, fetched = crawl(engine, rnd, SITE)
+    assert "http://a.test/1/x/deep" in fetched  # depth 3 from a.test
+    assert items["http://b.test/"]["urd_ids"] == ["other"]  # a.test's URD keeps to its host
+    assert "http://b.test/p" in items and items["http://b.test/p"]["owners"] == ["bob"]
+    assert items["http://b.test/p"]["urd_ids"] == ["other"]
+
+
+def test_an_item_waits_until_no_active_urd_could_add_its_owner(make_engine):
+    # "slow" reaches /1/x only at depth 2, after "fast" has fetched it (depth 1 from /2... ):
+    # the item must carry both owners, released once.
+    site = {
+        "http://a.test/": ["http://a.test/s1"],
+        "http://a.test/s1": ["http://a.test/s2"],
+        "http://a.test/s2": ["http://a.test/shared"],
+        "http://a.test/f": ["http://a.test/shared"],
+    }
+    engine = make_engine()
+    add(make_engine.store, Urd(id="slow", owner="ann", url="http://a.test/", depth=3, timing=HOUR),
+        Urd(id="fast", owner="bob", url="http://a.test/f", depth=1, timing=HOUR))
+    rnd = engine.open_due(now_millis())
+    items, fetched = crawl(engine, rnd, site)
+    assert fetched.count("http://a.test/shared") == 1
+    assert items["http://a.test/shared"]["owners"] == ["ann", "bob"]
+    assert items["http://a.test/shared"]["round"] == rnd.id
+
+
+def test_a_failed_page_ends_its_urds_and_releases_what_waited(make_engine):
+    engine = make_engine()
+    add(make_engine.store, Urd(id="u1", owner="ann", url="http://a.test/", depth=2, timing=HOUR))
+    rnd = engine.open_due(now_millis())
+    items, fetched = crawl(engine, rnd, SITE, fail={"http://a.test/1"})
+    assert "http://a.test/1" not in items and "http://a.test/1/x" in items  # reached through /2
+    assert engine.held() == 0
+
+
+def test_the_page_budget_stops_a_urd_and_says_so(make_engine):
+    engine = make_engine(Limits(page_budget=2))
+    add(make_engine.store, Urd(id="u1", owner="ann", url="http://a.test/", depth=5, timing=HOUR))
+    rnd = engine.open_due(now_millis())
+    _, fetched = crawl(engine, rnd, SITE)
+    assert len(fetched) == 2
+    assert engine.stats["webrace/budget_reached/u1"] == 2
+
+
+def test_closing_a_round_checks_its_urds_and_they_are_due_again_after_their_timing(make_engine):
+    engine = make_engine()
+    add(make_engine.store, Urd(id="u1", owner="ann", url="http://a.test/", depth=0, timing=HOUR))
+    opened = now_millis()
+    rnd = engine.open_due(opened)
+    assert rnd is not None and rnd.real_urds == ["u1"]
+    assert engine.open_due(opened) is None  # busy: the open round crawls it
+    crawl(engine, rnd, SITE)
+    assert [r.id for r in engine.close_finished()] == [rnd.id]
+    with make_engine.store() as store:
+        urd = store.get("u1")
+    assert urd.lastcheck == rnd.started_ms and urd.next_due == rnd.started_ms + HOUR
+    assert engine.open_due(opened + 1) is None
+    assert engine.open_due(rnd.started_ms + HOUR) is not None
+
+
+def test_an_explicit_due_during_a_round_survives_its_closing(make_engine):
+    """`scrapy urd due` while a round crawls the URD: the next round takes it again."""
+    engine = make_engine()
+    add(make_engine.store, Urd(id="u1", owner="ann", url="http://a.test/", depth=0, timing=HOUR))
+    rnd = engine.open_due(now_millis() - 10)
+    with make_engine.store() as store:
+        store.make_due(["u1"], rnd.started_ms + 5)
+    crawl(engine, rnd, SITE)
+    engine.close_finished()
+    with make_engine.store() as store:
+        assert store.get("u1").lastcheck == rnd.started_ms
+    again = engine.open_due(rnd.started_ms + 6)
+    assert again is not None and again.real_urds == ["u1"]
+
+
+def test_only_ids_crawls_urds_that_are_not_due(make_engine):
+    engine = make_engine()
+    add(make_engine.store, Urd(id="u1", owner="ann", url="http://a.test/", depth=0, timing=HOUR,
+                               lastcheck=now_millis()))
+    assert engine.open_due(now_millis()) is None
+    rnd = engine.open_due(now_millis(), only_ids=["u1"])
+    assert rnd is not None and rnd.real_urds == ["u1"]
+
+
+def test_the_urd_store_keeps_a_due_asked_after_the_round_opened(tmp_path):
+    """Defect (a) of issue 18 at the store: closing a round (mark_checked with the round's
+    opening time) overwrote a `scrapy urd due` made while the round ran."""
+    with SqliteUrdStore(tmp_path / "urd.sqlite") as store:
+        store.put_many([Urd(id="u1", owner="ann", url="http://a.test/", depth=0, timing=HOUR)])
+        opened = now_millis()
+        store.make_due(["u1"], opened + 5)
+        store.mark_checked(["u1"], opened)
+        assert [u.id for u in store.due(opened + 5)] == ["u1"]
+        assert store.get("u1").lastcheck == opened
+        store.make_due(["u1"], opened - 5)  # asked before the round opened: the round served it
+        store.mark_checked(["u1"], opened)
+        assert store.due(opened + 5) == []
+
+
+def test_a_round_whose_closing_fails_is_closed_all_the_same(tmp_path):
+    """An error while the round closes (the URD-DB unwritable) is raised to the adapter, which
+    says it; the engine is ready for the next round rather than stuck in this one."""
+    path = tmp_path / "urd.sqlite"
+    broken = []
+
+    def store():
+        if broken:
+            raise OSError("the URD-DB is gone")
+        return SqliteUrdStore(path)
+
+    engine = LocalRounds(store)
+    with store() as s:
+        s.put_many([Urd(id="u1", owner="ann", url="http://a.test/", depth=0, timing=HOUR)])
+    rnd = engine.open_due(now_millis())
+    crawl(engine, rnd, SITE)
+    broken.append(True)
+    with pytest.raises(OSError):
+        engine.close_finished()
+    assert engine.current is None and engine.close_finished() == []
+    broken.clear()
+    assert engine.open_due(now_millis()) is not None  # not checked: due again

@@ -1,0 +1,385 @@
+"""The round engine: what a round decides, whoever fetches its pages (pure: no Scrapy, no
+Twisted).
+
+A *round* crawls a set of URDs once (seed 000 section 4): each page at most once however
+many URDs reach it (the frontier coalesces them and merges their owners), each URD's links
+followed within its scope and depth, and each page's item held until no URD still active in
+the round could add an owner to it, then released with its final owners. When a round
+closes its URDs get their last check (the due bookkeeping).
+
+:class:`RoundEngine` holds that logic once; :class:`~webrace.rounds.local.LocalRounds` (one
+process, an in-memory frontier) and :class:`~webrace.rounds.redis.RedisRounds` (a frontier
+shared by every worker through Redis) differ in where rounds come from and where pages
+wait. The spider is an adapter: it turns the engine's :class:`Step` into requests and items.
+
+Counters go to ``stats`` under ``webrace/`` (Scrapy's stats collector, or :class:`Counts`).
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Callable, Iterable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from webrace.records.rounds import DONE, FAILED, Node, Offer
+from webrace.rounds.frontier import Frontier
+from webrace.traps import QueryVariants
+from webrace.urd import Urd
+from webrace.urls import in_scope
+
+logger = logging.getLogger(__name__)
+
+SENTINEL_PREFIX = "sentinel-"  # pseudo-URDs fetching the pages of due sentinels
+
+
+class Stats(Protocol):
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None: ...
+    def get_value(self, key: str, default: Any = None) -> Any: ...
+    def set_value(self, key: str, value: Any) -> None: ...
+
+
+class Counts(dict):
+    """A stats collector for the engine outside a crawl (tests, commands)."""
+
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
+        self[key] = self.get(key, start) + count
+
+    def get_value(self, key: str, default: Any = None) -> Any:
+        return self.get(key, default)
+
+    def set_value(self, key: str, value: Any) -> None:
+        self[key] = value
+
+
+@dataclass(frozen=True)
+class Limits:
+    page_budget: int = 0  # pages one URD may request per round (0: no limit)
+    max_queries: int = 100  # distinct query strings one path may show per round (traps)
+
+
+@dataclass
+class Round:
+    """A set of URDs crawled once. ``frontier`` is a :class:`~webrace.rounds.frontier.Frontier`
+    or, shared by every worker, a :class:`~webrace.distributed.frontier.RedisFrontier`; the
+    held items and counts are this process's own."""
+
+    id: str
+    urds: dict[str, Urd]
+    frontier: Any
+    started_ms: int
+    shared: bool = False
+    held: dict[str, tuple[Node, MutableMapping]] = field(default_factory=dict)  # waiting for final owners
+    owners_changed: bool = False
+    # link -> why no URD follows it ("" when an earlier round of this crawl counted it already)
+    not_followed: dict[str, str] = field(default_factory=dict)
+    sentinels: dict[str, list] = field(default_factory=dict)  # URL -> [(sentinel, digest it last saw)] due
+    queries: QueryVariants = field(default_factory=QueryVariants)
+    requested: Counter = field(default_factory=Counter)  # URD id -> pages requested for it (its budget)
+    due_at: dict[str, int] = field(default_factory=dict)  # URD id -> its next due when the round opened
+    start: list[Node] = field(default_factory=list)  # a local round's start pages, until requested
+
+    @property
+    def real_urds(self) -> list[str]:
+        """The round's URD ids without the sentinels' pseudo-URDs."""
+        return [i for i in self.urds if not i.startswith(SENTINEL_PREFIX)]
+
+
+@dataclass
+class Step:
+    """What the adapter does after an event: request ``fetch`` (a local round's new pages; a
+    shared round queues them in Redis) and emit ``items`` (``(node, item)``, owners filled)."""
+
+    fetch: list[Node] = field(default_factory=list)
+    items: list[tuple[Node, MutableMapping]] = field(default_factory=list)
+
+    def __iadd__(self, other: Step) -> Step:
+        self.fetch += other.fetch
+        self.items += other.items
+        return self
+
+
+class RoundEngine(ABC):
+    shared = False
+    delegation: Any = None  # IPMicra routing (a distributed worker's, set by the factory)
+
+    def __init__(self, limits: Limits | None = None, stats: Stats | None = None) -> None:
+        self.limits = limits or Limits()
+        self.stats = stats if stats is not None else Counts()
+        self.rounds: dict[str, Round] = {}  # the rounds this process has met, by id
+        # The summary counts distinct URLs per crawl, however many rounds see them.
+        self.discovered: set[str] = set()
+        self.ignored_before: set[str] = set()
+        self.on_open: Callable[[Round], None] | None = None  # told of each round this process meets
+
+    def _register(self, rnd: Round) -> Round:
+        self.rounds[rnd.id] = rnd
+        if self.on_open is not None:
+            self.on_open(rnd)
+        return rnd
+
+    # -- rounds (each implementation) -----------------------------------------------------
+
+    @abstractmethod
+    def round(self, round_id: str) -> Round | None:
+        """The round ``round_id``, if it is open (a shared one is read from Redis once)."""
+
+    @abstractmethod
+    def open_due(self, now_ms: int, only_ids: list[str] | None = None) -> Round | None:
+        """Open a round for the URDs due at ``now_ms`` (or ``only_ids``, due or not) that no
+        open round is crawling; None when there are none."""
+
+    @abstractmethod
+    def close_finished(self) -> list[Round]:
+        """Close the rounds with no page left to fetch; their URDs get their last check."""
+
+    def start(self, rnd: Round) -> list[Node]:
+        """The pages to request first, once (a shared round queued them when it opened)."""
+        nodes, rnd.start = rnd.start, []
+        return nodes
+
+    # -- pages ----------------------------------------------------------------------------
+
+    def node(self, round_id: str, context: dict) -> tuple[Round, Node]:
+        """The round and node a request was made for (``context``: its ``webrace`` meta)."""
+        rnd = self.round(round_id)
+        if rnd is None:  # e.g. resumed from a JOBDIR after the round state was lost
+            rnd = self._orphan(round_id)
+        node = Node(context["link"], context["parent"], context["depth"], dict(context["budgets"]))
+        if rnd.shared:  # the lease carried the node; merges since are caught by finish()
+            return rnd, node
+        return rnd, rnd.frontier.get(node.url) or rnd.frontier.adopt(node)
+
+    def _orphan(self, round_id: str) -> Round:
+        return self._register(Round(round_id, {}, Frontier(), 0))
+
+    def discover(self, url: str) -> bool:
+        """Count ``url`` as discovered the first time this crawl sees it."""
+        if url in self.discovered:
+            return False
+        self.discovered.add(url)
+        self._inc("discovered")
+        return True
+
+    def redirected(self, rnd: Round, node: Node, url: str) -> Step | None:
+        """``node`` was answered from ``url``: None to go on, or (the page was fetched in this
+        round already) the step that ends ``node`` as a duplicate."""
+        if url == node.url or rnd.frontier.alias(url, node):
+            return None
+        self._inc("duplicate")
+        return self.finish(rnd, node, DONE)
+
+    def fetched(self, rnd: Round, node: Node, item: MutableMapping) -> Step:
+        """A stored page (``node.links`` set): hold its item, follow its links for its URDs,
+        then release what can be released."""
+        self._inc("pages")
+        rnd.held[node.url] = (node, item)
+        step, expanded, budgets = Step(), {}, dict(node.budgets)
+        while True:  # until no URD was merged into the page while its links were followed
+            step.fetch += self._follow(rnd, node, budgets)
+            expanded.update(budgets)
+            ended, budgets = rnd.frontier.finish(node, DONE, expanded, keep_lease=True)
+            if not budgets:
+                break
+        step.items += self._release(rnd, ended, node)
+        return step
+
+    def finish(self, rnd: Round, node: Node, state: str = FAILED) -> Step:
+        """A page that gives no item (failed, refused, a duplicate)."""
+        ended, _ = rnd.frontier.finish(node, state)
+        return Step(items=list(self._release(rnd, ended)))
+
+    def written(self, round_id: str, urls: list[str]) -> None:
+        """The items of these pages are written (to the feeds): in a shared round their
+        leases end only now, so a worker dying before loses no page (see the lease scheduler)."""
+        rnd = self.rounds.get(round_id)
+        if rnd is not None and rnd.shared:
+            rnd.frontier.ack(urls)
+
+    def flush(self) -> Step:
+        """Release every held item whose owners are final, in every round."""
+        step = Step()
+        for rnd in list(self.rounds.values()):
+            step.items += self._release(rnd, {"*"})
+        return step
+
+    def wants_flush(self) -> bool:
+        """Whether a flush could release something now (asked when the crawl goes idle)."""
+        return any(rnd.held and (not rnd.shared or self._releasable(rnd)) for rnd in self.rounds.values())
+
+    def held(self) -> int:
+        return sum(len(rnd.held) for rnd in self.rounds.values())
+
+    def owners(self, rnd: Round, node: Node) -> dict[str, Any]:
+        """``owners``, ``urd_ids`` (without sentinels' pseudo-URDs) and ``urgent`` of a page."""
+        urds = [rnd.urds[i] for i in sorted(node.budgets) if i in rnd.urds]
+        return {
+            "owners": sorted({u.owner for u in urds}),
+            "urd_ids": [u.id for u in urds if not u.id.startswith(SENTINEL_PREFIX)],
+            "urgent": any(u.urgent for u in urds),
+        }
+
+    def take_sentinels(self, round_id: str | None, url: str) -> list | None:
+        """The sentinels due in this round on ``url``, once (for the sentinel middleware)."""
+        rnd = self.rounds.get(round_id or "")
+        if rnd is None or url not in rnd.sentinels:
+            return None
+        return rnd.sentinels.pop(url)
+
+    def round_urds(self, round_id: str | None) -> dict[str, Urd] | None:
+        rnd = self.rounds.get(round_id or "")
+        return rnd.urds if rnd is not None else None
+
+    # -- following ------------------------------------------------------------------------
+
+    def _offer_starts(self, rnd: Round, urds: Iterable[Urd]) -> list[Node]:
+        """Offer each URD's start page; the new ones are to be requested (coalesced by URL)."""
+        fetch = []
+        for urd in urds:
+            self.discover(urd.url)
+            rnd.requested[urd.id] += 1
+            verdict, _ = rnd.frontier.offer(urd.url, None, 0, {urd.id: urd.depth})
+            if verdict is Offer.NEW:
+                fetch.append(rnd.frontier.get(urd.url))
+            else:
+                self._inc("coalesced")
+        return fetch
+
+    def _follow(self, rnd: Round, node: Node, budgets: dict[str, int]) -> list[Node]:
+        """Offer ``node``'s links to the frontier for each URD in ``budgets`` that still has
+        depth left and whose scope holds the link; carry URDs merged into pages already
+        done through their stored links, without fetching them again. Returns the new
+        pages a local round requests (a shared frontier has queued them)."""
+        fetch: list[Node] = []
+        stack = [(node, budgets)]
+        while stack:
+            parent, parent_budgets = stack.pop()
+            offers, not_followed = [], []
+            known = rnd.frontier.known(parent.links) if parent.links else set()
+            for link in parent.links:
+                child: dict[str, int] = {}
+                reason = "depth"
+                for urd_id, remaining in parent_budgets.items():
+                    urd = rnd.urds.get(urd_id)
+                    if urd is None or remaining <= 0:
+                        continue
+                    if not in_scope(link, urd.url, urd.scope):
+                        reason = "scope"
+                    else:
+                        child[urd_id] = remaining - 1
+                if child and link not in known:  # a page new to the round: trap rules, budgets
+                    if not rnd.queries.admit(link):
+                        child, reason = {}, "trap"
+                    else:
+                        child = {u: r for u, r in child.items() if self._within_budget(rnd, u)}
+                        reason = "budget"
+                if child:
+                    offers.append((link, child))
+                else:
+                    not_followed.append((link, reason))
+            self._not_followed(rnd, not_followed)
+            results = rnd.frontier.offer_many(parent.url, parent.depth + 1, offers)
+            for (link, _), (verdict, gained, state) in zip(offers, results, strict=True):
+                if verdict is Offer.NEW:
+                    reason = rnd.not_followed.pop(link, None)
+                    if reason:  # another path reached it after all
+                        self._inc(f"ignored/{reason}", -1)
+                    if not rnd.shared:
+                        fetch.append(rnd.frontier.get(link))
+                elif verdict is Offer.MERGED:
+                    self._inc("coalesced")
+                    if state == DONE:
+                        rnd.owners_changed = True
+                        if any(r > 0 for r in gained.values()):
+                            stack.append((rnd.frontier.get(link), gained))
+                else:
+                    self._inc("duplicate")
+        return fetch
+
+    def _within_budget(self, rnd: Round, urd_id: str) -> bool:
+        """Whether ``urd_id`` may request one more page this round (and count it)."""
+        budget = self.limits.page_budget
+        if budget and rnd.requested[urd_id] >= budget:
+            key = f"webrace/budget_reached/{urd_id}"
+            if not self.stats.get_value(key):
+                logger.warning("URD %s reached its page budget (WEBRACE_MAX_PAGES_PER_URD=%d) this round",
+                               urd_id, budget)
+            self.stats.set_value(key, budget)
+            return False
+        rnd.requested[urd_id] += 1
+        return True
+
+    def _not_followed(self, rnd: Round, links: list[tuple[str, str]]) -> None:
+        """Count links no URD follows, once per crawl, and only while no other path has
+        brought them into the frontier (then they were not ignored after all)."""
+        fresh = [(link, reason) for link, reason in links if link not in rnd.not_followed]
+        known = rnd.frontier.known([link for link, _ in fresh]) if fresh else set()
+        for link, reason in fresh:
+            if link not in known and link not in rnd.not_followed:
+                counted = link not in self.ignored_before
+                rnd.not_followed[link] = reason if counted else ""
+                if counted:
+                    self._inc(f"ignored/{reason}")
+
+    # -- holding items until their owners are final ---------------------------------------
+
+    def _release(self, rnd: Round, ended: set[str], node: Node | None = None) -> list[tuple[Node, MutableMapping]]:
+        """The held items whose owners can no longer grow: no URD still active that could
+        reach the page (its scope holds it) is missing from the page's URDs. In a shared
+        round other workers end URDs too, so every held item is looked at."""
+        if ended or rnd.owners_changed or rnd.shared:
+            candidates = list(rnd.held)
+        else:
+            candidates = [node.url] if node is not None and node.url in rnd.held else []
+        rnd.owners_changed = False
+        out: list[tuple[Node, MutableMapping]] = []
+        if not candidates:
+            return out
+        # A page that every URD of the round reached can gain no owner: no need to ask.
+        for url in [url for url in candidates if len(rnd.held[url][0].budgets) >= len(rnd.urds)]:
+            out.append(self._complete(rnd, *rnd.held.pop(url)))
+        candidates = [url for url in candidates if url in rnd.held]
+        if not candidates:
+            return out
+        # other workers may have merged URDs into a shared page: read it again with the actives
+        active, nodes = rnd.frontier.snapshot(candidates if rnd.shared else [])
+        for url in candidates:
+            held_node, item = rnd.held[url]
+            current = nodes.get(url) or held_node
+            if not self._may_gain_owners(rnd, current, active):
+                del rnd.held[url]
+                out.append(self._complete(rnd, current, item))
+        return out
+
+    def _releasable(self, rnd: Round) -> bool:
+        active = rnd.frontier.active_urds()
+        return any(not self._may_gain_owners(rnd, rnd.frontier.get(url) or node, active)
+                   for url, (node, _) in rnd.held.items())
+
+    @staticmethod
+    def _may_gain_owners(rnd: Round, node: Node, active: set[str]) -> bool:
+        for urd_id in active:
+            if urd_id not in node.budgets:
+                urd = rnd.urds.get(urd_id)
+                if urd is not None and in_scope(node.url, urd.url, urd.scope):
+                    return True
+        return False
+
+    def _complete(self, rnd: Round, node: Node, item: MutableMapping) -> tuple[Node, MutableMapping]:
+        item.update(self.owners(rnd, node))
+        item["round"] = rnd.id
+        return node, item
+
+    def _closed(self, rnd: Round) -> None:
+        """Forget a closed round (its links ignored stay counted for the crawl)."""
+        self.ignored_before.update(rnd.not_followed)
+        self.rounds.pop(rnd.id, None)
+
+    def _inc(self, key: str, n: int = 1) -> None:
+        if n:
+            self.stats.inc_value(f"webrace/{key}", n)
+
+
+__all__ = ["SENTINEL_PREFIX", "Counts", "Limits", "Round", "RoundEngine", "Stats", "Step"]

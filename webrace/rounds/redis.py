@@ -1,0 +1,97 @@
+"""Rounds shared by every worker through Redis (distributed mode).
+
+``scrapy urd schedule`` opens and closes rounds (:meth:`RedisRounds.open_due`,
+:meth:`RedisRounds.close_finished`); a worker meets a round when it leases one of its pages
+and reads the round's URDs from Redis then, so workers need no URD-DB of their own. A page
+offered for the first time is queued in Redis in the same step that records it (the
+:class:`~webrace.distributed.frontier.RedisFrontier`), so a :class:`Step` of a shared round
+never names pages to fetch: workers lease them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from webrace.distributed.registry import RoundRegistry
+from webrace.rounds.engine import Limits, Round, RoundEngine, Stats
+from webrace.traps import QueryVariants
+from webrace.urd import now_millis
+
+if TYPE_CHECKING:
+    from webrace.backends.base import UrdStore
+
+logger = logging.getLogger(__name__)
+
+
+class RedisRounds(RoundEngine):
+    shared = True
+
+    def __init__(self, registry: RoundRegistry, urd_store: Callable[[], UrdStore] | None = None,
+                 limits: Limits | None = None, stats: Stats | None = None) -> None:
+        super().__init__(limits, stats)
+        self.registry = registry
+        self.urd_store = urd_store  # where `scrapy urd schedule` runs; workers have none
+
+    def round(self, round_id: str) -> Round | None:
+        rnd = self.rounds.get(round_id)
+        if rnd is None:
+            urds = self.registry.urds(round_id)
+            if not urds:
+                return None
+            rnd = self._register(Round(
+                round_id, urds, self.registry.frontier(round_id),
+                self.registry.opened_at(round_id) or now_millis(), shared=True,
+                queries=QueryVariants(self.limits.max_queries)))
+        return rnd
+
+    def open_due(self, now_ms: int, only_ids: list[str] | None = None) -> Round | None:
+        """A round for the due URDs (or ``only_ids``) that no open round is crawling."""
+        busy = {urd_id for round_id in self.registry.open_rounds() for urd_id in self.registry.urd_ids(round_id)}
+        with self._store() as store:
+            if only_ids:
+                urds = [u for u in (store.get(i) for i in only_ids) if u is not None]
+            else:
+                urds = store.due(now_ms)
+        urds = [u for u in urds if u.id not in busy]
+        round_id = self.registry.open(urds, now_ms)
+        if round_id is None:
+            return None
+        rnd = self.round(round_id)
+        self._offer_starts(rnd, urds)  # queued in Redis for the workers (coalesced by URL)
+        return rnd
+
+    def lost_rounds(self) -> list[str] | None:
+        """None, or (Redis came back empty) the rounds this process knew: forgotten here, with
+        their held items (their URDs were not checked, so a new round takes them)."""
+        if not self.registry.lost():
+            return None
+        lost = sorted(self.rounds)
+        for round_id in lost:
+            self.rounds.pop(round_id)
+        return lost
+
+    def close_finished(self) -> list[Round]:
+        """Close the open rounds nothing is queued or leased of: their URDs get their last
+        check (the time the round opened)."""
+        closed = []
+        for round_id in self.registry.open_rounds():
+            if not self.registry.finished(round_id):
+                continue
+            rnd = self.round(round_id)
+            if rnd is not None:
+                with self._store() as store:
+                    store.mark_checked(rnd.real_urds, rnd.started_ms)
+                closed.append(rnd)
+                self._closed(rnd)
+            self.registry.close(round_id)
+        return closed
+
+    def _store(self) -> UrdStore:
+        if self.urd_store is None:
+            raise RuntimeError("this worker has no URD-DB: rounds are opened by `scrapy urd schedule`")
+        return self.urd_store()
+
+
+__all__ = ["RedisRounds"]

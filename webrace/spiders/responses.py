@@ -1,0 +1,211 @@
+"""From a response to a stored page: links extracted, the fetch recorded in the object cache,
+the page described as a :class:`~webrace.items.Page` item (no owners yet: the round engine
+fills them in when it releases the item); the rules run over it. Used by the URD spider.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from http import HTTPStatus
+from typing import Any
+
+from scrapy.crawler import Crawler
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+    ResponseDataLossError,
+)
+from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.utils.response import get_base_url
+from twisted.internet import error as twisted_errors
+
+from webrace.extractor import UrlExtractor
+from webrace.items import Page
+from webrace.middlewares.recrawl import CONDITIONAL, LOOKED_UP
+from webrace.records.metainfo import MetaInfo
+from webrace.records.rounds import Node
+from webrace.store.cache import ObjectCache
+from webrace.urd import now_millis
+from webrace.urls import media_type
+
+logger = logging.getLogger(__name__)
+
+
+class PageRecorder:
+    def __init__(self, cache: ObjectCache, extractor: UrlExtractor, stats: object,
+                 discover: Callable[[str], bool]) -> None:
+        self.cache = cache
+        self.extractor = extractor
+        self.stats = stats
+        self.discover = discover  # counts a URL the first time the crawl sees it
+
+    def fetched(self, node: Node, response: Response) -> Page:
+        """A full response: extract its links (into ``node.links``), store it, describe it."""
+        status = response.status
+        if status >= 400:
+            self._inc(f"failed/http_{status}")
+        elif _is_binary(response) or not isinstance(response, HtmlResponse):
+            self._inc("not_html")
+        else:
+            node.links = self._extract(response)
+        looked_up = response.request.meta.get(LOOKED_UP)
+        recorded = self.cache.record_fetch(
+            response.url, status, response.body,
+            fetched=now_millis(), header=_header_text(response), links=node.links,
+            ip=str(response.ip_address) if response.ip_address else None,
+            etag=_header(response, b"ETag"), lastmodified=_header(response, b"Last-Modified"),
+            previous=looked_up["meta"] if looked_up and looked_up["url"] == response.url else ...,
+        )
+        if response.request.meta.get(CONDITIONAL) and 200 <= status < 300:
+            self.stats.inc_value("recrawl/unchanged_body" if recorded.unchanged else "recrawl/modified")
+        return _page(node, response.url, status, media_type(response.headers.get(b"Content-Type")),
+                     len(response.body), recorded.meta, recorded.version, recorded.new_version, False)
+
+    def not_modified(self, node: Node, response: Response) -> Page | None:
+        """A 304: answered from the meta-info store, its stored links followed (seed 003
+        section 5.1); the body is neither downloaded nor parsed. None: a 304 nobody asked for."""
+        conditional = response.request.meta.get(CONDITIONAL)
+        if not conditional or conditional["url"] != response.url:
+            self._inc("failed/unexpected_304")
+            return None
+        meta = self.cache.record_not_modified(
+            conditional["meta"], now_millis(), _header(response, b"ETag"), _header(response, b"Last-Modified"))
+        node.links = list(meta.links)
+        for url in node.links:  # the stored links were found on the page too
+            self.discover(url)
+        return _page(node, response.url, 304, media_type(meta.header_value("Content-Type")), meta.size,
+                     meta, meta.version, False, True)
+
+    def enqueued(self, node: Node, base_url: str, urls: list[str]) -> None:
+        """URLs rules enqueued become links of the page (through the same checks as its
+        own links), so the URDs' scope and depth decide which are crawled."""
+        known = set(node.links)
+        for raw in urls:
+            verdict, url = self.extractor.judge(str(raw).strip(), base_url)
+            if verdict is not None:
+                self._inc("rules/enqueue_refused")
+            elif url not in known:
+                known.add(url)
+                node.links.append(url)
+
+    def _extract(self, response: HtmlResponse) -> list[str]:
+        try:
+            extraction = self.extractor.extract(response.selector, get_base_url(response))
+        except (ValueError, TypeError) as exc:  # lxml could not make a tree of it
+            logger.warning("Could not parse %s: %s", response.url, exc)
+            self._inc("error/parse")
+            return []
+        self._inc("expanded")
+        for url in extraction.links:
+            self.discover(url)
+        for url, counter in extraction.rejected:
+            if self.discover(url):
+                self._inc(counter)
+        return extraction.links
+
+    def _inc(self, key: str) -> None:
+        self.stats.inc_value(f"webrace/{key}")
+
+
+async def run_rules(scout: Any, response: Response, item: Page, cache: ObjectCache) -> Any:
+    """A Scout template's rules over this document: the response's body, or for a 304 the
+    stored one (read in the rules thread)."""
+    if 200 <= response.status < 300:
+        headers = {k.decode("latin-1"): b", ".join(v).decode("latin-1") for k, v in response.headers.items()}
+        return await scout.process(response.url, response.body, headers, response.status, item["version"])
+    if response.status != 304:
+        return None
+    meta = response.request.meta[CONDITIONAL]["meta"]
+
+    def stored() -> bytes | None:
+        if meta.dropped or not meta.digest:
+            return None
+        try:
+            return cache.objects.get(meta.digest)
+        except (LookupError, ValueError, OSError) as exc:
+            logger.warning("Rules skip %s: stored body unreadable: %s", response.url, exc)
+            return None
+
+    return await scout.process(response.url, stored, meta.headers(), meta.status, meta.version)
+
+
+class CrawlStats:
+    """The crawl's stats collector for the round engine, looked up when used (Scrapy sets
+    ``crawler.stats`` only when the crawl starts)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
+        self.crawler.stats.inc_value(key, count, start)
+
+    def get_value(self, key: str, default: Any = None) -> Any:
+        return self.crawler.stats.get_value(key, default)
+
+    def set_value(self, key: str, value: Any) -> None:
+        self.crawler.stats.set_value(key, value)
+
+
+def _page(node: Node, url: str, status: int, content_type: str, size: int, meta: MetaInfo,
+          version: int | None, new_version: bool, not_modified: bool) -> Page:
+    return Page(
+        url=url,
+        parent_url=node.parent_url,
+        depth=node.depth,
+        status=status,
+        content_type=content_type,
+        size=size,
+        links=list(node.links),
+        ip=meta.ip,
+        fetched_at=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        not_modified=not_modified,
+        version=version,
+        new_version=new_version,
+        digest=meta.digest,
+        kept=version is not None and not meta.dropped,
+    )
+
+
+def _header(response: Response, name: bytes) -> str | None:
+    value = response.headers.get(name)
+    return value.decode("latin-1") if value else None
+
+
+def _header_text(response: Response) -> str:
+    """The response's status line and headers, as the seed's meta-info keeps them."""
+    try:
+        reason = HTTPStatus(response.status).phrase
+    except ValueError:
+        reason = ""
+    headers = response.headers.to_string().decode("latin-1").replace("\r\n", "\n")
+    return f"HTTP/1.1 {response.status} {reason}\n{headers}".rstrip()
+
+
+def _is_binary(response: Response) -> bool:
+    """A body that is not text whatever its headers say (NUL bytes near the start)."""
+    return not isinstance(response, TextResponse) or b"\x00" in response.body[:2048]
+
+
+def failure_reason(exc: BaseException) -> str:
+    """Short counter name for why a fetch failed."""
+    if isinstance(exc, (CannotResolveHostError, twisted_errors.DNSLookupError)):
+        return "dns"
+    if isinstance(exc, (DownloadConnectionRefusedError, twisted_errors.ConnectionRefusedError)):
+        return "refused"
+    if isinstance(exc, (DownloadTimeoutError, twisted_errors.TimeoutError, twisted_errors.TCPTimedOutError)):
+        return "timeout"
+    if isinstance(exc, DownloadCancelledError):
+        return "too_large" if "size" in str(exc).lower() else "cancelled"
+    if isinstance(exc, ResponseDataLossError):
+        return "data_loss"
+    if isinstance(exc, IgnoreRequest) and "redirect" in str(exc).lower():
+        return "redirects"
+    if isinstance(exc, (twisted_errors.ConnectError, twisted_errors.ConnectionLost, DownloadFailedError)):
+        return "connection"
+    return type(exc).__name__.lower()
