@@ -5,9 +5,14 @@ one place (``REDIS_URL`` read only by the factory and the settings)."""
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
+from scrapy.settings import Settings
+
+from webrace.spiders.dynabot import DynaBotSpider
+from webrace.spiders.urd import UrdSpider
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "webrace"
@@ -103,8 +108,6 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
             if len(component) > 1:
                 cycles.append(sorted(component))
 
-    import sys
-
     sys.setrecursionlimit(10_000)
     for v in graph:
         if v not in index:
@@ -143,3 +146,14 @@ def test_the_mode_is_read_only_by_the_factory_and_the_settings(name):
     readers = [str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py")
                if p not in allowed and f'"{name}"' in p.read_text(encoding="utf-8")]
     assert readers == []
+
+
+def test_the_lease_scheduler_is_configured_only_in_distributed_mode():
+    def scheduler(spider, **values):
+        settings = Settings({"SCHEDULER": "scrapy.core.scheduler.Scheduler", **values})
+        spider.update_settings(settings)
+        return settings["SCHEDULER"]
+
+    assert scheduler(UrdSpider) == "scrapy.core.scheduler.Scheduler"
+    assert scheduler(UrdSpider, REDIS_URL="redis://127.0.0.1:1/0") == "webrace.distributed.scheduler.LeaseScheduler"
+    assert scheduler(DynaBotSpider, REDIS_URL="redis://127.0.0.1:1/0") == "scrapy.core.scheduler.Scheduler"
