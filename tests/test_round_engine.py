@@ -66,7 +66,7 @@ def crawl(engine, rnd, site, fail=()):
             step = engine.finish(rnd, node, FAILED)
         else:
             node.links = list(site.get(node.url, []))
-            step = engine.fetched(rnd, node, {"url": node.url})
+            step = engine.fetched(rnd, node, {"url": node.url, "depth": node.depth, "parent_url": node.parent_url})
         queue += step.fetch
         write(engine, step, items)
     write(engine, engine.flush(), items)
@@ -229,3 +229,77 @@ def test_a_round_whose_closing_fails_is_closed_all_the_same(tmp_path):
     assert engine.current is None and engine.close_finished() == []
     broken.clear()
     assert engine.open_due(now_millis()) is not None  # not checked: due again
+
+
+def test_sentinels_pseudo_urds_give_owners_but_no_urd_ids(tmp_path):
+    """Issue 17: a page fetched for a sentinel names its owner, not a 'sentinel-...' URD id, and
+    the round's URD count leaves the pseudo-URDs out."""
+    path = tmp_path / "urd.sqlite"
+    engine = LocalRounds(lambda: SqliteUrdStore(path))
+    watched = Urd(id="sentinel-0123456789ab", owner="carol", url="http://a.test/", depth=0, timing=HOUR)
+    rnd = engine.open([Urd(id="u1", owner="ann", url="http://a.test/", depth=0, timing=HOUR), watched],
+                      now_millis())
+    items, _ = crawl(engine, rnd, SITE)
+    assert items["http://a.test/"]["owners"] == ["ann", "carol"]
+    assert items["http://a.test/"]["urd_ids"] == ["u1"]
+    assert rnd.real_urds == ["u1"]
+
+
+
+# -- depth, scope and coalescing (were end-to-end crawls; the spider only adapts these) ------
+
+def test_depth_zero_fetches_only_the_urd_page(make_engine):
+    engine = make_engine()
+    add(make_engine.store, Urd(id="u1", owner="alice", url="http://a.test/", depth=0, timing=HOUR))
+    items, fetched = crawl(engine, engine.open_due(now_millis()), {"http://a.test/": ["http://a.test/x"]})
+    assert fetched == ["http://a.test/"] and list(items) == ["http://a.test/"]
+    assert engine.stats["webrace/ignored/depth"] == 1
+
+
+def test_depth_limit_follows_links_exactly_n_levels(make_engine):
+    chain = {"http://a.test/": ["http://a.test/l1"], "http://a.test/l1": ["http://a.test/l2"],
+             "http://a.test/l2": ["http://a.test/l3"]}
+    engine = make_engine()
+    add(make_engine.store, Urd(id="u1", owner="alice", url="http://a.test/", depth=2, timing=HOUR))
+    items, fetched = crawl(engine, engine.open_due(now_millis()), chain)
+    assert sorted(fetched) == ["http://a.test/", "http://a.test/l1", "http://a.test/l2"]
+    assert {u: i["depth"] for u, i in items.items()} == {"http://a.test/": 0, "http://a.test/l1": 1,
+                                                         "http://a.test/l2": 2}
+    assert items["http://a.test/l2"]["parent_url"] == "http://a.test/l1"
+
+
+@pytest.mark.parametrize(("scope", "followed"), [
+    ("host", set()),
+    ("domain", {"http://news.site.test/s"}),
+    ("any", {"http://news.site.test/s", "http://other.test/f"}),
+])
+def test_scope_decides_which_hosts_a_urd_follows(make_engine, scope, followed):
+    site = {"http://www.site.test/": ["http://news.site.test/s", "http://other.test/f"]}
+    engine = make_engine()
+    add(make_engine.store, Urd(id="u1", owner="alice", url="http://www.site.test/", depth=1, timing=HOUR,
+                               scope=scope))
+    items, fetched = crawl(engine, engine.open_due(now_millis()), site)
+    assert set(fetched) - {"http://www.site.test/"} == followed
+    assert engine.stats.get("webrace/ignored/scope", 0) == 2 - len(followed)
+
+
+def test_two_urds_naming_the_same_link_are_one_request(make_engine):
+    engine = make_engine()
+    add(make_engine.store, Urd(id="a1", owner="alice", url="http://a.test/", depth=0, timing=HOUR),
+        Urd(id="b1", owner="bob", url="http://a.test/", depth=0, timing=HOUR))
+    items, fetched = crawl(engine, engine.open_due(now_millis()), {})
+    assert fetched == ["http://a.test/"]
+    assert items["http://a.test/"]["owners"] == ["alice", "bob"] and items["http://a.test/"]["urd_ids"] == ["a1", "b1"]
+    assert engine.stats["webrace/coalesced"] == 1
+
+
+def test_overlapping_subtrees_fetch_each_page_once(make_engine):
+    site = {"http://a.test/": ["http://a.test/a", "http://a.test/b"], "http://a.test/a": ["http://a.test/c"],
+            "http://a.test/b": ["http://a.test/c"], "http://a.test/c": ["http://a.test/"]}
+    engine = make_engine()
+    add(make_engine.store, Urd(id="a1", owner="alice", url="http://a.test/a", depth=1, timing=HOUR),
+        Urd(id="b1", owner="bob", url="http://a.test/b", depth=1, timing=HOUR),
+        Urd(id="c1", owner="carol", url="http://a.test/", depth=3, timing=HOUR))
+    items, fetched = crawl(engine, engine.open_due(now_millis()), site)
+    assert sorted(fetched) == ["http://a.test/", "http://a.test/a", "http://a.test/b", "http://a.test/c"]
+    assert items["http://a.test/c"]["owners"] == ["alice", "bob", "carol"]
