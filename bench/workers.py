@@ -35,7 +35,8 @@ import redis
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from recrawl import SiteServer, plot_pages_done  # noqa: E402 - a sibling script, not a package
+from politeness import baseline_code  # noqa: E402 - sibling scripts, not a package
+from recrawl import SiteServer, plot_pages_done  # noqa: E402
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 BASELINE_REV = "baf83f6"  # before the round engine (issue 18)
@@ -53,17 +54,6 @@ class Result:
     @property
     def pages_per_s(self) -> float:
         return self.pages / self.span if self.span else 0.0
-
-
-def baseline_code(tmp: Path, rev: str) -> Path:
-    """The packages of revision ``rev`` of this repository, extracted under ``tmp``."""
-    target = tmp / f"baseline-{rev}"
-    if not target.exists():
-        target.mkdir()
-        archive = subprocess.run(["git", "-C", str(HERE.parent), "archive", rev, "webrace", "rules", "scd"],
-                                 capture_output=True, check=True)
-        subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
-    return target
 
 
 def scrapy_env(data: Path, redis_prefix: str | None, code: Path | None = None) -> dict[str, str]:
