@@ -9,9 +9,9 @@ import redis
 from conftest import redis_space
 from scrapy.settings import Settings
 
-from webrace.backends import open_metainfo_store
+from webrace.backends import RedisUnavailable, connect, open_metainfo_store
 from webrace.backends.base import Version
-from webrace.backends.redis import RedisMetaInfoStore, RedisUnavailable, connect, safe_url
+from webrace.backends.redis import RedisMetaInfoStore, safe_url
 from webrace.backends.sqlite import SqliteMetaInfoStore
 from webrace.records.metainfo import MetaInfo
 from webrace.store.objects import digest_of

@@ -12,7 +12,8 @@ import pytest
 from conftest import urd
 from scrapy.settings import Settings
 
-from webrace.backends.redis import RedisUnavailable, connect, safe_url
+from webrace.backends import RedisUnavailable, connect
+from webrace.backends.redis import safe_url
 from webrace.backends.sqlite import SqliteUrdStore
 from webrace.commands.urd import format_table
 from webrace.scout.template import TemplateError, parse_template

@@ -12,6 +12,22 @@ from pathlib import Path
 from typing import Any
 
 from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore, Version
+from webrace.backends.redis import (
+    RedisAciStore,
+    RedisMetaInfoStore,
+    RedisObjectStore,
+    RedisResultsStore,
+    RedisUnavailable,
+    connect_url,
+    prefix,
+)
+from webrace.backends.sqlite import (
+    SqliteAciStore,
+    SqliteMetaInfoStore,
+    SqliteResultsStore,
+    SqliteSentinelStore,
+    SqliteUrdStore,
+)
 from webrace.distributed.delegation import RedisDelegation
 from webrace.distributed.registry import RoundRegistry
 from webrace.rounds.engine import Limits, RoundEngine
@@ -31,52 +47,36 @@ def data_dir(settings: Any) -> Path:
 
 def open_urd_store(settings: Any) -> UrdStore:
     """The URD-DB. It stays where the scheduler runs, so it is SQLite in both modes."""
-    from webrace.backends.sqlite import SqliteUrdStore
-
     return SqliteUrdStore(data_dir(settings) / "urd.sqlite")
 
 
 def open_metainfo_store(settings: Any) -> MetaInfoStore:
     """The object cache's index and meta-info store: shared in Redis when ``REDIS_URL`` is
     set (a page stored by one worker is re-crawled conditionally by any other)."""
-    if settings.get("REDIS_URL"):
-        from webrace.backends.redis import RedisMetaInfoStore, connect, prefix
-
+    if distributed(settings):
         return RedisMetaInfoStore(connect(settings), prefix(settings))
-    from webrace.backends.sqlite import SqliteMetaInfoStore
-
     return SqliteMetaInfoStore(data_dir(settings) / "cache.sqlite")
 
 
 def open_aci_store(settings: Any) -> AciStore:
     """The ACI store: in Redis with ``REDIS_URL`` (every worker adds to one store), else
     embedded (``WEBRACE_DATA_DIR/aci.sqlite``)."""
-    if settings.get("REDIS_URL"):
-        from webrace.backends.redis import RedisAciStore, connect, prefix
-
+    if distributed(settings):
         return RedisAciStore(connect(settings), prefix(settings))
-    from webrace.backends.sqlite import SqliteAciStore
-
     return SqliteAciStore(data_dir(settings) / "aci.sqlite")
 
 
 def open_results_store(settings: Any) -> ResultsStore:
     """Scout's results table: in Redis with ``REDIS_URL`` (shared by every worker), else
     ``WEBRACE_DATA_DIR/results.sqlite``."""
-    if settings.get("REDIS_URL"):
-        from webrace.backends.redis import RedisResultsStore, connect, prefix
-
+    if distributed(settings):
         return RedisResultsStore(connect(settings), prefix(settings))
-    from webrace.backends.sqlite import SqliteResultsStore
-
     return SqliteResultsStore(data_dir(settings) / "results.sqlite")
 
 
 def open_sentinel_store(settings: Any) -> SentinelStore:
     """Sentinels, their page digests and notifications (``WEBRACE_DATA_DIR/sentinels.sqlite``;
     kept where `scrapy sentinel` and the crawl run)."""
-    from webrace.backends.sqlite import SqliteSentinelStore
-
     return SqliteSentinelStore(data_dir(settings) / "sentinels.sqlite")
 
 
@@ -85,13 +85,17 @@ def distributed(settings: Any) -> bool:
     return bool(settings.get("REDIS_URL"))
 
 
+def connect(settings: Any) -> Any:
+    """A checked client of the distributed mode's Redis (``REDIS_URL``); ``RedisUnavailable``
+    (one line, no password) when it cannot be had."""
+    return connect_url(settings.get("REDIS_URL") or "", settings)
+
+
 def open_object_cache(settings: Any) -> ObjectCache:
     """The object cache: the meta-info index (:func:`open_metainfo_store`) and the bodies, in
     ``WEBRACE_DATA_DIR/objects`` or, distributed, in Redis too (any worker reads what another
     stored)."""
     if distributed(settings):
-        from webrace.backends.redis import RedisObjectStore, connect, prefix
-
         objects: ObjectStore = RedisObjectStore(connect(settings), prefix(settings))
     else:
         objects = ObjectStore(data_dir(settings) / "objects")
@@ -109,8 +113,6 @@ def open_round_engine(settings: Any, stats: Any = None, sentinels: Any = None,
     urd_store = (lambda: open_urd_store(settings)) if with_urd_store else None
     if not distributed(settings):
         return LocalRounds(urd_store, limits, stats, sentinels)
-    from webrace.backends.redis import connect, prefix
-
     client, key_prefix = connect(settings), prefix(settings)
     delegation = None
     if worker and settings.getbool("WEBRACE_DELEGATION"):
@@ -122,6 +124,6 @@ def open_round_engine(settings: Any, stats: Any = None, sentinels: Any = None,
     return engine
 
 
-__all__ = ["AciStore", "MetaInfoStore", "ResultsStore", "SentinelStore", "UrdStore", "Version", "data_dir",
-           "distributed", "open_aci_store", "open_metainfo_store", "open_object_cache", "open_results_store",
-           "open_round_engine", "open_sentinel_store", "open_urd_store"]
+__all__ = ["AciStore", "MetaInfoStore", "RedisUnavailable", "ResultsStore", "SentinelStore", "UrdStore", "Version",
+           "connect", "data_dir", "distributed", "open_aci_store", "open_metainfo_store", "open_object_cache",
+           "open_results_store", "open_round_engine", "open_sentinel_store", "open_urd_store"]

@@ -1,7 +1,8 @@
 """Distributed state stores: Redis, every key under ``WEBRACE_REDIS_PREFIX``.
 
-The client is scrapy-redis's (``REDIS_URL``, ``REDIS_PARAMS``), so the queue and the stores
-share one connection setup. Credentials in ``REDIS_URL`` never reach a log or a message.
+The client is scrapy-redis's (built from the settings, ``REDIS_PARAMS`` included); the mode
+and the URL are the factory's (``webrace.backends``). A password in the URL never reaches a
+log or a message.
 
 Keys (``P`` is the prefix, default ``webrace:``):
 
@@ -11,7 +12,7 @@ Keys (``P`` is the prefix, default ``webrace:``):
 - ``P refs``              hash: digest -> number of versions pointing to it (drops, prune)
 - ``P aci`` / ``P aci:owner:<owner>`` / ``P aci:undelivered``  the ACI store (``RedisAciStore``)
 - ``P results:doc`` / ``P results:rule:<name>`` / ``P results:rules``  Scout's results table
-- ``P round:<id>:...``    a round's URDs and shared frontier (``redisfrontier``, ``redisrounds``)
+- ``P round:<id>:...``    a round's URDs and shared frontier (``webrace.distributed``)
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ DEFAULT_PREFIX = "webrace:"
 
 
 class RedisUnavailable(RuntimeError):
-    """Redis cannot be reached, or ``REDIS_URL`` is not a Redis URL: one line naming the URL
-    (without its password) and what to do."""
+    """Redis cannot be reached, or the configured URL is not a Redis URL: one line naming the
+    URL (without its password) and what to do."""
 
 
 # The user information of a URL (``user:password@``), and query parameters that carry a
@@ -71,10 +72,11 @@ def _one_line(exc: BaseException, url: str) -> str:
     return text
 
 
-def connect(settings: Any) -> redis.Redis:
-    """A client for ``REDIS_URL``, checked with a PING; :class:`RedisUnavailable` if the URL
-    is not a Redis URL (a bad port, no scheme) or the server cannot be reached."""
-    url = settings.get("REDIS_URL") or ""
+def connect_url(url: str, settings: Any) -> redis.Redis:
+    """A client for ``url`` (the factory's ``webrace.backends.connect`` passes the configured
+    one; scrapy-redis builds the client from the settings, ``REDIS_PARAMS`` included), checked
+    with a PING; :class:`RedisUnavailable` if the URL is not a Redis URL (a bad port, no
+    scheme) or the server cannot be reached."""
     shown = safe_url(url) if url else "the REDIS_HOST/REDIS_PORT settings"
     try:
         client = get_redis_from_settings(settings)

@@ -55,7 +55,7 @@ class Command(ScrapyCrawl):
     def _redis_problems(self, spider: str) -> list[str]:
         if not distributed(self.settings):
             return []
-        from webrace.backends.redis import RedisUnavailable, connect
+        from webrace.backends import RedisUnavailable, connect
 
         try:
             connect(self.settings).close()
