@@ -157,3 +157,27 @@ def test_the_lease_scheduler_is_configured_only_in_distributed_mode():
     assert scheduler(UrdSpider) == "scrapy.core.scheduler.Scheduler"
     assert scheduler(UrdSpider, REDIS_URL="redis://127.0.0.1:1/0") == "webrace.distributed.scheduler.LeaseScheduler"
     assert scheduler(DynaBotSpider, REDIS_URL="redis://127.0.0.1:1/0") == "scrapy.core.scheduler.Scheduler"
+
+
+def test_the_round_engine_imports_neither_scrapy_nor_twisted():
+    """``webrace.rounds`` and every WebRACE module it imports, at module level."""
+    modules = {_module(p): p for p in PACKAGE.rglob("*.py")}
+    graph = _graph(with_nested=False)
+    seen, todo = set(), [m for m in modules if m.startswith("webrace.rounds")]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += graph[name]
+    offenders = []
+    for name in sorted(seen):
+        tree = ast.parse(modules[name].read_text(encoding="utf-8"))
+        for node in tree.body:  # module level (a TYPE_CHECKING block is not run)
+            if isinstance(node, ast.Import):
+                roots = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                roots = [(node.module or "").split(".")[0]]
+            else:
+                continue
+            offenders += [f"{name}: {r}" for r in roots if r in ("scrapy", "twisted")]
+    assert "webrace.rounds.engine" in seen and offenders == []
