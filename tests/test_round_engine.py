@@ -303,3 +303,12 @@ def test_overlapping_subtrees_fetch_each_page_once(make_engine):
     items, fetched = crawl(engine, engine.open_due(now_millis()), site)
     assert sorted(fetched) == ["http://a.test/", "http://a.test/a", "http://a.test/b", "http://a.test/c"]
     assert items["http://a.test/c"]["owners"] == ["alice", "bob", "carol"]
+
+
+def test_next_due_is_the_soonest_urd_and_none_without_urds(tmp_path):
+    engine = LocalRounds(lambda: SqliteUrdStore(tmp_path / "urd.sqlite"))
+    assert engine.next_due() is None
+    with SqliteUrdStore(tmp_path / "urd.sqlite") as store:
+        store.put_many([Urd(id="late", owner="a", url="http://a.test/", depth=0, timing=HOUR, lastcheck=5 * HOUR),
+                        Urd(id="soon", owner="a", url="http://b.test/", depth=0, timing=HOUR, lastcheck=HOUR)])
+    assert engine.next_due() == 2 * HOUR

@@ -33,6 +33,10 @@ class UrdStore(ABC):
     def due(self, now_ms: int) -> list[Urd]:
         """URDs with ``lastcheck + timing <= now_ms`` (never checked = due), soonest first."""
 
+    def next_due(self) -> int | None:
+        """When the soonest URD falls due (None: no URD registered)."""
+        return min((u.next_due for u in self.all()), default=None)
+
     @abstractmethod
     def mark_checked(self, ids: Iterable[str], at_ms: int) -> None:
         """Set ``lastcheck`` of these URDs to ``at_ms``, the time their round opened, and their

@@ -99,6 +99,9 @@ class SqliteUrdStore(UrdStore):
         rows = self.conn.execute("SELECT xml, next_due FROM urd WHERE next_due <= ? ORDER BY next_due, id", (now_ms,))
         return [_urd(*row) for row in rows]
 
+    def next_due(self) -> int | None:
+        return self.conn.execute("SELECT MIN(next_due) FROM urd").fetchone()[0]  # the next_due index answers
+
     def make_due(self, ids: Iterable[str] | None, at_ms: int) -> list[str]:
         with self._transaction():
             if ids is None:

@@ -98,11 +98,10 @@ class LocalRounds(RoundEngine):
             self.sentinels.checked(left, rnd.started_ms)
         return [rnd]
 
-    def next_due(self, now_ms: int) -> int | None:
+    def next_due(self) -> int | None:
         """When the next URD falls due (None: no URD registered)."""
         with self.urd_store() as store:
-            pending = store.all()
-        return min((u.next_due for u in pending), default=None)
+            return store.next_due()
 
 
 __all__ = ["DueSentinels", "LocalRounds"]

@@ -128,7 +128,7 @@ class UrdSpider(scrapy.Spider):
         self.crawler.signals.send_catch_log(round_opened, round_id=rnd.id, urds=rnd.urds, sentinels=rnd.sentinels)
 
     def _log_nothing_due(self) -> None:
-        next_due = self.engine.next_due(now_millis())
+        next_due = self.engine.next_due()
         if next_due is None:
             logger.info("No URD registered: add some with `scrapy urd add FILE` (and no sentinel is due)")
         else:
@@ -244,7 +244,8 @@ class UrdSpider(scrapy.Spider):
         if requests:
             return
         now = now_millis()
-        next_due = self.engine.next_due(now) or now + 60_000
+        next_due = self.engine.next_due()
+        next_due = now + 60_000 if next_due is None else next_due
         delay = min(max((next_due - now) / 1000, 0.05), 60.0)  # re-read the URD-DB at least every minute
         self._wake_call = _reactor().callLater(delay, self._wake)
 
