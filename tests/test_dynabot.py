@@ -74,7 +74,8 @@ def test_every_nucleotide_member_is_matched_with_how_to_query_it_and_no_lookalik
     robots = traces[services.url("robots-form")]
     assert robots["outcome"] == "no-match" and robots["skipped"].get("robots")
     assert not [h for h in services.hits() if h["path"].startswith("/private/")]  # robots.txt obeyed by probes
-    assert traces[services.url("hostile")]["outcome"] == "no-match"  # 5 MB of near-matches: answered, no hang
+    hostile = traces[services.url("hostile")]  # 5 MB of near-matches: over the probe answers' size limit
+    assert hostile["outcome"] == "error" and "over 4194304 bytes" in hostile["reason"]
     assert all(h["user_agent"].startswith("WebRACE/") for h in services.hits())
     assert not [h for h in services.hits() if h["path"].startswith("/login/") and h["method"] == "POST"]
 

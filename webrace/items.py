@@ -58,3 +58,4 @@ class ServiceTrace(scrapy.Item):
     skipped = scrapy.Field()  # requests not sent: robots.txt, errors ({reason: count})
     seconds = scrapy.Field()  # from the start page's response to the decision
     reason = scrapy.Field()  # for no-match / error: why, in words
+    steps = scrapy.Field()  # per probe: {"probe", "form", "why" (why it was chosen), "answer", "heard"}

@@ -84,11 +84,16 @@ WEBRACE_STORE_XPACK = False
 # pages followed after a probe at most, pages a crawling frontier fetches at most.
 WEBRACE_DYNABOT_MAX_PROBES_PER_FORM = 20
 WEBRACE_DYNABOT_MAX_PROBES_PER_SOURCE = 60
-WEBRACE_DYNABOT_MAX_HOPS = 4
+WEBRACE_DYNABOT_MAX_HOPS = 8
 WEBRACE_DYNABOT_MAX_PAGES = 200
-# Order probes by the probing templates' hints and fill optional arguments (False: the seed's
-# plain Algorithm 2, parameters in page order; the benchmark's baseline).
+# Order probes by the probing templates' hints, fill optional arguments and read the answers
+# to choose the next probe (False: the seed's plain Algorithm 2, parameters in page order; the
+# benchmark's baseline).
 WEBRACE_DYNABOT_USE_HINTS = True
+# A page that refreshes itself ("your job is running") is fetched again after the delay it
+# asks for, up to this many seconds; a probe's answer larger than this is not read.
+WEBRACE_DYNABOT_MAX_REFRESH_WAIT = 10.0
+WEBRACE_DYNABOT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 
 # Distributed mode: set REDIS_URL (setting or environment variable) and the workers share the
 # rounds' queues, the object cache (meta-info and bodies) and coalescing through Redis.

@@ -25,17 +25,25 @@ import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from html import escape
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import urldefrag, urljoin
+
+import lxml.html
+from lxml import etree
+from w3lib.html import get_meta_refresh, strip_html5_whitespace
 
 from scd import Argument, Example, Match, ServiceClass, Vertex, is_form_type
-from webrace.dynabot.forms import TEXT_KINDS, Form, Parameter
+from webrace.dynabot.answers import specific
+from webrace.dynabot.forms import TEXT_KINDS, Form, Parameter, base_url
+from webrace.urls import in_scope
 
 # what people click to send a form, and what they do not
 _GO = re.compile(r"search|submit|run|blast|go\b|find|query|send|start|view|ok\b|align|compute|execute", re.I)
 _STOP = re.compile(r"clear|reset|cancel|back|delete|remove|help|login|log in|sign", re.I)
-_HREF = re.compile(r"""href\s*=\s*["']?([^"'\s>]+)""", re.I)
 LINKS_PER_PAGE = 3  # links of an intermediate page followed, at most
+TEXTAREA_FITS = 0.25  # added for a textarea taking a long or multi-line value
+OPTION_FITS = 0.5  # score of an optional argument in a choosable parameter no hint names, whose option fits it
 
 
 @dataclass(frozen=True)
@@ -49,10 +57,18 @@ class Probe:
     assignment: dict[str, str]  # parameter name -> value
     button: Parameter | None
     score: float
+    why: str = ""  # why this probe was chosen, for the trace
+
+    def key(self) -> tuple:
+        """What makes two probes the same request: form, values sent, button."""
+        sent = tuple(sorted((k, v if isinstance(v, str) else tuple(v or ())) for k, v in self.assignment.items()))
+        button = (self.button.name, self.button.value) if self.button else None
+        return self.form.index, self.form.action, self.form.method, sent, button
 
     def values(self, example: Example) -> dict[str, str]:
         """Argument name -> the value sent (what ``{arg:NAME}`` in a type refers to)."""
-        sent = {a.name: self.assignment[p] for a in example.arguments if (p := self.arguments.get(a.name))}
+        sent = {a.name: value for a in example.arguments if (p := self.arguments.get(a.name))
+                and isinstance(value := self.assignment.get(p), str)}
         return {**example.values(), **sent}
 
 
@@ -104,9 +120,9 @@ def accepts(argument: Argument, parameter: Parameter) -> bool:
     """Can this parameter take the argument at all (kind and options; not the hints)."""
     if parameter.disabled or not parameter.name or parameter.kind in ("hidden", "submit", "image", "reset", "button"):
         return False
-    if parameter.kind in ("select", "radio"):
+    if parameter.kind in ("select", "radio", "checkbox"):
         return bool(choose_option(argument, parameter))
-    if parameter.kind in ("checkbox", "file", "password"):
+    if parameter.kind in ("file", "password"):
         return False
     if argument.input_types:
         return _full(argument.input_types, parameter.kind)
@@ -115,13 +131,19 @@ def accepts(argument: Argument, parameter: Parameter) -> bool:
 
 def candidates(argument: Argument, form: Form) -> list[tuple[float, Parameter]]:
     """The parameters an argument may go into, best first (a required argument may go into
-    any that accepts it; an optional one only where a hint names it)."""
+    any that accepts it; an optional one where a hint names it or, for a value that picks some
+    options and not others (``blastn``), into a select, radio or checkbox group offering it,
+    whatever its name)."""
     found = []
     for parameter in form.parameters:
         if accepts(argument, parameter):
             score = hint_score(argument, parameter)
             if score > 0 or argument.required:
+                if parameter.kind == "textarea" and ("\n" in argument.value.strip() or len(argument.value) > 80):
+                    score += TEXTAREA_FITS  # a long value goes where a person would type it, names being equal
                 found.append((score, parameter))
+            elif parameter.kind in ("select", "radio", "checkbox") and specific(argument):
+                found.append((OPTION_FITS, parameter))
     found.sort(key=lambda item: -item[0])
     return found
 
@@ -159,10 +181,12 @@ def _place(argument: Argument, parameter: Parameter, fixed: dict[str, str],
            iterate: list[tuple[Parameter, list[str]]]) -> None:
     """Put an argument's value into a parameter: typed into a field, chosen among a select's
     or radio group's options, or (an iterator argument) every matching option in turn."""
-    if parameter.kind not in ("select", "radio"):
+    if parameter.kind not in ("select", "radio", "checkbox"):
         fixed[parameter.name] = argument.value
         return
     values = choose_option(argument, parameter)
+    if parameter.kind == "checkbox":  # one box of the group checked: the others left off
+        values = [[v] for v in values]  # type: ignore[misc]
     if argument.iterator:
         iterate.append((parameter, values))
     else:
@@ -186,8 +210,10 @@ def _form_probes(form: Form, number: int, example: Example, use_hints: bool = Tr
         arguments = {a.name: p.name for a, p in zip(required, chosen, strict=True)}
         fixed: dict[str, str] = {}
         iterate: list[tuple[Parameter, list[str]]] = []
-        for argument, parameter in zip(required, chosen, strict=True):
+        why = []
+        for (hint, parameter), argument in zip(picked_scores(options, chosen), required, strict=True):
             _place(argument, parameter, fixed, iterate)
+            why.append(f"{argument.name}->{parameter.name} ({_reason(argument, parameter, hint)})")
         taken = set(arguments.values())
         for argument in optional:
             for hint, parameter in candidates(argument, form):
@@ -197,10 +223,26 @@ def _form_probes(form: Form, number: int, example: Example, use_hints: bool = Tr
                 taken.add(parameter.name)
                 score += hint / 10  # optional arguments in place make a probe likelier
                 _place(argument, parameter, fixed, iterate)
+                why.append(f"{argument.name}->{parameter.name} ({_reason(argument, parameter, hint)})")
                 break
         axes = [[(p.name, v) for v in values] for p, values in iterate]
         for choice in itertools.product(*axes):
-            yield Probe(form, number, dict(arguments), {**fixed, **dict(choice)}, button, score)
+            assignment = {**fixed, **dict(choice)}
+            told = "; ".join(why + [f"{name}={value} (next option)" for name, value in choice])
+            yield Probe(form, number, dict(arguments), assignment, button, score, f"plan: {told}")
+
+
+def picked_scores(options: list[list[tuple[float, Parameter]]],
+                  chosen: list[Parameter]) -> list[tuple[float, Parameter]]:
+    """The (score, parameter) pairs of a combination, for its reasons."""
+    return [next(pair for pair in found if pair[1] is parameter) for found, parameter in zip(options, chosen,
+                                                                                              strict=True)]
+
+
+def _reason(argument: Argument, parameter: Parameter, score: float) -> str:
+    if score == OPTION_FITS:
+        return "an option fits its value"
+    return "a hint names it" if hint_score(argument, parameter) > 0 else "accepts it"
 
 
 def plan_probes(forms: list[Form], service: ServiceClass, per_form: int = 20, per_source: int = 60,
@@ -217,7 +259,7 @@ def plan_probes(forms: list[Form], service: ServiceClass, per_form: int = 20, pe
         seen = set()
         kept = []
         for i in order:
-            key = tuple(sorted(probes[i].assignment.items()))
+            key = probes[i].key()
             if key not in seen:
                 seen.add(key)
                 kept.append(probes[i])
@@ -264,14 +306,94 @@ def next_step(service: ServiceClass, vertex: str, url: str, markup: str, text: s
         else:
             found = recognizer.find(successor.type, markup, values)
             if found:
-                links = []
-                for href in _HREF.findall(found.text):
-                    absolute = urljoin(url, href)
-                    if absolute.startswith(("http://", "https://")) and absolute not in links:
-                        links.append(absolute)
+                links = [link for link in anchors(found.text, page_base(markup, url)) if same_site(link, url)]
                 if links:
                     return Step("links", successor, found, links=links[:LINKS_PER_PAGE])
     return Step("none")
+
+
+def page_base(markup: str, url: str) -> str:
+    """The URL relative links of a page resolve against: its ``<base href>``, else its own."""
+    root = _root(markup)
+    return base_url(root, url) if root is not None else url
+
+
+def _root(markup: str):
+    try:
+        return lxml.html.document_fromstring(markup.encode("utf-8", "replace"),
+                                             parser=lxml.html.HTMLParser(encoding="utf-8"))
+    except (etree.ParserError, ValueError):
+        return None
+
+
+def anchors(fragment: str, base: str) -> list[str]:
+    """The absolute http(s) URLs of the links (``<a>``, ``<area>``) in a piece of markup, as a
+    browser reads them: entities decoded, whitespace stripped, resolved against ``base``."""
+    try:
+        root = lxml.html.fragment_fromstring(fragment, create_parent="div")
+    except (etree.ParserError, ValueError):
+        return []
+    found: list[str] = []
+    for element in root.iter("a", "area"):
+        href = strip_html5_whitespace(element.get("href") or "")
+        if not href or href.startswith("#"):
+            continue
+        absolute = urldefrag(urljoin(base, href))[0]
+        if absolute.startswith(("http://", "https://")) and absolute not in found:
+            found.append(absolute)
+    return found
+
+
+def same_site(url: str, other: str) -> bool:
+    """Same host, or hosts under the same registered domain (``www.x.org`` and ``blast.x.org``)."""
+    return in_scope(url, other, "domain")
+
+
+@dataclass(frozen=True)
+class Onward:
+    """Where a browser goes on by itself from a page that is neither a result nor what the class
+    calls an intermediate page: a refresh (after ``wait`` seconds), a ``Location`` of a 201/202
+    answer, or the documents of its frames."""
+
+    how: str  # "refresh", "location", "frame"
+    urls: list[str]
+    wait: float = 0.0
+
+
+def onward(markup: str, url: str, status: int = 200, location: str | None = None) -> Onward | None:
+    """The page a browser would show next on its own (see :class:`Onward`), on the same site."""
+    if location and status in (201, 202):
+        target = urljoin(url, strip_html5_whitespace(location))
+        if same_site(target, url):
+            return Onward("location", [target])
+    root = _root(markup) if markup.strip() else None
+    if root is None:
+        return None
+    base = base_url(root, url)
+    for meta in root.iter("meta"):
+        if (meta.get("http-equiv") or "").strip().lower() != "refresh":
+            continue
+        if any(parent.tag == "noscript" for parent in meta.iterancestors()):
+            continue
+        content = meta.get("content") or ""
+        wait, target = get_meta_refresh(f'<meta http-equiv="refresh" content="{escape(content)}">', baseurl=base)
+        if target is None:  # "N" alone: the page itself again, after N seconds
+            try:
+                wait, target = float(content.strip().rstrip(";")), url
+            except ValueError:
+                continue
+        if same_site(target, url):
+            return Onward("refresh", [target], float(wait or 0))
+    frames = []
+    for frame in root.iter("iframe", "frame"):
+        src = strip_html5_whitespace(frame.get("src") or "")
+        if src and not src.startswith(("javascript:", "about:", "data:")):
+            target = urldefrag(urljoin(base, src))[0]
+            if target.startswith(("http://", "https://")) and same_site(target, url) and target not in frames:
+                frames.append(target)
+    if frames:
+        return Onward("frame", frames[:LINKS_PER_PAGE])
+    return None
 
 
 def extract(service: ServiceClass, vertex: Vertex, markup: str, text: str, values: dict[str, str],

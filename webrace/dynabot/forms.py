@@ -114,7 +114,7 @@ def analyze_forms(html: str | bytes, url: str, encoding: str | None = None) -> l
     root = _parse(text)
     if root is None:
         return []
-    base = _base_url(root, url)
+    base = base_url(root, url)
     forms = root.xpath("//form")
     ids: dict[str, etree._Element] = {}
     for el in root.iter():
@@ -148,7 +148,8 @@ def _parse(text: str) -> etree._Element | None:
         return None
 
 
-def _base_url(root: etree._Element, url: str) -> str:
+def base_url(root: etree._Element, url: str) -> str:
+    """The page's ``<base href>`` resolved against its URL, else its URL."""
     href = root.xpath("string((//base[@href])[1]/@href)")
     href = strip_html5_whitespace(href)
     return urljoin(url, href) if href else url

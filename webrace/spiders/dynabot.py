@@ -35,12 +35,25 @@ from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.task import deferLater
 from twisted.python.failure import Failure
 
 from scd import SCDError, ServiceClass, load_scd
 from webrace.backends import data_dir
-from webrace.dynabot.analyzer import Probe, extract, next_step, plan_probes, submit_button
-from webrace.dynabot.forms import Form, Upload, analyze_forms, form_data, form_request
+from webrace.dynabot.analyzer import (
+    Probe,
+    Step,
+    extract,
+    hint_score,
+    next_step,
+    onward,
+    plan_probes,
+    same_site,
+    submit_button,
+)
+from webrace.dynabot.answers import MAX_MARKUP, refinements, said
+from webrace.dynabot.forms import Form, Parameter, Upload, analyze_forms, form_data, form_request
 from webrace.dynabot.stats import format_report, report
 from webrace.items import ServiceProfile, ServiceTrace
 from webrace.middlewares.exclusion import IGNORED
@@ -49,6 +62,12 @@ from webrace.urls import BadURL, normalize
 logger = logging.getLogger(__name__)
 
 FRONTIERS = ("trace", "randomwalk", "linkhint")
+HTTP_ERRORS = list(range(400, 600))  # probes read error answers too: they say what is wrong
+MAX_QUEUED = 20  # refinements kept waiting per source
+
+
+def _parameter(form: Form, name: str | None) -> Parameter | None:
+    return next((p for p in form.parameters if p.name == name), None) if name else None
 
 
 def read_seeds(path: str) -> tuple[list[str], list[str]]:
@@ -122,10 +141,24 @@ class Source:
     per_form: Counter = field(default_factory=Counter)  # form index -> submissions
     skipped: Counter = field(default_factory=Counter)
     done: bool = False
+    page_markup: str = ""  # the start page: what an answer says is what it adds to it
+    refine: list[Probe] = field(default_factory=list)  # probes the answers suggested, best first
+    sent: set = field(default_factory=set)  # Probe.key() of every probe sent
+    steps: list[dict] = field(default_factory=list)  # per probe: why it was sent, what came back
+    answered: Counter = field(default_factory=Counter)  # "page", "HTTP 500", failures: how probes were answered
+    hop_limits: int = 0  # probes whose intermediate pages reached the hop limit
+
+    def summary(self) -> str:
+        if not self.answered:
+            return "no probe was answered"
+        return "answers: " + ", ".join(f"{n} {'pages' if k == 'page' else k}" for k, n in sorted(self.answered.items()))
 
 
 class DynaBotSpider(scrapy.Spider):
     name = "dynabot"
+    # A refresh is read by the spider (the delay honoured, the hop counted, the trace told),
+    # not followed at once by Scrapy's MetaRefreshMiddleware.
+    custom_settings = {"METAREFRESH_ENABLED": False}
     def __init__(self, scd: str | None = None, seeds: str | None = None, frontier: str = "trace",
                  hints: str = "", max_pages: str | int | None = None, seed: str | int | None = None,
                  **kwargs: Any) -> None:
@@ -153,6 +186,8 @@ class DynaBotSpider(scrapy.Spider):
         spider.per_form = settings.getint("WEBRACE_DYNABOT_MAX_PROBES_PER_FORM")
         spider.per_source = settings.getint("WEBRACE_DYNABOT_MAX_PROBES_PER_SOURCE")
         spider.max_hops = settings.getint("WEBRACE_DYNABOT_MAX_HOPS")
+        spider.max_wait = settings.getfloat("WEBRACE_DYNABOT_MAX_REFRESH_WAIT")
+        spider.max_response = settings.getint("WEBRACE_DYNABOT_MAX_RESPONSE_BYTES")
         spider.use_hints = settings.getbool("WEBRACE_DYNABOT_USE_HINTS")
         spider.max_pages = (int(spider.max_pages_arg) if spider.max_pages_arg
                             else settings.getint("WEBRACE_DYNABOT_MAX_PAGES"))
@@ -209,14 +244,30 @@ class DynaBotSpider(scrapy.Spider):
         forms = analyze_forms(response.body, response.url, response.encoding)
         if not forms:
             self.crawler.stats.inc_value("dynabot/pages_without_forms")
+            moved = onward(response.text, response.url)
+            if moved and moved.how == "refresh" and depth < self.max_hops and moved.urls[0] != response.url:
+                # a start page that sends the browser on (a "moved" page): the page it sends to is the source
+                yield self.page_request(moved.urls[0], depth + 1, response.request.priority)
+                return
             if self.frontier == "trace":
                 yield self.trace(Source(response.url, [], [], started), "no-form", "the page has no form")
             return
-        plan = plan_probes(forms, self.service, self.per_form, self.per_source, self.use_hints)
-        source = Source(response.url, forms, plan, started, response.request.priority,
-                        kept_forms={p.form.index for p in plan})
-        if not plan:
-            yield self.trace(source, "no-match", "no form can take the probing templates' required arguments")
+        source = Source(response.url, forms, [], started, response.request.priority,
+                        page_markup=response.text[:MAX_MARKUP])
+        usable = []
+        for form in forms:
+            if same_site(form.action, response.url):
+                usable.append(form)
+            else:
+                source.skipped["form posts to another site"] += 1
+        source.plan = plan_probes(usable, self.service, self.per_form, self.per_source, self.use_hints)
+        source.kept_forms = {p.form.index for p in source.plan}
+        if not source.plan:
+            if usable or not forms:
+                reason = "no form can take the probing templates' required arguments"
+            else:
+                reason = "every form posts to another site: " + ", ".join(sorted({f.action for f in forms}))
+            yield self.trace(source, "no-match", reason)
             return
         yield from self.send_next(source)
 
@@ -230,22 +281,41 @@ class DynaBotSpider(scrapy.Spider):
 
     # -- probing ----------------------------------------------------------------------------------
 
+    def _next_probe(self, source: Source) -> Probe | None:
+        """The best refinement the answers suggested, else the plan's next probe; never one sent
+        before, never over the per-form budget."""
+        while source.refine:
+            probe = source.refine.pop(0)
+            if probe.key() not in source.sent and source.per_form[probe.form.index] < self.per_form:
+                return probe
+        while source.next_probe < len(source.plan):
+            probe = source.plan[source.next_probe]
+            source.next_probe += 1
+            if probe.key() not in source.sent and source.per_form[probe.form.index] < self.per_form:
+                return probe
+        return None
+
     def send_next(self, source: Source):
         """The next follow-up of the current probe, else the next probe, else the verdict."""
         while not source.done:
             if source.requests >= self.per_source:
-                yield self.trace(source, "no-match", f"probe budget ({self.per_source}) spent")
+                yield self.trace(source, "no-match", f"probe budget ({self.per_source}) spent; " + source.summary())
                 return
             if source.pending:
-                request, path = source.pending.pop(0)
+                request, _ = source.pending.pop(0)
                 source.requests += 1
                 yield request
                 return
-            if source.next_probe >= len(source.plan):
-                yield self.trace(source, "no-match", "no probe's response matched a result of the service class")
+            if source.hop_limits >= 2:
+                yield self.trace(source, "no-match", f"intermediate pages never led to a result ({self.max_hops} "
+                                 f"pages followed, twice); " + source.summary())
                 return
-            probe = source.plan[source.next_probe]
-            source.next_probe += 1
+            probe = self._next_probe(source)
+            if probe is None:
+                outcome = "error" if source.answered and "page" not in source.answered else "no-match"
+                yield self.trace(source, outcome, "no probe's response matched a result of the service class; "
+                                 + source.summary())
+                return
             try:
                 request = form_request(probe.form, probe.assignment, button=probe.button, **self._probe_kwargs(
                     source, probe, [("start", source.url)], probe.form, 0))
@@ -253,66 +323,134 @@ class DynaBotSpider(scrapy.Spider):
                 source.skipped["unusable"] += 1
                 logger.debug("probe not sent: %s", exc)
                 continue
+            source.sent.add(probe.key())
             source.requests += 1
             source.submissions += 1
             source.per_form[probe.form.index] += 1
+            source.steps.append({"probe": len(source.steps) + 1, "form": probe.form.index,
+                                 "why": probe.why or "plan", "answer": ""})
             yield request
             return
 
     def _probe_kwargs(self, source: Source, probe: Probe, path: list, submitted: Form | None, hops: int) -> dict:
         return {"callback": self.parse_probe, "errback": self.probe_failed, "dont_filter": True,
-                "meta": {"dynabot": "probe", "dont_retry": True}, "priority": source.priority,
+                "meta": {"dynabot": "probe", "dont_retry": True, "handle_httpstatus_list": HTTP_ERRORS,
+                         "download_maxsize": self.max_response},
+                "priority": source.priority,
                 "cb_kwargs": {"source": source, "probe": probe, "path": path, "submitted": submitted, "hops": hops}}
 
-    def parse_probe(self, response: Response, source: Source, probe: Probe, path: list, submitted: Form | None,
-                    hops: int):
+    async def parse_probe(self, response: Response, source: Source, probe: Probe, path: list,
+                          submitted: Form | None, hops: int):
         if source.done:
-            return
+            return []
         example = self.service.examples[probe.example]
         values = probe.values(example)
         markup, text, forms = self._read(response)
+        if response.status >= 400:
+            source.answered[f"HTTP {response.status}"] += 1
+            self._told(source, f"HTTP {response.status}")
+            self._refine(source, probe, example, markup)
+            return list(self.send_next(source))
         step = next_step(self.service, path[-1][0], response.url, markup, text, forms, values, submitted)
         if step.kind == "result":
             states = [{"vertex": vertex, "url": url} for vertex, url in path]
             states.append({"vertex": step.vertex.name, "url": response.url})
             extracted = extract(self.service, step.vertex, markup, text, values)
-            yield self.profile(source, probe, example, states, step.vertex.type, extracted)
-            yield self.trace(source, "match")
-            return
-        if step.kind == "form" and hops < self.max_hops:
+            self._told(source, f"result ({step.vertex.name}) at {response.url}")
+            return [self.profile(source, probe, example, states, step.vertex.type, extracted),
+                    self.trace(source, "match")]
+        follow = [(step.vertex.name, response.url)] if step.vertex else []
+        wait = 0.0
+        if step.kind == "none":
+            moved = onward(markup, response.url, response.status,
+                           (response.headers.get("Location") or b"").decode("latin-1") or None)
+            if moved:  # a browser goes on by itself: stay at this vertex
+                step = Step("links", links=moved.urls)
+                follow = [(path[-1][0], response.url)]
+                wait = min(moved.wait, self.max_wait)
+                self._told(source, f"{moved.how} to {', '.join(moved.urls)}")
+        if step.kind in ("form", "links") and hops >= self.max_hops:
+            source.hop_limits += 1
+            self._told(source, f"gave up after {hops} intermediate pages")
+        elif step.kind == "form":
             form = step.forms[0]
-            request = form_request(form, {}, button=submit_button(form), **self._probe_kwargs(
-                source, probe, [*path, (step.vertex.name, response.url)], form, hops + 1))
+            assignment, button = self._fill(form, example)
+            self._told(source, f"intermediate form ({step.vertex.name}) submitted")
+            request = form_request(form, assignment, button=button, **self._probe_kwargs(
+                source, probe, [*path, *follow], form, hops + 1))
             source.submissions += 1
             source.pending.insert(0, (request, path))
-        elif step.kind == "links" and hops < self.max_hops:
+        elif step.kind == "links":
+            if step.vertex is not None:
+                self._told(source, f"intermediate page ({step.vertex.name}): {', '.join(step.links)}")
             for offset, link in enumerate(step.links):
-                request = scrapy.Request(link, **self._probe_kwargs(
-                    source, probe, [*path, (step.vertex.name, response.url)], None, hops + 1))
+                request = scrapy.Request(link, **self._probe_kwargs(source, probe, [*path, *follow], None, hops + 1))
                 source.pending.insert(offset, (request, path))
-        yield from self.send_next(source)
+        else:
+            source.answered["page"] += 1
+            self._refine(source, probe, example, markup)
+        if wait > 0:
+            from twisted.internet import reactor  # the installed one: importing it at the top would install one
+
+            await maybe_deferred_to_future(deferLater(reactor, wait, lambda: None))
+        return list(self.send_next(source))
+
+    def _fill(self, form: Form, example) -> tuple[dict, Any]:
+        """What to send with a form met on the way (a format page, a wizard's next step): the
+        template's required arguments where fields named for them take them, else its defaults."""
+        plan = plan_probes([form], self.service, 1, 1, self.use_hints)
+        if plan and all(hint_score(a, p) > 0 or p.kind in ("textarea", "file")
+                        for a in example.arguments if a.required and (p := _parameter(form, plan[0].arguments.get(
+                            a.name))) is not None):
+            return plan[0].assignment, plan[0].button
+        return {}, submit_button(form)
+
+    def _told(self, source: Source, what: str) -> None:
+        if source.steps:
+            step = source.steps[-1]
+            step["answer"] = f"{step['answer']}; {what}" if step["answer"] else what
+
+    def _refine(self, source: Source, probe: Probe, example, markup: str) -> None:
+        """What the answer says, turned into the next probes (webrace.dynabot.answers)."""
+        if not self.use_hints:
+            return
+        heard = said(markup, source.page_markup)
+        if source.steps and heard:
+            source.steps[-1]["heard"] = sorted(heard)[:20]
+        fresh = [p for p in refinements(probe, example, self.service, heard) if p.key() not in source.sent]
+        keys = {p.key() for p in fresh}
+        source.refine = (fresh + [p for p in source.refine if p.key() not in keys])[:MAX_QUEUED]
 
     def probe_failed(self, failure: Failure):
         source: Source = failure.request.cb_kwargs["source"]
         if failure.check(IgnoreRequest):
-            source.skipped[failure.request.meta.get(IGNORED) or "ignored"] += 1
+            reason = failure.request.meta.get(IGNORED) or "ignored"
         else:
-            source.skipped[failure.type.__name__] += 1
+            reason = failure.type.__name__
+            if "maxsize" in str(failure.value).lower() or "larger than" in str(failure.value).lower():
+                reason = f"response over {self.max_response} bytes"
+        source.skipped[reason] += 1
+        if not failure.check(IgnoreRequest):  # not sent (robots.txt, exclusions) is no answer
+            source.answered[reason] += 1
+        self._told(source, f"not answered: {reason}")
         yield from self.send_next(source)
 
     @staticmethod
-    def _read(response: Response) -> tuple[str, str, list[Form]]:
+    def _text(markup: str) -> str:
+        try:
+            return lxml.html.fromstring(markup).text_content() if markup.strip() else ""
+        except (ValueError, lxml.etree.ParserError):
+            return markup
+
+    def _read(self, response: Response) -> tuple[str, str, list[Form]]:
         if not isinstance(response, TextResponse):
             return "", "", []
         markup = response.text
         media = (response.headers.get("Content-Type") or b"").decode("latin-1").lower()
         if "html" not in media and "xml" not in media:
             return markup, markup, []
-        try:
-            text = lxml.html.fromstring(markup).text_content() if markup.strip() else ""
-        except (ValueError, lxml.etree.ParserError):
-            text = markup
-        return markup, text, analyze_forms(response.body, response.url, response.encoding)
+        return markup, self._text(markup), analyze_forms(response.body, response.url, response.encoding)
+
 
     # -- items -------------------------------------------------------------------------------------
 
@@ -338,7 +476,7 @@ class DynaBotSpider(scrapy.Spider):
                     "kept": f.index in source.kept_forms, "submissions": source.per_form.get(f.index, 0)}
                    for f in source.forms],
             parameters=sum(len(f.parameters) for f in source.forms), probes=source.requests,
-            submissions=source.submissions, skipped=dict(source.skipped),
+            submissions=source.submissions, skipped=dict(source.skipped), steps=source.steps,
             seconds=round(time.monotonic() - source.started, 3), reason=reason)
         self.traces.append(dict(item))
         self.crawler.stats.inc_value(f"dynabot/outcome/{outcome}")
