@@ -156,3 +156,50 @@ def test_probes_put_the_likeliest_assignment_first():
     (first, *_rest) = plan_probes(analyze_forms(page, "http://127.0.0.1/"), load_scd(SCD["nucleotide_blast"]))
     assert first.arguments["sequence"] == "SEQUENCE" and first.assignment["program"] == "blastn"
     assert first.assignment["email"] and first.button.value == "Run BLAST"
+
+
+def test_an_option_driven_service_is_recognised_by_reading_its_error_pages(services, project):
+    """Program and library are selects no hint names, protein ones selected; errors come as HTTP 400."""
+    target = services.url("blastn-options")
+    services.reset()
+    done, items = dynabot(project, [target], "nucleotide_blast")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (profile,) = [i for i in items if i["kind"] == "profile"]
+    (trace,) = [i for i in items if i["kind"] == "trace"]
+    fields = dict(profile["fields"])
+    assert fields["p"] == "blastn" and fields["lib"] in {"refgen", "wgs"} and profile["extracted"]
+    first, *_ = trace["steps"]
+    assert first["answer"] == "HTTP 400" and "nucleotide" in first["heard"]
+    assert "the answer says 'nucleotide'" in trace["steps"][-1]["why"]
+    sent = [(h["method"], h["body_size"]) for h in services.hits() if h["path"] == "/blastn-options/align"]
+    assert len(sent) == trace["submissions"] == len(trace["steps"]) <= 3
+
+
+def test_a_job_queue_is_followed_through_refreshes_and_an_entity_escaped_link(services, project):
+    """303 to a page refreshing itself, then a link written with &amp; under a <base href>."""
+    target = services.url("blastn-queue")
+    services.reset()
+    done, items = dynabot(project, [target], "nucleotide_blast")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (profile,) = [i for i in items if i["kind"] == "profile"]
+    assert [s["vertex"] for s in profile["states"]][-2:] == ["running", "summary"]
+    assert profile["states"][-1]["url"].endswith("&format=text") and profile["extracted"]
+    reports = [h for h in services.hits() if h["path"] == "/blastn-queue/out/report"]
+    assert reports and all(h["status"] == 200 and "amp;" not in h["query"] for h in reports)
+
+
+def test_hostile_services_end_with_an_outcome_and_a_reason_within_the_budgets(services, project):
+    names = ("failing", "endless", "offsite", "huge")
+    services.reset()
+    done, items = dynabot(project, [services.url(n) for n in names], "nucleotide_blast",
+                          "-s", "WEBRACE_DYNABOT_MAX_PROBES_PER_SOURCE=12")
+    assert done.returncode == 0, done.stderr[-3000:]
+    traces = {t["source"].rstrip("/").rsplit("/", 1)[1]: t for t in items if t["kind"] == "trace"}
+    assert traces["failing"]["outcome"] == "error" and "HTTP 500" in traces["failing"]["reason"]
+    assert traces["huge"]["outcome"] == "error" and "over 4194304 bytes" in traces["huge"]["reason"]
+    assert traces["offsite"]["outcome"] == "no-match" and "another site" in traces["offsite"]["reason"]
+    assert traces["endless"]["outcome"] == "no-match"
+    assert all(t["probes"] <= 12 for t in traces.values())
+    assert not [i for i in items if i["kind"] == "profile"]
+    hits = services.hits()
+    assert {h["path"].split("/")[1] for h in hits} <= set(names) | {"robots.txt"}

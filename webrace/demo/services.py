@@ -28,6 +28,11 @@ blastn-job        POST ``query`` -> "job running" page -> link "View     nucleot
 blastn-nohits     POST ``query_sequence``: "***** No hits found ******"  nucleotide_blast
 blastn-db         GET text ``q``, select ``db`` whose first options are  nucleotide_blast
                   protein databases (errors): iterate the options
+blastn-options    POST ``input``; selects ``p`` (default blastp) and     nucleotide_blast
+                  ``lib`` (default a protein library); a wrong choice
+                  gets HTTP 400 saying what is wrong
+blastn-queue      POST ``seq`` -> 303 -> a job page refreshing itself    nucleotide_blast
+                  -> a link with ``&amp;`` under ``<base href>``
 blastp-get        as blastn-get, protein reports                         protein_blast
 blastp-post       as blastn-post, PROGRAM=blastp (default blastx)        protein_blast
 browse            selects and radios, no text input                      none
@@ -39,6 +44,10 @@ search-get        GET ``q``: 5 results with snippets                     keyword
 search-post       POST ``query`` + select ``lang``: 5 results            keyword_search
 search-none       GET ``q``: always "No results"                         none
 hostile           GET ``sequence``: 5 MB of never-complete alignments    (unlisted)
+failing           a BLAST form whose action answers HTTP 500             (unlisted)
+endless           every answer another "view results" page, new URL      (unlisted)
+offsite           a BLAST form posting to another host (127.0.0.2:9)     (unlisted)
+huge              a BLAST form answered with 10 MB                       (unlisted)
 private           a BLAST form under ``/private/``, which robots.txt     (unlisted)
                   disallows
 robots-form       an allowed page whose form's action is under           (unlisted)
@@ -614,6 +623,156 @@ class DatabaseBlast(Service):
         return report_page(request, *nucleotide_query(arg(request, "q")), "BLASTN")
 
 
+class OptionBlast(Service):
+    """(h) Program and database are selects named ``p`` and ``lib`` (no hint names them), a protein
+    program and a protein library selected by default; a wrong choice gets HTTP 400 and a page
+    saying what is wrong, the form shown again."""
+
+    title = "Sequence aligner"
+    pages = {"": "start", "align": "align"}
+    libraries = (("sp", "UniProtKB/Swiss-Prot (protein)", "protein"), ("pdbaa", "PDB chains (protein)", "protein"),
+                 ("refgen", "RefSeq genomes (nucleotide)", "nucleotide"),
+                 ("wgs", "Whole-genome shotgun contigs (nucleotide)", "nucleotide"))
+
+    def form(self) -> str:
+        options = "".join(f'<option value="{v}"{" selected" if v == "sp" else ""}>{label}</option>'
+                          for v, label, _ in self.libraries)
+        return ('<form action="align" method="post">\n<p>Input <textarea name="input" rows="6" cols="60"></textarea>'
+                '</p>\n<p>Program <select name="p"><option selected>blastp</option><option>blastx</option>'
+                f'<option>blastn</option><option>tblastn</option></select>\n Library <select name="lib">{options}'
+                '</select></p>\n<input type="submit" value="Align"></form>')
+
+    def start(self, request: Request) -> str:
+        return f"<p>Align your query against our libraries.</p>\n{self.form()}"
+
+    def align(self, request: Request) -> str | bytes:
+        expect_method(request, "POST")
+        program, lib = arg(request, "p"), arg(request, "lib")
+        name, letters = clean_sequence(arg(request, "input"))
+        kind = {v: k for v, _, k in self.libraries}.get(lib)
+        problem = None
+        if program not in ("blastp", "blastx", "blastn", "tblastn") or kind is None:
+            problem = "Unknown program or library."
+        elif is_nucleotide(letters) and program in ("blastp", "tblastn"):
+            problem = f"Program {program} takes a protein query, and this query is made of nucleotides."
+        elif program == "blastn" and kind != "nucleotide":
+            problem = f"Library {lib} holds {kind} sequences: {program} needs a nucleotide library."
+        elif program == "blastx" and kind != "protein":
+            problem = f"Library {lib} holds {kind} sequences: {program} needs a protein library."
+        if problem:
+            request.setResponseCode(400)
+            return f'<p class="alert">{escape(problem)}</p>\n{self.form()}'
+        if program != "blastn":
+            return "<p>Translated searches are queued for the night run; results go out by mail.</p>"
+        return report_page(request, *nucleotide_query(arg(request, "input")), "BLASTN", plus=True)
+
+
+class QueueBlast(Service):
+    """(i) A job queue: the POST answers 303 to the job's page, which refreshes itself
+    (``<meta http-equiv=refresh content="1; url=status?job=..&amp;n=..">``) until the job is
+    done, then links the report relative to a ``<base href>``, the link's ``&`` written
+    ``&amp;``: a URL read without decoding asks for a job that does not exist."""
+
+    title = "BLAST queue"
+    pages = {"": "start", "submit": "submit", "status": "status", "out/report": "report"}
+    POLLS = 2  # status pages before the job is done
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.jobs: dict[str, tuple[str, str]] = {}
+
+    def start(self, request: Request) -> str:
+        return ('<form action="submit" method="post">\n<p>Query <textarea name="seq" rows="6" cols="60">'
+                '</textarea></p>\n<input type="submit" value="Submit job"></form>')
+
+    def submit(self, request: Request) -> bytes:
+        expect_method(request, "POST")
+        query = nucleotide_query(arg(request, "seq"))
+        job = f"{zlib.crc32(query[1].encode()) & 0xffffffff:08x}{len(self.jobs)}"
+        self.jobs[job] = query
+        request.setResponseCode(303)
+        request.setHeader(b"Location", f"status?job={job}&n=0".encode())
+        return b""
+
+    def _job(self, request: Request) -> str:
+        job = arg(request, "job")
+        if job not in self.jobs:
+            raise Problem(404, "No such job.")
+        return job
+
+    def status(self, request: Request) -> str | bytes:
+        job = self._job(request)
+        polls = arg(request, "n")
+        if not polls.isdigit():
+            raise Problem(400, "Bad status request.")
+        if int(polls) < self.POLLS:
+            refresh = f'<meta http-equiv="refresh" content="1; url=status?job={job}&amp;n={int(polls) + 1}">'
+            page = html_page(self.title, f"<p>Job {job} is queued. This page refreshes itself.</p>")
+            return page.replace(b"<head>", b"<head>" + refresh.encode(), 1)
+        return (f'<base href="/{request.prepath[0].decode()}/out/">\n<p>Job {job} has finished.</p>\n'
+                f'<p><a href="report?job={job}&amp;format=text">Open the report</a></p>')
+
+    def report(self, request: Request) -> str | bytes:
+        job = self._job(request)
+        if arg(request, "format") != "text":
+            raise Problem(400, "Which format? format=text or format=html.")
+        return report_page(request, *self.jobs[job], "BLASTN", plus=True, text=True)
+
+
+class Failing(Service):
+    """Every probe answered with HTTP 500."""
+
+    title = "BLAST (maintenance)"
+    pages = {"": "start", "run": "run"}
+
+    def start(self, request: Request) -> str:
+        return ('<form action="run" method="post"><textarea name="sequence"></textarea>'
+                '<input type="submit" value="BLAST"></form>')
+
+    def run(self, request: Request) -> str:
+        raise Problem(500, "Internal Server Error")
+
+
+class Endless(Service):
+    """Every answer is another "still running, view the results" page, at a new URL."""
+
+    title = "BLAST (slow)"
+    pages = {"": "start", "run": "run", "results": "run"}
+
+    def start(self, request: Request) -> str:
+        return ('<form action="run" method="post"><textarea name="sequence"></textarea>'
+                '<input type="submit" value="BLAST"></form>')
+
+    def run(self, request: Request) -> str:
+        step = arg(request, "step", "0")
+        step = int(step) if step.isdigit() else 0
+        return f'<p>Still running.</p><p><a href="results?step={step + 1}">View results</a></p>'
+
+
+class Offsite(Service):
+    """A BLAST form whose action is on another host (a closed port on loopback)."""
+
+    title = "BLAST portal"
+
+    def start(self, request: Request) -> str:
+        return ('<form action="http://127.0.0.2:9/blast" method="post"><textarea name="sequence"></textarea>'
+                '<input type="submit" value="BLAST"></form>')
+
+
+class Huge(Service):
+    """A BLAST form answered with 10 MB of HTML."""
+
+    title = "BLAST mirror"
+    pages = {"": "start", "search": "search"}
+
+    def start(self, request: Request) -> str:
+        return ('<form action="search" method="get">\n<textarea name="sequence" rows="6" cols="60"></textarea>\n'
+                '<input type="submit" value="BLAST"></form>')
+
+    def search(self, request: Request) -> bytes:
+        return b"<html><body><pre>" + b"Query  1  ACGTACGTAC  10\n" * (10 * 1024 * 1024 // 25) + b"</pre>"
+
+
 class BrowseGenomes(Service):
     """A form with selects and radios only: nothing to type a sequence into."""
 
@@ -755,6 +914,8 @@ SERVICES = (
     Listing("blastn-job", JobBlast, "nucleotide_blast"),
     Listing("blastn-nohits", NoHitsBlast, "nucleotide_blast"),
     Listing("blastn-db", DatabaseBlast, "nucleotide_blast"),
+    Listing("blastn-options", OptionBlast, "nucleotide_blast"),
+    Listing("blastn-queue", QueueBlast, "nucleotide_blast"),
     Listing("blastp-get", lambda: SimpleBlast("BLASTP"), "protein_blast"),
     Listing("blastp-post", lambda: ComplexBlast("BLASTP"), "protein_blast"),
     Listing("browse", BrowseGenomes, None),
@@ -766,6 +927,10 @@ SERVICES = (
     Listing("search-post", lambda: KeywordSearch("POST", "query"), "keyword_search"),
     Listing("search-none", lambda: KeywordSearch(answers=False), None),
     Listing("hostile", Hostile, None, listed=False),
+    Listing("failing", Failing, None, listed=False),
+    Listing("endless", Endless, None, listed=False),
+    Listing("offsite", Offsite, None, listed=False),
+    Listing("huge", Huge, None, listed=False),
     Listing("private", SimpleBlast, None, listed=False),
     Listing("robots-form", RobotsForm, None, listed=False),
 )
