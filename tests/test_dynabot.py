@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from webrace.demo.services import Services
+from webrace.demo.services import SERVICES, Services
 from webrace.dynabot.analyzer import plan_probes
 from webrace.dynabot.forms import analyze_forms
 
@@ -113,13 +113,14 @@ def test_probe_budgets_are_respected(services, project):
 def test_linkhint_frontier_fetches_hinted_urls_first(services, project):
     services.reset()
     done, items = dynabot(project, [services.base + "/"], "nucleotide_blast", "-a", "frontier=linkhint",
-                          "-a", "hints=blastn", "-a", "max_pages=12", "-s", "CONCURRENT_REQUESTS=1")
+                          "-a", "hints=blastn", "-a", "max_pages=16", "-s", "CONCURRENT_REQUESTS=1")
     assert done.returncode == 0, done.stderr[-3000:]
     starts = [h["path"] for h in services.hits() if h["method"] == "GET" and h["path"].count("/") == 2
               and h["path"].endswith("/") and h["path"] != "/"]
     hinted = [i for i, path in enumerate(starts) if "blastn" in path]
     plain = [i for i, path in enumerate(starts) if "blastn" not in path]
-    assert len(hinted) == 7 and plain and max(hinted) < min(plain)
+    assert len(hinted) == len([s for s in SERVICES if s.listed and "blastn" in s.name])
+    assert plain and max(hinted) < min(plain)
     assert {t["source"] for t in items if t["kind"] == "trace" and t["outcome"] == "match"} >= {
         services.url(name) for name in ("blastn-get", "blastn-post", "blastn-job")}
 
