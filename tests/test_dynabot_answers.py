@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from scd import load_scd
-from webrace.dynabot.analyzer import anchors, onward, page_base, plan_probes
+from webrace.dynabot.analyzer import anchors, onward, page_base, plan_probes, wizard_step
 from webrace.dynabot.answers import prose, refinements, said, specific, words
 from webrace.dynabot.forms import analyze_forms
 
@@ -135,3 +135,31 @@ def test_a_browser_goes_on_by_refresh_location_or_frame_but_never_to_another_sit
     assert onward("", "http://127.0.0.1:8000/q", 202, "/jobs/9").urls == ["http://127.0.0.1:8000/jobs/9"]
     assert onward('<meta http-equiv="refresh" content="0;url=http://127.0.0.2:9/x">', "http://127.0.0.1/") is None
     assert onward("<noscript><meta http-equiv=refresh content='0;url=/js'></noscript>", "http://127.0.0.1/") is None
+
+
+def test_a_button_named_for_the_program_is_clicked_rather_than_the_first(blastn):
+    page = ('<form action="x" method="post"><textarea name="seq"></textarea>'
+            '<input type="submit" name="method" value="TBLASTX"><input type="submit" name="method" value="BLASTN">'
+            '</form>')
+    probe = plan_probes(analyze_forms(page, URL), blastn)[0]
+    assert probe.button.value == "BLASTN"
+
+
+def test_a_file_input_takes_the_sequence_only_where_no_field_does(blastn):
+    upload = '<form action="x" method="post" enctype="multipart/form-data"><input type="file" name="f"><input ' \
+             'type="submit"></form>'
+    assert plan_probes(analyze_forms(upload, URL), blastn)[0].arguments["sequence"] == "f"
+    both = upload.replace('<input type="file" name="f">', '<input type="file" name="f"><textarea name="t"></textarea>')
+    assert plan_probes(analyze_forms(both, URL), blastn)[0].arguments["sequence"] == "t"
+
+
+def test_a_first_step_form_is_chosen_by_its_options_and_a_browse_form_is_not(blastn):
+    wizard = ('<form action="next"><label><input type=radio name=prog value=tblastx checked>TBLASTX</label>'
+              '<label><input type=radio name=prog value=blastn>BLASTN</label><input type=submit value=Next></form>')
+    form, assignment, button, why = wizard_step(analyze_forms(wizard, URL), blastn)
+    assert assignment == {"prog": "blastn"} and button.value == "Next" and "BlastProgram->prog=blastn" in why
+    browse = ('<form action="list"><select name="organism"><option>Human</option><option>Yeast</option></select>'
+              '<input type=submit value=Browse></form>')
+    assert wizard_step(analyze_forms(browse, URL), blastn) is None
+    login = wizard.replace("<input type=submit", "<input type=password name=pw><input type=submit")
+    assert wizard_step(analyze_forms(login, URL), blastn) is None

@@ -34,7 +34,7 @@ from lxml import etree
 from w3lib.html import get_meta_refresh, strip_html5_whitespace
 
 from scd import Argument, Example, Match, ServiceClass, Vertex, is_form_type
-from webrace.dynabot.answers import specific
+from webrace.dynabot.answers import class_words, fits, specific, words
 from webrace.dynabot.forms import TEXT_KINDS, Form, Parameter, base_url
 from webrace.urls import in_scope
 
@@ -44,6 +44,7 @@ _STOP = re.compile(r"clear|reset|cancel|back|delete|remove|help|login|log in|sig
 LINKS_PER_PAGE = 3  # links of an intermediate page followed, at most
 TEXTAREA_FITS = 0.25  # added for a textarea taking a long or multi-line value
 OPTION_FITS = 0.5  # score of an optional argument in a choosable parameter no hint names, whose option fits it
+FILE_COST = 0.5  # taken off a file input's score: a value is typed before it is uploaded
 
 
 @dataclass(frozen=True)
@@ -104,14 +105,13 @@ def hint_score(argument: Argument, parameter: Parameter) -> float:
 
 
 def choose_option(argument: Argument, parameter: Parameter) -> list[str]:
-    """The options of a select or radio group that take the argument's value (its value is
-    a regex over them, as appendix A writes iterator and program arguments)."""
+    """The options of a select, radio or checkbox group that take the argument's value (its value
+    is a regex over them, as appendix A writes iterator and program arguments; see ``fits``)."""
     found = []
     for option in parameter.options:
         if option.disabled or not option.value.strip():
             continue
-        if option.value == argument.value or _full(argument.value, option.value) or \
-                (option.label and _full(argument.value, option.label)):
+        if fits(argument, option.value, option.label):
             found.append(option.value)
     return found
 
@@ -122,7 +122,9 @@ def accepts(argument: Argument, parameter: Parameter) -> bool:
         return False
     if parameter.kind in ("select", "radio", "checkbox"):
         return bool(choose_option(argument, parameter))
-    if parameter.kind in ("file", "password"):
+    if parameter.kind == "file":  # a long text can be uploaded as a file, where nothing else takes it
+        return argument.required and (not argument.input_types or _full(argument.input_types, "textarea"))
+    if parameter.kind == "password":
         return False
     if argument.input_types:
         return _full(argument.input_types, parameter.kind)
@@ -141,6 +143,8 @@ def candidates(argument: Argument, form: Form) -> list[tuple[float, Parameter]]:
             if score > 0 or argument.required:
                 if parameter.kind == "textarea" and ("\n" in argument.value.strip() or len(argument.value) > 80):
                     score += TEXTAREA_FITS  # a long value goes where a person would type it, names being equal
+                elif parameter.kind == "file":
+                    score -= FILE_COST  # typed in, where a field takes it, before uploaded
                 found.append((score, parameter))
             elif parameter.kind in ("select", "radio", "checkbox") and specific(argument):
                 found.append((OPTION_FITS, parameter))
@@ -163,16 +167,56 @@ def form_filter(forms: list[Form], service: ServiceClass) -> list[tuple[Form, li
     return kept
 
 
-def submit_button(form: Form) -> Parameter | None:
-    """The button a person would click: one that says search/submit/run..., never one that
-    says clear/reset/cancel; else the first submit button."""
+def wizard_step(forms: list[Form], service: ServiceClass) -> tuple[Form, dict, Parameter | None, str] | None:
+    """A form that takes none of the required arguments but looks like the first step towards
+    one (a wizard: "1. choose the program, 2. paste the sequence"): its options fit an argument
+    of a probing template (``blastn``), or its words are the service class's. What to submit:
+    (form, assignment, button, why); None when no form looks like that (a browse form, a login)."""
+    wanted = class_words(service)
+    best, best_score = None, 0.0
+    for form in forms:
+        if any(p.kind == "password" for p in form.parameters) or not form.submit_buttons():
+            continue
+        for example in service.examples:
+            assignment, reasons, score = {}, [], 0.0
+            for parameter in form.parameters:
+                if parameter.disabled or not parameter.name or parameter.kind not in ("select", "radio", "checkbox"):
+                    continue
+                for argument in example.arguments:
+                    if argument.required or not specific(argument):
+                        continue
+                    found = choose_option(argument, parameter)
+                    if found:
+                        assignment[parameter.name] = [found[0]] if parameter.kind == "checkbox" else found[0]
+                        reasons.append(f"{argument.name}->{parameter.name}={found[0]}")
+                        score += 2
+                        break
+            shown = words(*(f"{p.name} {p.label} " + " ".join(f"{o.value} {o.label}" for o in p.options)
+                            for p in form.parameters), *(f"{b.value or ''} {b.label}" for b in form.buttons))
+            typed = shown & wanted
+            score += min(2, len(typed))
+            if typed:
+                reasons.append("its words are the class's: " + ", ".join(sorted(typed)))
+            if score > best_score:
+                button = submit_button(form, example)
+                best, best_score = (form, assignment, button, "a first step (no field takes the required "
+                                    "arguments): " + "; ".join(reasons)), score
+    return best
+
+
+def submit_button(form: Form, example: Example | None = None) -> Parameter | None:
+    """The button a person would click: one whose caption or value fits an argument of the
+    probing template (a "BLASTN" button among "TBLASTX" and "BLASTP"), else one that says
+    search/submit/run..., never one that says clear/reset/cancel; else the first submit button."""
     buttons = form.submit_buttons()
     if not buttons:
         return None
+    fitting = [a for a in (example.arguments if example else []) if not a.required and specific(a)]
 
     def score(button: Parameter) -> int:
         words = f"{button.name} {button.value or ''} {button.label}"
-        return (2 if _GO.search(words) else 0) - (3 if _STOP.search(words) else 0)
+        fit = any(fits(a, button.value or "", button.label) for a in fitting)
+        return (4 if fit else 0) + (2 if _GO.search(words) else 0) - (3 if _STOP.search(words) else 0)
 
     return max(buttons, key=score)  # max keeps the first of equals: the default button
 
@@ -205,7 +249,7 @@ def _form_probes(form: Form, number: int, example: Example, use_hints: bool = Tr
         if len(set(parameters)) == len(parameters):
             combos.append((sum(s for s, _ in picked), [p for _, p in picked]))
     combos.sort(key=lambda item: -item[0])
-    button = submit_button(form) if use_hints else next(iter(form.submit_buttons()), None)
+    button = submit_button(form, example) if use_hints else next(iter(form.submit_buttons()), None)
     for score, chosen in combos:
         arguments = {a.name: p.name for a, p in zip(required, chosen, strict=True)}
         fixed: dict[str, str] = {}

@@ -107,8 +107,19 @@ def specific(argument: Argument) -> bool:
 
 
 def fits(argument: Argument, option_value: str, option_label: str) -> bool:
-    return option_value == argument.value or _full(argument.value, option_value) or \
-        bool(option_label) and _full(argument.value, option_label)
+    """Does an option (its value, else its label) take the argument's value? The value is a regex
+    matched in full, in any case (``blastn`` names the ``BLASTN`` button as well)."""
+    for text in (option_value, option_label):
+        if not text:
+            continue
+        if text == argument.value or text.lower() == argument.value.lower():
+            return True
+        try:
+            if re.fullmatch(argument.value, text, re.IGNORECASE):
+                return True
+        except re.error:
+            continue
+    return False
 
 
 def _sent(probe: Any, parameter: Parameter) -> list[str]:

@@ -51,6 +51,7 @@ from webrace.dynabot.analyzer import (
     plan_probes,
     same_site,
     submit_button,
+    wizard_step,
 )
 from webrace.dynabot.answers import MAX_MARKUP, refinements, said
 from webrace.dynabot.forms import Form, Parameter, Upload, analyze_forms, form_data, form_request
@@ -64,6 +65,7 @@ logger = logging.getLogger(__name__)
 FRONTIERS = ("trace", "randomwalk", "linkhint")
 HTTP_ERRORS = list(range(400, 600))  # probes read error answers too: they say what is wrong
 MAX_QUEUED = 20  # refinements kept waiting per source
+MAX_PRELUDES = 3  # pages followed on the way to a source's form (refresh, frame, wizard steps)
 
 
 def _parameter(form: Form, name: str | None) -> Parameter | None:
@@ -147,6 +149,9 @@ class Source:
     steps: list[dict] = field(default_factory=list)  # per probe: why it was sent, what came back
     answered: Counter = field(default_factory=Counter)  # "page", "HTTP 500", failures: how probes were answered
     hop_limits: int = 0  # probes whose intermediate pages reached the hop limit
+    form_page: str = ""  # the page whose forms are probed (the start page, or where it led)
+    preludes: int = 0  # requests on the way to that page (refresh, frame, wizard step)
+    before: list[dict] = field(default_factory=list)  # their states, for the profile
 
     def summary(self) -> str:
         if not self.answered:
@@ -229,31 +234,36 @@ class DynaBotSpider(scrapy.Spider):
 
     # -- a candidate source ----------------------------------------------------------------------
 
-    def parse_page(self, response: Response, depth: int):
-        self.page_statuses[response.status] += 1
-        media = (response.headers.get("Content-Type") or b"").decode("latin-1").split(";")[0].strip() or "none"
-        self.page_types[media] += 1
-        yield from self.follow_links(response, depth)
-        started = time.monotonic()
+    def parse_page(self, response: Response, depth: int, source: Source | None = None):
+        """A candidate source's page: the start page, or (``source`` given) a page it led to
+        before any probe: where a refresh or a frame sends the browser, a wizard's next step."""
+        if source is None:
+            self.page_statuses[response.status] += 1
+            media = (response.headers.get("Content-Type") or b"").decode("latin-1").split(";")[0].strip() or "none"
+            self.page_types[media] += 1
+            yield from self.follow_links(response, depth)
+            source = Source(response.url, [], [], time.monotonic(), response.request.priority)
+        elif source.done:
+            return
+        else:
+            media = (response.headers.get("Content-Type") or b"").decode("latin-1").split(";")[0].strip() or "none"
         if response.status >= 400 or not isinstance(response, TextResponse):
-            if self.frontier == "trace":
+            if self.frontier == "trace" or source.preludes:
                 reason = f"HTTP {response.status}" if response.status >= 400 else f"not a text page ({media})"
-                yield self.trace(Source(response.url, [], [], started), "error" if response.status >= 400
-                                 else "no-form", reason)
+                yield self.trace(source, "error" if response.status >= 400 else "no-form", reason)
             return
         forms = analyze_forms(response.body, response.url, response.encoding)
+        source.forms, source.form_page, source.page_markup = forms, response.url, response.text[:MAX_MARKUP]
         if not forms:
             self.crawler.stats.inc_value("dynabot/pages_without_forms")
             moved = onward(response.text, response.url)
-            if moved and moved.how == "refresh" and depth < self.max_hops and moved.urls[0] != response.url:
-                # a start page that sends the browser on (a "moved" page): the page it sends to is the source
-                yield self.page_request(moved.urls[0], depth + 1, response.request.priority)
+            if moved and moved.urls[0] != response.url and source.preludes < MAX_PRELUDES:
+                # a page that sends the browser on, or shows its form in a frame: that page is the source's
+                yield self._prelude(source, scrapy.Request(moved.urls[0]), f"{moved.how} to {moved.urls[0]}", depth)
                 return
-            if self.frontier == "trace":
-                yield self.trace(Source(response.url, [], [], started), "no-form", "the page has no form")
+            if self.frontier == "trace" or source.preludes:
+                yield self.trace(source, "no-form", "the page has no form")
             return
-        source = Source(response.url, forms, [], started, response.request.priority,
-                        page_markup=response.text[:MAX_MARKUP])
         usable = []
         for form in forms:
             if same_site(form.action, response.url):
@@ -262,7 +272,15 @@ class DynaBotSpider(scrapy.Spider):
                 source.skipped["form posts to another site"] += 1
         source.plan = plan_probes(usable, self.service, self.per_form, self.per_source, self.use_hints)
         source.kept_forms = {p.form.index for p in source.plan}
+        source.next_probe = 0
         if not source.plan:
+            step = wizard_step(usable, self.service) if self.use_hints else None
+            if step is not None and source.preludes < MAX_PRELUDES:
+                form, assignment, button, why = step
+                request = form_request(form, assignment, button=button)
+                source.submissions += 1
+                yield self._prelude(source, request, why, depth)
+                return
             if usable or not forms:
                 reason = "no form can take the probing templates' required arguments"
             else:
@@ -270,6 +288,24 @@ class DynaBotSpider(scrapy.Spider):
             yield self.trace(source, "no-match", reason)
             return
         yield from self.send_next(source)
+
+    def _prelude(self, source: Source, request: scrapy.Request, why: str, depth: int) -> scrapy.Request:
+        """A request on the way to the source's form (a refresh, a frame, a wizard's step): counted
+        as a probe, told in the trace, answered to :meth:`parse_page` with the source."""
+        source.preludes += 1
+        source.requests += 1
+        source.before.append({"vertex": "before", "url": request.url})
+        source.steps.append({"probe": len(source.steps) + 1, "form": None, "why": why, "answer": ""})
+        return request.replace(callback=self.parse_page, errback=self.prelude_failed, dont_filter=True,
+                               priority=source.priority, cb_kwargs={"depth": depth, "source": source},
+                               meta={"dynabot": "probe", "dont_retry": True, "download_maxsize": self.max_response})
+
+    def prelude_failed(self, failure: Failure):
+        source: Source = failure.request.cb_kwargs["source"]
+        reason = failure.request.meta.get(IGNORED) or failure.type.__name__
+        source.skipped[reason] += 1
+        if not source.done:
+            yield self.trace(source, "error", f"page on the way to the form not fetched: {reason}")
 
     def page_failed(self, failure: Failure):
         request = failure.request
@@ -318,7 +354,7 @@ class DynaBotSpider(scrapy.Spider):
                 return
             try:
                 request = form_request(probe.form, probe.assignment, button=probe.button, **self._probe_kwargs(
-                    source, probe, [("start", source.url)], probe.form, 0))
+                    source, probe, [("start", source.form_page or source.url)], probe.form, 0))
             except ValueError as exc:
                 source.skipped["unusable"] += 1
                 logger.debug("probe not sent: %s", exc)
@@ -353,7 +389,7 @@ class DynaBotSpider(scrapy.Spider):
             return list(self.send_next(source))
         step = next_step(self.service, path[-1][0], response.url, markup, text, forms, values, submitted)
         if step.kind == "result":
-            states = [{"vertex": vertex, "url": url} for vertex, url in path]
+            states = [*source.before, *({"vertex": vertex, "url": url} for vertex, url in path)]
             states.append({"vertex": step.vertex.name, "url": response.url})
             extracted = extract(self.service, step.vertex, markup, text, values)
             self._told(source, f"result ({step.vertex.name}) at {response.url}")
