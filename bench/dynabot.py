@@ -1,17 +1,32 @@
-"""Benchmark: DynaBot over the local test services (webrace/demo/services.py), in one run.
+"""Benchmark: DynaBot over three sets of local services, baseline and candidate in one run.
 
-For each shipped service class (serviceclasses/*.xml), the real `scrapy crawl dynabot` with
-the trace frontier analyses every listed service: the class's members and every look-alike.
-It runs twice: with the probing templates' hints (DynaBot as shipped) and without them (the
-seed's plain Algorithm 2: required arguments into parameters in page order, no optional
-arguments, the page's default button: the baseline). Printed: recognition rate, false
-positives, probes and time per source, and the seed's Tables 2 and 3 for the shipped run.
+Sets (each started on 127.0.0.1, each with its members and look-alikes per service class):
 
-    pip install -e '.[bench]' && python bench/dynabot.py
+- ``test``: the project's own test services (``webrace/demo/services.py``);
+- ``holdout``: services written by someone who did not read the prober, in the styles real
+  BLAST sites have (``bench/holdout_services.py``, ground truth in ``holdout_services.md``);
+- ``holdout2``: imitations of named public BLAST servers, written independently of both
+  (``bench/holdout2_services.py``), when present.
+
+For each set and shipped service class, the real ``scrapy crawl dynabot`` with the trace
+frontier analyses every listed service, three ways:
+
+- ``baseline``: the code and service classes of ``--baseline REV`` (default 05d7203, before
+  DynaBot read its answers), as shipped then;
+- ``plain``: today's code without the probing heuristics (the seed's Algorithm 2:
+  ``WEBRACE_DYNABOT_USE_HINTS=False``);
+- ``shipped``: today's code and service classes, as shipped.
+
+Printed: members found, false claims, probes per member found and per source; the hostile
+services' outcomes; the seed's Tables 2 and 3 for the shipped run over the test set.
+
+    pip install -e '.[bench]' && python bench/dynabot.py [--baseline REV] [--sets test,holdout,holdout2]
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import json
 import os
 import subprocess
@@ -20,69 +35,118 @@ import tempfile
 import time
 from pathlib import Path
 
-from webrace.demo.services import CLASSES, Services
-from webrace.dynabot.stats import format_report
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from webrace.demo.services import CLASSES  # noqa: E402
+from webrace.dynabot.stats import format_report  # noqa: E402
+
+SETS = {"test": ("webrace.demo.services", "Services"), "holdout": ("holdout_services", "HoldoutServices"),
+        "holdout2": ("holdout2_services", "Holdout2Services")}
+VARIANTS = ("baseline", "plain", "shipped")
 
 
-def run(services: Services, service_class: str, hints: bool, workdir: Path) -> dict:
-    seeds = services.members[service_class] + services.non_members[service_class]
+def baseline_code(tmp: Path, rev: str) -> Path:
+    """Revision ``rev``'s packages and service classes, extracted under ``tmp``."""
+    target = tmp / f"baseline-{rev}"
+    if not target.exists():
+        target.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "webrace", "rules", "scd", "serviceclasses"],
+                                 capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
+    return target
+
+
+def run(seeds: list[str], service_class: str, variant: str, workdir: Path, code: Path) -> dict:
     (workdir / "seeds.txt").write_text("\n".join(seeds) + "\n")
     out = workdir / "items.jsonl"
     env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "webrace.settings", "WEBRACE_DATA_DIR": str(workdir / "data"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")]))}
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", "dynabot", "-a", f"scd={ROOT / 'serviceclasses' / service_class}.xml",
+        [sys.executable, "-m", "scrapy", "crawl", "dynabot", "-a", f"scd={code / 'serviceclasses' / service_class}.xml",
          "-a", f"seeds={workdir / 'seeds.txt'}", "-O", str(out), "-s", "DOWNLOAD_DELAY=0",
-         "-s", "WEBRACE_DELAY_FACTOR=0",         "-s", f"WEBRACE_DYNABOT_USE_HINTS={hints}", "-s", "LOG_LEVEL=WARNING"],
-        cwd=workdir, env=env, capture_output=True, text=True, timeout=900)
+         "-s", "WEBRACE_DELAY_FACTOR=0", "-s", f"WEBRACE_DYNABOT_USE_HINTS={variant != 'plain'}",
+         "-s", "LOG_LEVEL=WARNING"],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=1800)
     if done.returncode:
-        raise SystemExit(f"dynabot failed:\n{done.stderr[-3000:]}")
+        raise SystemExit(f"dynabot ({variant}) failed:\n{done.stderr[-3000:]}")
     traces = [item for line in out.read_text().splitlines() if (item := json.loads(line))["kind"] == "trace"]
-    members = set(services.members[service_class])
-    matched = {t["source"] for t in traces if t["outcome"] == "match"}
-    return {
-        "members": len(members), "sources": len(traces),
-        "recognised": len(matched & members), "false_positives": len(matched - members),
-        "probes": sum(t["probes"] for t in traces), "member_probes": [t["probes"] for t in traces
-                                                                   if t["source"] in members],
-        "seconds": sum(t["seconds"] for t in traces), "wall": time.monotonic() - started,
-        "figures": json.loads((workdir / "data" / "last-dynabot.json").read_text()),
-    }
+    figures = workdir / "data" / "last-dynabot.json"
+    return {"traces": traces, "wall": time.monotonic() - started,
+            "figures": json.loads(figures.read_text()) if figures.exists() else None}
 
 
-def main() -> int:
-    rows = []
-    with Services() as services, tempfile.TemporaryDirectory() as tmp:
-        for service_class in CLASSES:
-            for hints in (False, True):
-                workdir = Path(tmp) / f"{service_class}-{hints}"
-                workdir.mkdir()
-                result = run(services, service_class, hints, workdir)
-                rows.append((service_class, hints, result))
-                if hints:
-                    print(f"\n{service_class}, shipped (hints on): the seed's Tables 2 and 3")
-                    print(format_report(result["figures"]))
-    print("\n| class | probing | members recognised | false positives | probes per source | "
-          "probes per member found | seconds per source |")
-    print("|---|---|---|---|---|---|---|")
-    ok = True
-    for service_class, hints, r in rows:
-        per_member = sum(r["member_probes"]) / max(1, r["recognised"])
-        print(f"| {service_class} | {'hints' if hints else 'plain (baseline)'} | {r['recognised']}/{r['members']} "
-              f"({r['recognised'] / r['members']:.0%}) | {r['false_positives']} | {r['probes'] / r['sources']:.1f} | "
-              f"{per_member:.1f} | {r['seconds'] / r['sources']:.3f} |")
-        if hints:
-            ok &= r["recognised"] == r["members"] and r["false_positives"] == 0
-    for service_class in CLASSES:
-        plain, shipped = (r for c, _, r in rows if c == service_class)
-        print(f"{service_class}: hints recognise {shipped['recognised']} members against {plain['recognised']} "
-              f"without, with {shipped['probes']} probes against {plain['probes']} "
-              f"({shipped['probes'] / max(1, plain['probes']):.2f}x)")
-    print("PASS: every member recognised, no false positive" if ok else "FAIL: see the table")
-    return 0 if ok else 1
+def score(result: dict, members: list[str], others: list[str]) -> dict:
+    traces = {t["source"]: t for t in result["traces"]}
+    matched = {url for url, t in traces.items() if t["outcome"] == "match"}
+    found = matched & set(members)
+    counted = [t for url, t in traces.items() if url in set(members) | set(others)]
+    return {"members": len(members), "found": len(found), "false": len(matched & set(others)),
+            "missed": sorted(url.rstrip("/").rsplit("/", 1)[-1] for url in set(members) - found),
+            "probes_per_found": sum(traces[u]["probes"] for u in members if u in traces) / max(1, len(found)),
+            "probes_per_source": sum(t["probes"] for t in counted) / max(1, len(counted))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline", default="05d7203", help="git revision of the baseline (default %(default)s)")
+    parser.add_argument("--sets", default=",".join(SETS), help="comma-separated: test, holdout, holdout2")
+    args = parser.parse_args(argv)
+    rows, hostile_rows = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        codes = {"baseline": baseline_code(Path(tmp), args.baseline), "plain": ROOT, "shipped": ROOT}
+        for name in args.sets.split(","):
+            module_name, class_name = SETS[name]
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError as exc:
+                print(f"{name}: not run ({exc})")
+                continue
+            starter = getattr(module, class_name)
+            with starter() as services:
+                hostile = list(getattr(services, "hostile", []) or [])
+                for service_class in CLASSES:
+                    members = services.members.get(service_class, [])
+                    others = services.non_members.get(service_class, [])
+                    if not members:
+                        continue
+                    for variant in VARIANTS:
+                        workdir = Path(tmp) / f"{name}-{service_class}-{variant}"
+                        workdir.mkdir()
+                        seeds = members + others + (hostile if service_class == "nucleotide_blast" else [])
+                        result = run(seeds, service_class, variant, workdir, codes[variant])
+                        rows.append((name, service_class, variant, score(result, members, others)))
+                        print(f"{name} {service_class} {variant}: {rows[-1][3]['found']}/{len(members)} found, "
+                              f"{rows[-1][3]['false']} false, {result['wall']:.0f} s", flush=True)
+                        if service_class == "nucleotide_blast":
+                            by_source = {t["source"]: t for t in result["traces"]}
+                            hostile_rows += [(name, variant, url.rstrip("/").rsplit("/", 1)[-1], by_source[url])
+                                             for url in hostile if url in by_source]
+                        if name == "test" and variant == "shipped" and result["figures"]:
+                            print(f"\n{service_class}, shipped: the seed's Tables 2 and 3")
+                            print(format_report(result["figures"]))
+    print("\n| set | class | variant | members found | false claims | probes per member found | probes per source "
+          "| members missed |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, service_class, variant, r in rows:
+        print(f"| {name} | {service_class} | {variant} | {r['found']}/{r['members']} ({r['found'] / r['members']:.0%}) "
+              f"| {r['false']} | {r['probes_per_found']:.1f} | {r['probes_per_source']:.1f} | "
+              f"{', '.join(r['missed']) or '-'} |")
+    if hostile_rows:
+        print("\n| set | variant | hostile service | outcome | probes | reason |")
+        print("|---|---|---|---|---|---|")
+        for name, variant, service, trace in hostile_rows:
+            print(f"| {name} | {variant} | {service} | {trace['outcome']} | {trace['probes']} | "
+                  f"{(trace.get('reason') or '-')[:90]} |")
+    for name in dict.fromkeys(row[0] for row in rows):
+        totals = []
+        for variant in VARIANTS:
+            mine = [r for n, _, v, r in rows if n == name and v == variant]
+            totals.append(f"{variant} {sum(r['found'] for r in mine)}/{sum(r['members'] for r in mine)} found, "
+                          f"{sum(r['false'] for r in mine)} false")
+        print(f"{name}: " + "; ".join(totals))
+    return 0
 
 
 if __name__ == "__main__":

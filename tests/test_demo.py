@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from webrace.demo.services import SERVICES
+from webrace.dynabot import browser
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # A user's shell: no settings module nor data directory chosen for them.
@@ -85,6 +88,9 @@ def readme_commands(section: str) -> list[str]:
     return [line[2:] for line in block.splitlines() if line.startswith("$ ")]
 
 
+LISTED = [s for s in SERVICES if s.listed]
+
+
 def test_the_readme_dynabot_example_runs_as_written_on_the_local_services(tmp_path):
     serve, *crawls = readme_commands("10.")
     assert serve == "python -m webrace.demo.services &" and len(crawls) == 2
@@ -93,8 +99,8 @@ def test_the_readme_dynabot_example_runs_as_written_on_the_local_services(tmp_pa
     server = subprocess.Popen(as_typed(serve.removesuffix(" &")).split(), cwd=tmp_path, env=env,
                               stdout=subprocess.PIPE, text=True)
     try:
-        printed = [server.stdout.readline() for _ in range(19)]  # address, 17 start pages, seeds
-        assert printed[-1].startswith(f"seeds: {tmp_path / 'dynabot-seeds.txt'} (17 start pages)")
+        printed = [server.stdout.readline() for _ in range(len(LISTED) + 2)]  # address, start pages, seeds
+        assert printed[-1].startswith(f"seeds: {tmp_path / 'dynabot-seeds.txt'} ({len(LISTED)} start pages)")
         for crawl in crawls:
             done = subprocess.run(as_typed(crawl), shell=True, cwd=tmp_path, env=env, capture_output=True, text=True,
                                   timeout=300)
@@ -105,6 +111,6 @@ def test_the_readme_dynabot_example_runs_as_written_on_the_local_services(tmp_pa
         server.terminate()
         server.wait(timeout=10)
     members = sorted(i["source"].rsplit("/", 2)[1] for i in items if i["kind"] == "profile")
-    assert members == ["blastn-db", "blastn-format", "blastn-get", "blastn-job", "blastn-multipart", "blastn-nohits",
-                       "blastn-post"]
-    assert len([i for i in items if i["kind"] == "trace"]) == 17
+    assert members == sorted(s.name for s in LISTED if s.member_of == "nucleotide_blast"
+                             and (browser.available() is None or not s.name.startswith("scripted-")))
+    assert len([i for i in items if i["kind"] == "trace"]) == len(LISTED)

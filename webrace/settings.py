@@ -94,6 +94,13 @@ WEBRACE_DYNABOT_USE_HINTS = True
 # asks for, up to this many seconds; a probe's answer larger than this is not read.
 WEBRACE_DYNABOT_MAX_REFRESH_WAIT = 10.0
 WEBRACE_DYNABOT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+# Browser mode, for pages that build their form with scripts: "auto" (on when scrapy-playwright
+# and Chromium are installed), True (required: the crawl refuses to start without them) or
+# False. Requests through the browser per source at most (the page shown, then each probe);
+# Chromium's path (Debian's package by default: nothing is downloaded at run time).
+WEBRACE_DYNABOT_BROWSER = "auto"
+WEBRACE_DYNABOT_BROWSER_PROBES = 10
+WEBRACE_BROWSER_EXECUTABLE = "/usr/bin/chromium"
 
 # Distributed mode: set REDIS_URL (setting or environment variable) and the workers share the
 # rounds' queues, the object cache (meta-info and bodies) and coalescing through Redis.

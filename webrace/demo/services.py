@@ -33,6 +33,12 @@ blastn-options    POST ``input``; selects ``p`` (default blastp) and     nucleot
                   gets HTTP 400 saying what is wrong
 blastn-queue      POST ``seq`` -> 303 -> a job page refreshing itself    nucleotide_blast
                   -> a link with ``&amp;`` under ``<base href>``
+blastplus-text    POST ``QUERY``, selects ``DATABASE``, ``PROGRAM``: the    nucleotide_blast
+                  REAL ``blastn -outfmt 0`` in ``<pre>`` (only when
+                  BLAST+ is installed; webrace.demo.blastplus)
+blastplus-html    as blastplus-text, BLAST+'s own ``-html`` report       nucleotide_blast
+blastn-wizard     a frame around a form choosing the program (radio,     nucleotide_blast
+                  default tblastx), then a form taking the sequence
 blastp-get        as blastn-get, protein reports                         protein_blast
 blastp-post       as blastn-post, PROGRAM=blastp (default blastx)        protein_blast
 browse            selects and radios, no text input                      none
@@ -43,10 +49,16 @@ broken            textarea ``sequence``, the action answers 500          none
 search-get        GET ``q``: 5 results with snippets                     keyword_search
 search-post       POST ``query`` + select ``lang``: 5 results            keyword_search
 search-none       GET ``q``: always "No results"                         none
+scripted-blastn   none in the HTML: a script builds it (textarea         nucleotide_blast
+                  ``seq``, select ``db``) and sends it with fetch() to
+                  a JSON API, writing the report into the page
+                  (webrace.demo.scripted; DynaBot's browser mode)
+scripted-news     scripts and a search box outside any form; no form     none
 hostile           GET ``sequence``: 5 MB of never-complete alignments    (unlisted)
 failing           a BLAST form whose action answers HTTP 500             (unlisted)
 endless           every answer another "view results" page, new URL      (unlisted)
 offsite           a BLAST form posting to another host (127.0.0.2:9)     (unlisted)
+scripted-offsite  as offsite, the form built by a script                 (unlisted)
 huge              a BLAST form answered with 10 MB                       (unlisted)
 private           a BLAST form under ``/private/``, which robots.txt     (unlisted)
                   disallows
@@ -54,8 +66,10 @@ robots-form       an allowed page whose form's action is under           (unlist
                   ``/private/``
 ================  =====================================================  ===================
 
-Reports follow the legacy NCBI plain-text layout inside ``<pre>`` and depend on the submitted
-sequence: each hit aligns a 20+ letter piece of it. A sequence with letters outside ACGTN
+Reports (``webrace.demo.servicekit``) follow the legacy NCBI plain-text layout inside ``<pre>``
+and depend on the submitted sequence: each hit aligns a 20+ letter piece of it; the
+``blastplus-*`` services (``webrace.demo.blastplus``) run the real BLAST+ instead, and the
+``scripted-*`` ones (``webrace.demo.scripted``) build their form with scripts. A sequence with letters outside ACGTN
 (FASTA defline and whitespace aside) gets "Invalid nucleotide sequence" from the nucleotide
 services. ``/`` links every start page; ``/doc/N`` and ``/entrez/ACC`` answer the result links.
 """
@@ -64,7 +78,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import select
 import subprocess
 import sys
@@ -75,325 +88,33 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from random import Random
 from types import TracebackType
 
 from twisted.web.resource import Resource
 from twisted.web.server import Request, Site
-from twisted.web.util import redirectTo
 
-HOST = "127.0.0.1"
-CLASSES = ("nucleotide_blast", "protein_blast", "keyword_search")
-ROBOTS_TXT = b"User-agent: *\nDisallow: /private/\n"
-NUCLEOTIDES = frozenset("ACGTN")
-AMINO_ACIDS = frozenset("ACDEFGHIKLMNPQRSTVWYBZXUO*")
-MIN_HIT = 20  # letters: shorter queries find nothing
-LINE = 60  # alignment letters per line, as NCBI
-HOSTILE_BYTES = 5 * 1024 * 1024
-SEEDS = "dynabot-seeds.txt"
-
-
-# ---------------------------------------------------------------------------------------------
-# Reports: pure Python
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Subject:
-    gi: int
-    accession: str  # with its version
-    title: str
-    length: int
-    db: str = "gb"
-
-    @property
-    def defline(self) -> str:
-        return f"gi|{self.gi}|{self.db}|{self.accession}| {self.title}"
-
-    @property
-    def link(self) -> str:
-        return f"/entrez/{self.accession.split('.')[0]}"
-
-
-DNA_SUBJECTS = (
-    Subject(12345, "AF123456.1", "Homo sapiens clone XYZ mRNA", 1520),
-    Subject(27432, "BC004871.2", "Mus musculus cDNA clone MGC:7412", 2210),
-    Subject(88121, "AY512774.1", "Danio rerio heat shock protein 70 gene, complete cds", 3904),
-    Subject(40922, "NM_000518.5", "Homo sapiens hemoglobin subunit beta (HBB), mRNA", 626, "ref"),
-    Subject(61003, "X03205.1", "Human 18S rRNA gene", 1869),
+from webrace.demo import scripted as scripted_services
+from webrace.demo.blastplus import BlastPlus
+from webrace.demo.servicekit import (
+    CLASSES,
+    HOST,
+    ROBOTS_TXT,
+    SEEDS,
+    Problem,
+    Service,
+    arg,
+    blast_report,
+    clean_sequence,
+    expect_method,
+    hostile_body,
+    html_page,
+    is_nucleotide,
+    nucleotide_query,
+    protein_query,
+    report_html,
+    report_page,
+    search_results,
 )
-PROTEIN_SUBJECTS = (
-    Subject(4504349, "P69905.2", "Hemoglobin subunit alpha [Homo sapiens]", 142, "sp"),
-    Subject(1170755, "P02769.4", "Albumin precursor [Bos taurus]", 607, "sp"),
-    Subject(6175083, "Q9Y6K9.1", "NF-kappa-B essential modulator [Homo sapiens]", 419, "sp"),
-    Subject(2506545, "P00533.2", "Epidermal growth factor receptor [Homo sapiens]", 1210, "sp"),
-)
-PROTEIN_TEMPLATE = "MKVLAAGIVGLLLAQSTEAAPRWDHYEFNKLGTSPVEMRQDCIWHKAGYNSTLPFEDVRQLMAKSGTHEW"
-SIMILAR = {a: b for group in ("ILMV", "FYW", "KRH", "DE", "NQ", "ST") for a in group for b in group if a != b}
-
-
-@dataclass(frozen=True)
-class Hit:
-    subject: Subject
-    query_start: int  # 1-based
-    query: str
-    middle: str
-    sbjct: str
-    sbjct_start: int
-    bits: float
-    raw: int
-    evalue: float
-    identities: int
-    positives: int
-
-
-def clean_sequence(text: str) -> tuple[str, str]:
-    """(query name, letters) of a submitted sequence: FASTA defline aside, whitespace removed."""
-    lines = text.strip().splitlines()
-    name = "probe"
-    if lines and lines[0].lstrip().startswith(">"):
-        name = lines.pop(0).strip()[1:].strip() or name
-    return name, "".join("".join(lines).split()).upper()
-
-
-def is_nucleotide(letters: str) -> bool:
-    return bool(letters) and set(letters) <= NUCLEOTIDES
-
-
-def is_protein(letters: str) -> bool:
-    return bool(letters) and set(letters) <= AMINO_ACIDS
-
-
-def format_evalue(value: float) -> str:
-    """The legacy NCBI way of printing an Expect value."""
-    if value < 1e-180:
-        return "0.0"
-    if value < 1e-4:
-        return f"{value:.0e}"
-    if value < 0.1:
-        return f"{value:.3f}"
-    if value < 1:
-        return f"{value:.2f}"
-    if value < 10:
-        return f"{value:.1f}"
-    return f"{value:.0f}"
-
-
-def nucleotide_hits(letters: str) -> list[Hit]:
-    """Two hits for a query of 20+ letters: one exact, one with mismatches; the same query, the same hits."""
-    if len(letters) < MIN_HIT:
-        return []
-    rng = Random(zlib.crc32(letters.encode()))
-    hits = []
-    for n, subject in enumerate(rng.sample(DNA_SUBJECTS, 2)):
-        length = rng.randint(MIN_HIT, min(len(letters), 150))
-        start = rng.randint(0, len(letters) - length)
-        query = letters[start:start + length]
-        sbjct = list(query)
-        for pos in rng.sample(range(length), n * max(1, length // 12)):  # the second hit: ~8% mismatches
-            sbjct[pos] = "ACGT"[("ACGTN".index(query[pos]) + 1) % 4]
-        sbjct = "".join(sbjct)
-        middle = "".join("|" if a == b else " " for a, b in zip(query, sbjct, strict=True))
-        same = middle.count("|")
-        raw = same - 3 * (length - same)  # reward 1, penalty -3
-        bits = (1.37 * raw + 0.341) / math.log(2)
-        evalue = len(letters) * 1e7 * 2 ** -bits
-        hits.append(Hit(subject, start + 1, query, middle, sbjct, rng.randint(1, subject.length - length), bits, raw,
-                        evalue, same, same))
-    return sorted(hits, key=lambda h: -h.bits)
-
-
-def protein_hits(letters: str) -> list[Hit]:
-    """Two hits: the query's letters against made-up proteins, identities, positives (+) and others."""
-    if len(letters) < MIN_HIT:
-        return []
-    rng = Random(zlib.crc32(letters.encode()))
-    hits = []
-    for subject in rng.sample(PROTEIN_SUBJECTS, 2):
-        length = rng.randint(MIN_HIT, min(len(letters), 120))
-        start = rng.randint(0, len(letters) - length)
-        query = letters[start:start + length]
-        sbjct, middle = [], []
-        for pos, letter in enumerate(query):
-            draw = rng.random()
-            if draw < 0.55:
-                sbjct.append(letter)
-                middle.append(letter)
-            elif draw < 0.75 and letter in SIMILAR:
-                sbjct.append(SIMILAR[letter])
-                middle.append("+")
-            else:
-                other = PROTEIN_TEMPLATE[(start + pos) % len(PROTEIN_TEMPLATE)]
-                sbjct.append(other)
-                middle.append(letter if other == letter else " ")
-        middle_text = "".join(middle)
-        same = sum(c.isalpha() for c in middle_text)
-        positive = same + middle_text.count("+")
-        raw = 5 * same + (positive - same) - (length - positive)
-        bits = (0.267 * raw + 3.34) / math.log(2)
-        evalue = len(letters) * 1e8 * 2 ** -bits
-        hits.append(Hit(subject, start + 1, query, middle_text, "".join(sbjct), rng.randint(1, subject.length),
-                        bits, raw, evalue, same, positive))
-    return sorted(hits, key=lambda h: -h.bits)
-
-
-# A report is a list of lines; a line may link somewhere (the subject deflines do).
-ReportLine = tuple[str, str | None]
-
-
-def blast_report(name: str, letters: str, program: str, *, plus: bool = False,
-                 hits: list[Hit] | None = None) -> list[ReportLine]:
-    """An NCBI-style report; ``plus`` writes alignments as BLAST+ does (``Query  1  ACGT  4``);
-    ``hits`` by default: the query's own."""
-    protein = program == "BLASTP"
-    if hits is None:
-        hits = protein_hits(letters) if protein else nucleotide_hits(letters)
-    version = "2.2.28+" if plus else "2.2.26 [Sep-21-2011]"
-    lines: list[ReportLine] = [(f"{program} {version}", None), (f"Query= {name}", None),
-                               (f"         ({len(letters)} letters)", None), ("", None)]
-    if not hits:
-        return [*lines, (" ***** No hits found ******", None), ("", None)]
-    lines.append(("Sequences producing significant alignments:                      (bits) Value", None))
-    for hit in hits:
-        lines.append((f"{hit.subject.defline[:64]:<64} {hit.bits:6.0f}   {format_evalue(hit.evalue)}", None))
-    for hit in hits:
-        lines += [("", None), (f">{hit.subject.defline}", hit.subject.link),
-                  (f"          Length = {hit.subject.length}", None), ("", None),
-                  (f" Score = {hit.bits:.1f} bits ({hit.raw}), Expect = {format_evalue(hit.evalue)}", None)]
-        size = len(hit.query)
-        identities = f" Identities = {hit.identities}/{size} ({100 * hit.identities // size}%)"
-        if protein:
-            lines.append((f"{identities}, Positives = {hit.positives}/{size} ({100 * hit.positives // size}%)", None))
-        else:
-            lines += [(identities, None), (" Strand = Plus / Plus", None)]
-        lines += [(text, None) for text in alignment_lines(hit, plus)]
-    return lines
-
-
-def alignment_lines(hit: Hit, plus: bool) -> list[str]:
-    lines = []
-    width = len(str(max(hit.query_start, hit.sbjct_start) + len(hit.query)))  # one column for every block
-    for offset in range(0, len(hit.query), LINE):
-        query, middle, sbjct = (s[offset:offset + LINE] for s in (hit.query, hit.middle, hit.sbjct))
-        q_from, s_from = hit.query_start + offset, hit.sbjct_start + offset
-        if plus:
-            lines += ["", f"Query  {q_from:<{width}}  {query}  {q_from + len(query) - 1}",
-                      f"       {'':<{width}}  {middle}",
-                      f"Sbjct  {s_from:<{width}}  {sbjct}  {s_from + len(sbjct) - 1}"]
-        else:
-            lines += ["", f"Query: {q_from:<{width}} {query} {q_from + len(query) - 1}",
-                      f"       {'':<{width}} {middle}",
-                      f"Sbjct: {s_from:<{width}} {sbjct} {s_from + len(sbjct) - 1}"]
-    return lines
-
-
-def report_text(lines: list[ReportLine]) -> str:
-    return "\n".join(text for text, _ in lines) + "\n"
-
-
-def report_html(lines: list[ReportLine]) -> str:
-    rendered = [f'<a href="{link}">{escape(text)}</a>' if link else escape(text) for text, link in lines]
-    return "<pre>\n" + "\n".join(rendered) + "\n</pre>"
-
-
-def hostile_body() -> bytes:
-    """5 MB of BLAST-like text whose alignments never complete: a trap for backtracking matchers."""
-    head = "BLASTN 2.2.26 [Sep-21-2011]\nQuery= probe\n         (4000 letters)\n\n"
-    chunk = f"Query: 1 {'A' * 4000}\n          {'|' * 3999}\nSbjct: 1 {'A' * 3998}C\n\n"
-    body = head + chunk * (HOSTILE_BYTES // len(chunk) + 1)
-    return f"<html><body><pre>\n{body}</pre></body></html>".encode()
-
-
-def search_results(query: str) -> list[tuple[int, str, str]]:
-    """(doc number, title, snippet) of the five results for a keyword query; none for an empty one."""
-    words = query.split()
-    if not words:
-        return []
-    first = zlib.crc32(" ".join(words).lower().encode()) % 900 + 100
-    results = []
-    for n in range(5):
-        doc = first + 7 * n
-        snippet = f"... {n + 1} of many pages on {' '.join(words)}: how {words[0]} relates to {words[-1]} ..."
-        results.append((doc, f"Title {doc}", snippet))
-    return results
-
-
-# ---------------------------------------------------------------------------------------------
-# The web server (Twisted, in its own process)
-# ---------------------------------------------------------------------------------------------
-
-
-class Problem(Exception):
-    """An error page: the status and what it says."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def html_page(title: str, body: str) -> bytes:
-    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{escape(title)}</title></head>\n'
-            f"<body>\n<h1>{escape(title)}</h1>\n{body}\n</body></html>\n").encode()
-
-
-def arg(request: Request, name: str, default: str = "") -> str:
-    values = request.args.get(name.encode(), [])
-    return values[0].decode("utf-8", "replace") if values else default
-
-
-def expect_method(request: Request, method: str) -> None:
-    allowed = (b"GET", b"HEAD") if method == "GET" else (method.encode(),)
-    if request.method not in allowed:
-        request.setHeader(b"Allow", method.encode())
-        raise Problem(405, f"Method {request.method.decode()} not allowed; this form is sent with {method}.")
-
-
-class Service(Resource):
-    """One service under its own prefix. ``pages`` maps the path below the prefix to a method
-    returning an HTML page (str body or full bytes); ``""`` is the start page."""
-
-    isLeaf = True
-    title = ""
-    pages: dict[str, str] = {"": "start"}
-
-    def render(self, request: Request) -> bytes:
-        if not request.postpath:  # /name -> /name/, so relative actions resolve under the prefix
-            return redirectTo(request.prePathURL() + b"/", request)
-        page = self.pages.get(b"/".join(request.postpath).decode("utf-8", "replace"))
-        request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
-        try:
-            if page is None:
-                raise Problem(404, "No such page.")
-            body = getattr(self, page)(request)
-        except Problem as problem:
-            request.setResponseCode(problem.status)
-            return html_page("Error", f'<p class="error">{escape(str(problem))}</p>')
-        return body if isinstance(body, bytes) else html_page(self.title, body)
-
-
-def nucleotide_query(text: str) -> tuple[str, str]:
-    name, letters = clean_sequence(text)
-    if not is_nucleotide(letters):
-        raise Problem(200, "Invalid nucleotide sequence: only A, C, G, T and N are allowed."
-                      if letters else "Invalid nucleotide sequence: the query is empty.")
-    return name, letters
-
-
-def protein_query(text: str) -> tuple[str, str]:
-    name, letters = clean_sequence(text)
-    if not is_protein(letters):
-        raise Problem(200, "Invalid protein sequence: use the one-letter amino acid codes."
-                      if letters else "Invalid protein sequence: the query is empty.")
-    return name, letters
-
-
-def report_page(request: Request, name: str, letters: str, program: str, *, plus: bool = False,
-                text: bool = False) -> str | bytes:
-    lines = blast_report(name, letters, program, plus=plus)
-    if text:
-        request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
-        return report_text(lines).encode()
-    return f"<p>Results for {escape(name)}</p>\n{report_html(lines)}"
 
 
 class SimpleBlast(Service):
@@ -719,6 +440,41 @@ class QueueBlast(Service):
         return report_page(request, *self.jobs[job], "BLASTN", plus=True, text=True)
 
 
+class WizardBlast(Service):
+    """(j) Two steps: the start page, a frame around the real page, whose form only chooses the
+    program (radio buttons, "Next"); the next page's form takes the sequence (a file upload or
+    a text field named ``data``)."""
+
+    title = "BLAST wizard"
+    pages = {"": "start", "main": "main", "step2": "step2", "run": "run"}
+
+    def start(self, request: Request) -> bytes:
+        return (b'<!DOCTYPE html><html><head><title>BLAST wizard</title></head><body>'
+                b'<iframe src="main" width="100%" height="600"></iframe></body></html>')
+
+    def main(self, request: Request) -> str:
+        return ('<form action="step2" method="get"><p>1. Choose a program</p>\n'
+                '<label><input type="radio" name="prog" value="tblastx" checked> TBLASTX</label>\n'
+                '<label><input type="radio" name="prog" value="blastn"> BLASTN (nucleotide)</label>\n'
+                '<input type="submit" value="Next"></form>')
+
+    def step2(self, request: Request) -> str:
+        program = arg(request, "prog")
+        if program not in ("blastn", "tblastx"):
+            raise Problem(400, "Choose a program first.")
+        return ('<form action="run" method="post" enctype="multipart/form-data">'
+                f'<input type="hidden" name="prog" value="{program}"><p>2. Your sequence</p>\n'
+                '<input type="file" name="upload"> or <input type="text" name="data" size="80">\n'
+                '<input type="submit" value="Run"></form>')
+
+    def run(self, request: Request) -> str | bytes:
+        expect_method(request, "POST")
+        text = arg(request, "data") or arg(request, "upload")
+        if arg(request, "prog") != "blastn":
+            return "<p>TBLASTX jobs are answered by mail.</p>"
+        return report_page(request, *nucleotide_query(text), "BLASTN")
+
+
 class Failing(Service):
     """Every probe answered with HTTP 500."""
 
@@ -906,6 +662,11 @@ class Listing:
     listed: bool = True  # offered as a start URL (the hostile and robots-excluded ones are not)
 
 
+def scripted(name: str) -> Callable[[], Resource]:
+    """A service of webrace.demo.scripted, by name."""
+    return getattr(scripted_services, name)
+
+
 SERVICES = (
     Listing("blastn-get", SimpleBlast, "nucleotide_blast"),
     Listing("blastn-post", ComplexBlast, "nucleotide_blast"),
@@ -916,6 +677,7 @@ SERVICES = (
     Listing("blastn-db", DatabaseBlast, "nucleotide_blast"),
     Listing("blastn-options", OptionBlast, "nucleotide_blast"),
     Listing("blastn-queue", QueueBlast, "nucleotide_blast"),
+    Listing("blastn-wizard", WizardBlast, "nucleotide_blast"),
     Listing("blastp-get", lambda: SimpleBlast("BLASTP"), "protein_blast"),
     Listing("blastp-post", lambda: ComplexBlast("BLASTP"), "protein_blast"),
     Listing("browse", BrowseGenomes, None),
@@ -926,14 +688,34 @@ SERVICES = (
     Listing("search-get", KeywordSearch, "keyword_search"),
     Listing("search-post", lambda: KeywordSearch("POST", "query"), "keyword_search"),
     Listing("search-none", lambda: KeywordSearch(answers=False), None),
+    Listing("scripted-blastn", scripted("ScriptedBlast"), "nucleotide_blast"),
+    Listing("scripted-news", scripted("ScriptedNews"), None),
     Listing("hostile", Hostile, None, listed=False),
     Listing("failing", Failing, None, listed=False),
     Listing("endless", Endless, None, listed=False),
     Listing("offsite", Offsite, None, listed=False),
+    Listing("scripted-offsite", scripted("ScriptedOffsite"), None, listed=False),
     Listing("huge", Huge, None, listed=False),
     Listing("private", SimpleBlast, None, listed=False),
     Listing("robots-form", RobotsForm, None, listed=False),
 )
+
+
+def _blastplus_listings() -> tuple[Listing, ...]:
+    """The services that run the real BLAST+ (webrace.demo.blastplus), when it is installed."""
+    import shutil  # here, so that this addition stays one block
+
+    if not (shutil.which("blastn") and shutil.which("makeblastdb")):
+        return ()
+
+    def build(html: bool) -> Resource:
+        return BlastPlus(html=html)
+
+    return (Listing("blastplus-text", lambda: build(False), "nucleotide_blast"),
+            Listing("blastplus-html", lambda: build(True), "nucleotide_blast"))
+
+
+SERVICES += _blastplus_listings()
 
 
 class Static(Resource):

@@ -41,10 +41,12 @@ from twisted.python.failure import Failure
 
 from scd import SCDError, ServiceClass, load_scd
 from webrace.backends import data_dir
+from webrace.dynabot import browser
 from webrace.dynabot.analyzer import (
     Probe,
     Step,
     extract,
+    form_filter,
     hint_score,
     next_step,
     onward,
@@ -54,6 +56,7 @@ from webrace.dynabot.analyzer import (
     wizard_step,
 )
 from webrace.dynabot.answers import MAX_MARKUP, refinements, said
+from webrace.dynabot.browser import needs_browser
 from webrace.dynabot.forms import Form, Parameter, Upload, analyze_forms, form_data, form_request
 from webrace.dynabot.stats import format_report, report
 from webrace.items import ServiceProfile, ServiceTrace
@@ -66,6 +69,12 @@ FRONTIERS = ("trace", "randomwalk", "linkhint")
 HTTP_ERRORS = list(range(400, 600))  # probes read error answers too: they say what is wrong
 MAX_QUEUED = 20  # refinements kept waiting per source
 MAX_PRELUDES = 3  # pages followed on the way to a source's form (refresh, frame, wizard steps)
+
+
+def browser_wanted(settings: Any) -> bool:
+    """WEBRACE_DYNABOT_BROWSER: "auto" (on when scrapy-playwright and Chromium are there), True, False."""
+    value = str(settings.get("WEBRACE_DYNABOT_BROWSER", "auto")).strip().lower()
+    return value not in ("false", "0", "off", "no")
 
 
 def _parameter(form: Form, name: str | None) -> Parameter | None:
@@ -152,6 +161,8 @@ class Source:
     form_page: str = ""  # the page whose forms are probed (the start page, or where it led)
     preludes: int = 0  # requests on the way to that page (refresh, frame, wizard step)
     before: list[dict] = field(default_factory=list)  # their states, for the profile
+    browser: bool = False  # its form exists only in the browser (built by scripts)
+    browser_requests: int = 0  # requests made through the browser
 
     def summary(self) -> str:
         if not self.answered:
@@ -185,6 +196,15 @@ class DynaBotSpider(scrapy.Spider):
         self.user_arguments = {a.name for e in self.service.examples for a in e.arguments if a.user}
 
     @classmethod
+    def update_settings(cls, settings: Any) -> None:
+        """The browser mode (webrace.dynabot.browser), when it is wanted and can run: Chromium through
+        scrapy-playwright for pages that build their form with scripts; every other request keeps
+        Scrapy's own download handler."""
+        super().update_settings(settings)
+        if browser_wanted(settings) and browser.available(settings) is None:
+            settings.setdict(browser.browser_settings(settings), priority="spider")
+
+    @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> DynaBotSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
@@ -193,6 +213,11 @@ class DynaBotSpider(scrapy.Spider):
         spider.max_hops = settings.getint("WEBRACE_DYNABOT_MAX_HOPS")
         spider.max_wait = settings.getfloat("WEBRACE_DYNABOT_MAX_REFRESH_WAIT")
         spider.max_response = settings.getint("WEBRACE_DYNABOT_MAX_RESPONSE_BYTES")
+        spider.browser_budget = settings.getint("WEBRACE_DYNABOT_BROWSER_PROBES")
+        why_not = browser.available(settings) if browser_wanted(settings) else "off (WEBRACE_DYNABOT_BROWSER)"
+        if why_not and str(settings.get("WEBRACE_DYNABOT_BROWSER")).lower() in ("true", "1"):
+            raise NotConfigured(f"dynabot: WEBRACE_DYNABOT_BROWSER is on but the browser cannot run: {why_not}")
+        spider.browser_off = why_not  # None: the browser mode is on
         spider.use_hints = settings.getbool("WEBRACE_DYNABOT_USE_HINTS")
         spider.max_pages = (int(spider.max_pages_arg) if spider.max_pages_arg
                             else settings.getint("WEBRACE_DYNABOT_MAX_PAGES"))
@@ -261,8 +286,12 @@ class DynaBotSpider(scrapy.Spider):
                 # a page that sends the browser on, or shows its form in a frame: that page is the source's
                 yield self._prelude(source, scrapy.Request(moved.urls[0]), f"{moved.how} to {moved.urls[0]}", depth)
                 return
+            if needs_browser(response.body, []) and not source.browser:
+                if (request := self._render(source, response, depth)) is not None:
+                    yield request
+                    return
             if self.frontier == "trace" or source.preludes:
-                yield self.trace(source, "no-form", "the page has no form")
+                yield self.trace(source, "no-form", "the page has no form" + self._browser_note(source, response, []))
             return
         usable = []
         for form in forms:
@@ -274,7 +303,12 @@ class DynaBotSpider(scrapy.Spider):
         source.kept_forms = {p.form.index for p in source.plan}
         source.next_probe = 0
         if not source.plan:
-            step = wizard_step(usable, self.service) if self.use_hints else None
+            step = wizard_step(usable, self.service) if self.use_hints and not source.browser else None
+            kept = [form for form, _ in form_filter(usable, self.service)]
+            if step is None and needs_browser(response.body, kept) and not source.browser:
+                if (request := self._render(source, response, depth)) is not None:
+                    yield request
+                    return
             if step is not None and source.preludes < MAX_PRELUDES:
                 form, assignment, button, why = step
                 request = form_request(form, assignment, button=button)
@@ -282,23 +316,43 @@ class DynaBotSpider(scrapy.Spider):
                 yield self._prelude(source, request, why, depth)
                 return
             if usable or not forms:
-                reason = "no form can take the probing templates' required arguments"
+                reason = "no form can take the probing templates' required arguments" + self._browser_note(
+                    source, response, kept)
             else:
                 reason = "every form posts to another site: " + ", ".join(sorted({f.action for f in forms}))
             yield self.trace(source, "no-match", reason)
             return
         yield from self.send_next(source)
 
-    def _prelude(self, source: Source, request: scrapy.Request, why: str, depth: int) -> scrapy.Request:
+    def _render(self, source: Source, response: Response, depth: int) -> scrapy.Request | None:
+        """The page again, through the browser, when it builds its form with scripts (browser mode)."""
+        if self.browser_off or source.preludes >= MAX_PRELUDES or source.browser_requests >= self.browser_budget:
+            return None
+        source.browser = True
+        source.browser_requests += 1
+        request = browser.render_request(response.url)
+        return self._prelude(source, request, "the page has scripts and no usable form: shown in the browser",
+                             depth, keep_meta=True)
+
+    def _browser_note(self, source: Source, response: Response, forms: list) -> str:
+        if source.browser or not needs_browser(response.body, forms):
+            return ""
+        if self.browser_off:
+            return f"; the page has scripts that may build one: browser mode {self.browser_off}"
+        return f"; browser budget ({self.browser_budget}) spent"
+
+    def _prelude(self, source: Source, request: scrapy.Request, why: str, depth: int,
+                 keep_meta: bool = False) -> scrapy.Request:
         """A request on the way to the source's form (a refresh, a frame, a wizard's step): counted
         as a probe, told in the trace, answered to :meth:`parse_page` with the source."""
         source.preludes += 1
         source.requests += 1
         source.before.append({"vertex": "before", "url": request.url})
         source.steps.append({"probe": len(source.steps) + 1, "form": None, "why": why, "answer": ""})
+        meta = {**(request.meta if keep_meta else {}), "dynabot": "probe", "dont_retry": True,
+                "download_maxsize": self.max_response}
         return request.replace(callback=self.parse_page, errback=self.prelude_failed, dont_filter=True,
-                               priority=source.priority, cb_kwargs={"depth": depth, "source": source},
-                               meta={"dynabot": "probe", "dont_retry": True, "download_maxsize": self.max_response})
+                               priority=source.priority, cb_kwargs={"depth": depth, "source": source}, meta=meta)
 
     def prelude_failed(self, failure: Failure):
         source: Source = failure.request.cb_kwargs["source"]
@@ -348,13 +402,25 @@ class DynaBotSpider(scrapy.Spider):
                 return
             probe = self._next_probe(source)
             if probe is None:
-                outcome = "error" if source.answered and "page" not in source.answered else "no-match"
+                # "error" only when the service never answered: 5xx and failures; a 4xx is an answer ("wrong input")
+                answers = [k for k in source.answered if k == "page" or k.startswith("HTTP 4")]
+                outcome = "error" if source.answered and not answers else "no-match"
                 yield self.trace(source, outcome, "no probe's response matched a result of the service class; "
                                  + source.summary())
                 return
+            if source.browser and source.browser_requests >= self.browser_budget:
+                yield self.trace(source, "no-match", f"browser budget ({self.browser_budget}) spent; "
+                                 + source.summary())
+                return
+            kwargs = self._probe_kwargs(source, probe, [("start", source.form_page or source.url)], probe.form, 0)
             try:
-                request = form_request(probe.form, probe.assignment, button=probe.button, **self._probe_kwargs(
-                    source, probe, [("start", source.form_page or source.url)], probe.form, 0))
+                if source.browser:  # the form exists in the browser only: filled and submitted there
+                    kwargs["meta"] = {**kwargs["meta"], "download_maxsize": self.max_response}
+                    request = browser.probe_request(source.form_page, probe.form.index, probe.assignment,
+                                                    probe.button, **kwargs)
+                    source.browser_requests += 1
+                else:
+                    request = form_request(probe.form, probe.assignment, button=probe.button, **kwargs)
             except ValueError as exc:
                 source.skipped["unusable"] += 1
                 logger.debug("probe not sent: %s", exc)
@@ -381,6 +447,11 @@ class DynaBotSpider(scrapy.Spider):
             return []
         example = self.service.examples[probe.example]
         values = probe.values(example)
+        problem = (response.meta.get(browser.STATE) or {}).get("problem") if source.browser else None
+        if problem and hops == 0:  # the browser could not fill or submit the form: not an answer
+            source.skipped["unusable"] += 1
+            self._told(source, f"not submitted in the browser: {problem}")
+            return list(self.send_next(source))
         markup, text, forms = self._read(response)
         if response.status >= 400:
             source.answered[f"HTTP {response.status}"] += 1
