@@ -163,3 +163,14 @@ def test_a_first_step_form_is_chosen_by_its_options_and_a_browse_form_is_not(bla
     assert wizard_step(analyze_forms(browse, URL), blastn) is None
     login = wizard.replace("<input type=submit", "<input type=password name=pw><input type=submit")
     assert wizard_step(analyze_forms(login, URL), blastn) is None
+
+
+def test_an_answer_naming_only_the_argument_varies_the_options_that_fit_it(blastn):
+    """"Database is not nucleotide", options named like databases (no words to go on), field named unlike the hints."""
+    page = ('<form action="x" method="post"><textarea name="seq"></textarea><select name="lib">'
+            '<option selected>swissprot</option><option>pdbaa</option><option>nt</option><option>refseq_rna</option>'
+            '</select><input type="submit" value="Run"></form>')
+    probe = plan_probes(analyze_forms(page, URL), blastn)[0]
+    found = refinements(probe, blastn.examples[probe.example], blastn, said("<p>Database is not nucleotide</p>", page))
+    assert [p.assignment["lib"] for p in found] == ["pdbaa", "nt", "refseq_rna"]
+    assert "names the argument database" in found[0].why

@@ -185,9 +185,16 @@ def _option_changes(probe, example: Example, parameter: Parameter, heard: set[st
         if typed:
             score += min(2, len(typed))
             reasons.append("its words are the class's: " + ", ".join(sorted(typed)))
-        if score and named:
+        if named:
             score += 1
             reasons.append("the answer names the field (" + ", ".join(sorted(named)) + ")")
+        else:
+            for argument in example.arguments:
+                spoken = words(argument.name) & heard
+                if spoken and not argument.required and fits(argument, option.value, option.label):
+                    score += 1
+                    reasons.append(f"the answer names the argument {argument.name} and the option fits it")
+                    break
         if not score:
             continue
         value: Any = [option.value] if parameter.kind == "checkbox" else option.value
