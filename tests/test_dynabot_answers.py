@@ -174,3 +174,13 @@ def test_an_answer_naming_only_the_argument_varies_the_options_that_fit_it(blast
     found = refinements(probe, blastn.examples[probe.example], blastn, said("<p>Database is not nucleotide</p>", page))
     assert [p.assignment["lib"] for p in found] == ["pdbaa", "nt", "refseq_rna"]
     assert "names the argument database" in found[0].why
+
+
+def test_a_page_that_reloads_itself_or_moves_on_by_script_is_followed_after_its_delay():
+    poll = "<p>Job 42 running</p><script>setTimeout(function () { location.reload(); }, 3000);</script>"
+    moved = onward(poll, "http://127.0.0.1:8000/jobs/42")
+    assert (moved.how, moved.urls, moved.wait) == ("refresh", ["http://127.0.0.1:8000/jobs/42"], 3.0)
+    go = onward("<script>window.location.href = 'result?id=42';</script>", "http://127.0.0.1:8000/jobs/42")
+    assert go.urls == ["http://127.0.0.1:8000/jobs/result?id=42"] and go.wait == 2.0
+    away = "<script>location.replace('http://127.0.0.2:9/x')</script>"
+    assert onward(away, "http://127.0.0.1:8000/") is None

@@ -348,11 +348,14 @@ def next_step(service: ServiceClass, vertex: str, url: str, markup: str, text: s
             if fresh:
                 return Step("form", successor, forms=fresh)
         else:
-            found = recognizer.find(successor.type, markup, values)
+            found = recognizer.find_all(successor.type, markup, values, limit=4 * LINKS_PER_PAGE)
             if found:
-                links = [link for link in anchors(found.text, page_base(markup, url)) if same_site(link, url)]
+                base = page_base(markup, url)
+                links: list[str] = []
+                for match in found:  # every link the type finds, in page order
+                    links += [link for link in anchors(match.text, base) if same_site(link, url) and link not in links]
                 if links:
-                    return Step("links", successor, found, links=links[:LINKS_PER_PAGE])
+                    return Step("links", successor, found[0], links=links[:LINKS_PER_PAGE])
     return Step("none")
 
 
@@ -393,6 +396,15 @@ def same_site(url: str, other: str) -> bool:
     return in_scope(url, other, "domain")
 
 
+# What a script does when it reloads its page or sends the browser on (a job page polling for
+# its results): read from the script's text, as no parser short of a browser can run it.
+_JS_RELOAD = re.compile(r"\blocation\.reload\s*\(")
+_JS_GO = re.compile(r"""\blocation(?:\.href)?\s*=\s*(["'])([^"'\s]+)\1"""
+                    r"""|\blocation\.(?:replace|assign)\s*\(\s*(["'])([^"'\s]+)\3""")
+_JS_DELAY = re.compile(r"\bsetTimeout\s*\([\s\S]{0,500}?,\s*(\d{1,6})\s*\)")
+JS_WAIT = 2.0  # seconds before a script's reload, when the script does not say
+
+
 @dataclass(frozen=True)
 class Onward:
     """Where a browser goes on by itself from a page that is neither a result nor what the class
@@ -428,6 +440,16 @@ def onward(markup: str, url: str, status: int = 200, location: str | None = None
                 continue
         if same_site(target, url):
             return Onward("refresh", [target], float(wait or 0))
+    for script in root.iter("script"):  # a page that reloads itself, or moves on, by script
+        code = (script.text or "")[:20_000]
+        moved_to = _JS_GO.search(code)
+        if moved_to or _JS_RELOAD.search(code):
+            delay = _JS_DELAY.search(code)
+            wait = min(float(delay.group(1)) / 1000, 60.0) if delay else JS_WAIT
+            href = (moved_to.group(2) or moved_to.group(4)) if moved_to else None
+            target = urldefrag(urljoin(base, href))[0] if href else url
+            if target.startswith(("http://", "https://")) and same_site(target, url):
+                return Onward("refresh", [target], wait)
     frames = []
     for frame in root.iter("iframe", "frame"):
         src = strip_html5_whitespace(frame.get("src") or "")
