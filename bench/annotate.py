@@ -6,22 +6,30 @@ scans the page with its own patterns).
     python bench/annotate.py [--owners 10000] [--keywords 10]
 
 The naive way is timed on a sample of owners and scaled to all of them (its cost is linear
-in the owners by construction). Goal: 10,000 owners within 20 ms per page. The 3 owners'
-keywords are common words of the page (they all match); the 10,000 owners' are drawn from a
-50,000-word vocabulary. "Whole filtering processor" is what the crawl runs per new version:
-decoding, text, title, matching and an ACI with its summary for every matching owner.
+in the owners by construction). The 3 owners' keywords are common words of the page (they all
+match); the 10,000 owners' are drawn from a 50,000-word vocabulary. "Whole filtering
+processor" is what the crawl runs per new version: decoding, text, title, matching and an
+ACI with its summary for every matching owner.
+
+Goal: 10,000 owners within 20 ms per page (text extraction and matching) on the machine of
+the README's figures, where the naive way took 155 s for them. A busy machine slows every
+time measured here, so the verdict is that goal as a ratio: the naive way's time per page
+over ours, both timed in turn in this run (they meet the same load), must be at least
+155 s / 20 ms = 7,750x (scaled with the owners and keywords asked for). The times in
+milliseconds are printed as they are, with the load average they were taken under.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from timing import best_ms  # noqa: E402
+from timing import best_ms, interleaved_best_ms  # noqa: E402
 
 from webrace.annotation.filtering import FilteringProcessor, Version  # noqa: E402
 from webrace.annotation.matcher import KeywordIndex, naive_relevance  # noqa: E402
@@ -66,6 +74,25 @@ def profiles(rng: random.Random, words: list[str], owners: int, per_owner: int,
     return result
 
 
+GOAL_MS = 20.0  # per page, text extraction and matching, for 10,000 owners x 10 keywords...
+REFERENCE_NAIVE_MS = 155_000.0  # ...on the machine where the naive way took this long for them
+
+
+def verdict(naive_ms: float, ours_ms: float, owners: int, keywords: int) -> tuple[bool, float, float]:
+    """Whether the goal holds, from times per page (text extraction included) taken in one
+    run: (holds, naive/ours measured, naive/ours the goal needs). The naive way's cost is
+    linear in owners x keywords, so the ratio needed scales with them."""
+    needed = REFERENCE_NAIVE_MS * (owners * keywords) / (10_000 * 10) / GOAL_MS
+    ratio = naive_ms / ours_ms
+    return ratio >= needed, ratio, needed
+
+
+def load() -> str:
+    try:
+        return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    except OSError:
+        return "load average unknown"
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -77,18 +104,20 @@ def main() -> int:
     rng = random.Random(1)
     words = vocabulary(rng, 50_000)
     page = make_page(rng, words, args.page_kb)
-    text_ms = best_ms(lambda: page_text(page), 5)
     text = page_text(page)
-    print(f"page: {len(page) / 1024:.0f} KB of HTML, {len(text.split())} words; text extraction {text_ms:.2f} ms")
-    ok = True
+    print(f"page: {len(page) / 1024:.0f} KB of HTML, {len(text.split())} words ({load()})")
+    ok, judged_line = True, ""
     for owners in (3, args.owners):
         profs = profiles(rng, words, owners, args.keywords, common=owners == 3)
         build_start = time.perf_counter()
         index = KeywordIndex(profs)
         build_ms = (time.perf_counter() - build_start) * 1000
-        ours = best_ms(lambda index=index: index.match(text), 5)
         sample = dict(list(profs.items())[: min(owners, args.naive_sample)])
-        naive_sample = best_ms(lambda sample=sample: [naive_relevance(text, k) for k in sample.values()], 3)
+        text_ms, ours, naive_sample = interleaved_best_ms([
+            lambda: page_text(page),
+            lambda index=index: index.match(text),
+            lambda sample=sample: [naive_relevance(text, k) for k in sample.values()],
+        ], rounds=3 if owners == 3 else 5, repeat=(10, 10, 1))
         naive = naive_sample * owners / len(sample)
         matched = len(index.match(text).relevance)
         per_page = text_ms + ours
@@ -107,8 +136,11 @@ def main() -> int:
         full = best_ms(lambda p=processor, v=version, u=urds, i=index: p.judge(v, u, i), 3)
         print(f"{'':>6} whole filtering processor: {full:.2f} ms per page, {len(judged.acis)} ACIs made")
         if owners == args.owners:
-            ok = per_page <= 20.0
-    print(f"\n  {'PASS' if ok else 'FAIL'}  {args.owners} owners within 20 ms per page (text extraction + matching)")
+            ok, ratio, needed = verdict(text_ms + naive, per_page, owners, args.keywords)
+            judged_line = (f"{owners} owners: the naive way per page {ratio:,.0f}x ours (goal >= {needed:,.0f}x: "
+                           f"{GOAL_MS:g} ms where the naive way takes {REFERENCE_NAIVE_MS / 1000:g} s for 10,000 "
+                           f"owners x 10 keywords); {per_page:.1f} ms per page on this machine now ({load()})")
+    print(f"\n  {'PASS' if ok else 'FAIL'}  {judged_line}")
     return 0 if ok else 1
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from webrace.annotation.filtering import FilteringProcessor, RoundIndex, Version, text_and_title
 from webrace.annotation.matcher import KeywordIndex, naive_relevance
-from webrace.annotation.text import page_text
+from webrace.annotation.text import MASK, page_text, page_texts
+from webrace.urd import Keyword, Urd
 
 
 @pytest.mark.parametrize(("text", "keywords", "relevance"), [
@@ -59,3 +61,52 @@ def test_page_text_drops_markup_scripts_and_links():
 @pytest.mark.parametrize("body", [b"", b"\xff\xfe\x00\x81garbage", b"\x00" * 100, "<p>caf\u00e9</p>".encode("latin-1")])
 def test_page_text_never_raises_on_bad_bytes(body):
     assert isinstance(page_text(body), str)
+
+
+PAGE_WITH_LINKS = (b"<html><head><title>Courses</title></head><body><p>Download the <a href='/s.pdf'>course "
+                   b"syllabus</a>. The <em>Java</em> course starts in May; see <a href='/t'>the timetable</a>, "
+                   b"then enrol.</p><p>Written in <a href='/py'>Python</a></p></body></html>")
+
+
+def test_a_summary_reads_as_the_page_does_with_the_text_of_its_links():
+    """Link text is not matched (the seed removes a page's links first), but a summary around
+    a keyword quotes the page as it reads: no hole where a link's text was."""
+    version = Version("http://a.test/", PAGE_WITH_LINKS, "text/html", "text/html", "0" * 64, 1, 0,
+                      len(PAGE_WITH_LINKS))
+    urds = [Urd("u", "alice", "http://a.test/", 3_600_000, 0, keywords=(Keyword("java", 1),))]
+    (aci,) = FilteringProcessor().judge(version, urds, RoundIndex.build(urds)).acis
+    assert aci.summary == ("Courses Download the course syllabus. The Java course starts in May; see the "
+                           "timetable, then enrol....")
+
+
+@pytest.mark.parametrize(("keywords", "relevance"), [
+    ([("java", 1)], 1),
+    ([("syllabus", 1)], 0),  # only in a link's text
+    ([("the timetable", 1)], 0),
+    ([("python", 1)], 0),
+    ([("the java course", 1)], 1),  # across inline markup
+])
+def test_the_text_of_links_is_not_matched(keywords, relevance):
+    text, _ = text_and_title(PAGE_WITH_LINKS, "text/html")
+    found = KeywordIndex({"p": keywords}).match(text.matched, text.reading).relevance
+    assert found.get("p", 0) == relevance
+
+
+def test_inline_markup_does_not_split_words_and_blocks_do_not_join_them():
+    body = b"<p>Java<b>Script</b> is not <i>J</i>ava</p><p>one</p><div>two<br>three</div><td>four</td>"
+    assert page_text(body) == "JavaScript is not Java one two three four"
+
+
+@pytest.mark.parametrize(("body", "reading", "matched"), [
+    (b"<p>see <a href='/t'>the timetable</a>, then</p>", "see the timetable, then", "see , then"),
+    (b"<p>a<a href='/x'></a>b</p>", "ab", "ab"),  # an empty link
+    (b"<p>x <a href='/y'><div>in a block</div></a> y</p>", "x in a block y", "x y"),
+    (b"<p>x <a href='/y'>one <b>two</b></a> <a href='/z'>three</a>.</p>", "x one two three.", "x ."),
+    (b"<p>no links at all</p>", "no links at all", "no links at all"),
+    ("<p>a \ufdd1 stray mark <a href='/y'>link</a></p>", "a stray mark link", "a stray mark"),  # a noncharacter
+])
+def test_the_text_as_read_and_as_matched_have_the_same_positions(body, reading, matched):
+    text = page_texts(body)
+    assert len(text.reading) == len(text.matched)
+    assert " ".join(text.reading.split()) == reading
+    assert " ".join(text.matched.replace(MASK, " ").split()) == matched

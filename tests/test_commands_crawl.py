@@ -70,3 +70,18 @@ def test_crawl_of_a_known_urd_id_exits_0(site, project):
     run = project.crawl("-a", "urd=a")
     assert run.returncode == 0, run.stderr
     assert site.paths() == ["/"]
+
+
+def test_an_urd_id_given_to_a_distributed_worker_is_refused_not_ignored(site, project, redis_url, redis_prefix):
+    """A worker takes the rounds `urd schedule` opens: `-a urd=ID` would be ignored, an unknown
+    id included, and the job would end as if it had been obeyed (exit 0, nothing said)."""
+    site.html("/")
+    project.add_urds(urd("a", "alice", site.url("/")))
+    project.env.update(REDIS_URL=redis_url, WEBRACE_REDIS_PREFIX=redis_prefix)
+    done = project.scrapy(*project.crawl_args(project.root / "pages.jsonl", "-a", "urd=nosuch",
+                                              "-s", "WEBRACE_IDLE_CLOSE=1"))
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "error: -a urd=ID is for embedded crawls: distributed workers crawl the rounds `scrapy urd schedule` "
+        "opens (make a URD due for the next one with `scrapy urd due ID`)", "Nothing was crawled."]
+    assert site.paths() == []

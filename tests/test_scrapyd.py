@@ -53,8 +53,8 @@ def scrapyd(tmp_path):
         f"http_port = {port}\npoll_interval = 0.2\nmax_proc = 2\n"
         "eggs_dir = eggs\nlogs_dir = logs\ndbs_dir = dbs\n"
     )
-    proc = subprocess.Popen([sys.executable, "-m", "scrapyd"], cwd=home,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out = (home / "scrapyd.out").open("wb")  # scrapyd's own log: how each job's process ended
+    proc = subprocess.Popen([sys.executable, "-m", "scrapyd"], cwd=home, stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/"
 
     def up():
@@ -67,11 +67,12 @@ def scrapyd(tmp_path):
     yield base, home
     proc.terminate()
     proc.wait(timeout=30)
+    out.close()
 
 
-def test_deploy_with_scrapyd_deploy_and_schedule_urd(scrapyd, site, project, tmp_path):
-    base, home = scrapyd
-    # the project as a user has it: its files and a scrapy.cfg whose [deploy] names this scrapyd
+def deploy(base: str, tmp_path: Path) -> None:
+    """`scrapyd-deploy` the project as a user has it: its files and a scrapy.cfg whose
+    [deploy] names this scrapyd."""
     checkout = tmp_path / "checkout"
     shutil.copytree(ROOT, checkout, ignore=shutil.ignore_patterns(
         ".git", "tests", "bench", "*.egg-info", "build", "__pycache__", ".webrace", "*.png"))
@@ -82,13 +83,13 @@ def test_deploy_with_scrapyd_deploy_and_schedule_urd(scrapyd, site, project, tmp
     assert deployed.returncode == 0, deployed.stderr + deployed.stdout
     assert "webrace" in call(base, "listprojects.json")["projects"]
 
-    site.html("/", ["/a.html"])
-    site.html("/a.html")
-    project.add_urds(urd("u1", "alice", site.url("/"), depth=1))
+
+def run_urd(base: str, project, *args: tuple[str, str]) -> str:
+    """Schedule `urd` through schedule.json, wait until scrapyd lists it finished: its id."""
     job = call(base, "schedule.json", [
         ("project", "webrace"), ("spider", "urd"),
         ("setting", f"WEBRACE_DATA_DIR={project.data}"), ("setting", "DOWNLOAD_DELAY=0"),
-        ("setting", "WEBRACE_DELAY_FACTOR=0"),
+        ("setting", "WEBRACE_DELAY_FACTOR=0"), *args,
     ])["jobid"]
 
     def finished():
@@ -96,9 +97,36 @@ def test_deploy_with_scrapyd_deploy_and_schedule_urd(scrapyd, site, project, tmp
         return any(j["id"] == job for j in jobs["finished"])
 
     wait_for(finished, "the scheduled job to finish")
+    return job
+
+
+def test_deploy_with_scrapyd_deploy_and_schedule_urd(scrapyd, site, project, tmp_path):
+    base, home = scrapyd
+    deploy(base, tmp_path)
+    site.html("/", ["/a.html"])
+    site.html("/a.html")
+    project.add_urds(urd("u1", "alice", site.url("/"), depth=1))
+    job = run_urd(base, project)
     assert sorted(site.paths()) == ["/", "/a.html"]
     summary = json.loads((project.data / "last-crawl.json").read_text())
     assert summary["pages"] == 2 and summary["reason"] == "finished"
     log = next((home / "logs" / "webrace" / "urd").glob(f"{job}.log")).read_text()
     assert "URL Stats: discovered = 2" in log
     assert os.path.exists(home / "eggs" / "webrace" / "r1.egg")
+    assert f"Process finished: project='webrace' spider='urd' job='{job}'" in (home / "scrapyd.out").read_text()
+
+
+def test_an_unknown_urd_id_ends_the_scrapyd_job_with_exit_status_1_and_says_why_in_its_log(
+        scrapyd, site, project, tmp_path):
+    """As `scrapy crawl urd -a urd=nosuch` exits 1, so does the job scrapyd runs: scrapyd logs
+    "Process died: exitstatus=1", and the job's log (its log_url) says why."""
+    base, home = scrapyd
+    deploy(base, tmp_path)
+    site.html("/")
+    project.add_urds(urd("u1", "alice", site.url("/")))
+    job = run_urd(base, project, ("urd", "nosuch"))
+    assert f"Process died: exitstatus=1 project='webrace' spider='urd' job='{job}'" \
+           in (home / "scrapyd.out").read_text()
+    log = next((home / "logs" / "webrace" / "urd").glob(f"{job}.log")).read_text()
+    assert "ERROR: no URD with id nosuch (see `scrapy urd list`)" in log and "ERROR: Nothing was crawled." in log
+    assert site.paths() == []

@@ -161,3 +161,49 @@ def test_add_warns_when_the_stored_page_has_no_body_to_check_the_location_agains
     (warning,) = [line for line in added.stderr.splitlines() if line.startswith("warning:")]
     assert f"the stored version of {url} has no body (dropped as relevant to no owner) to check css:#missing" \
            in warning
+    assert "the next crawl fetches the page in full and takes the sentinel's baseline from it" in warning
+
+
+def test_a_sentinel_on_a_page_whose_body_was_dropped_reports_the_first_change(site, project):
+    """No stored body to take a baseline from at `add`: its page's next fetch is unconditional
+    (a 200, not a 304), the baseline is taken from that unchanged page, and the first change
+    after it is reported. Once it has a baseline, the page is asked conditionally again."""
+    site.validators = True
+    site.add("/page", PAGE)
+    url = site.url("/page")
+    project.add_urds(urd("u", "carol", url, keywords={"elephant": 1}))  # relevant to nobody: body dropped
+    assert project.crawl().by_url[url]["kept"] is False
+    sentinel(project, "--owner", "alice", "--url", url, "--type", "content", "--where", "css:#news")
+    site.clear_hits()
+    baseline = project.crawl()
+    assert baseline.returncode == 0, baseline.stderr[-3000:]
+    (fetch,) = [h for h in site.hits if h.path == "/page"]
+    assert fetch.status == 200 and "If-None-Match" not in fetch.headers
+    assert baseline.by_url[url]["new_version"] is False and baseline.by_url[url]["kept"] is False
+    assert baseline.stat("sentinels/baselines") == 1
+    listed = project.scrapy("sentinel", "list", "--format", "jsonl").stdout
+    assert json.loads(listed)["seen"]
+    site.add("/page", PAGE.replace("Old headline", "New headline"))
+    again(project)
+    site.clear_hits()
+    changed = project.crawl()
+    (fetch,) = [h for h in site.hits if h.path == "/page"]
+    assert "If-None-Match" in fetch.headers  # conditional again
+    (note,) = [i for i in changed.items if "sentinel" in i]
+    assert note["owner"] == "alice" and note["changes"] == {"added": ["New headline"], "removed": ["Old headline"]}
+
+
+def test_a_location_that_matches_nothing_on_the_first_fetch_is_reported_by_the_crawl(site, project):
+    """A page with no stored body at `add` cannot be checked then: the crawl that takes the
+    baseline says the location matches nothing."""
+    site.validators = True
+    site.add("/page", PAGE)
+    url = site.url("/page")
+    project.add_urds(urd("u", "carol", url, keywords={"elephant": 1}))
+    project.crawl()
+    (sentinel_id,) = sentinel(project, "--owner", "alice", "--url", url, "--where", "css:#missing")
+    crawled = project.crawl()
+    assert crawled.returncode == 0, crawled.stderr[-3000:]
+    (warning,) = [line for line in crawled.stderr.splitlines() if "matches nothing" in line]
+    assert "WARNING" in warning and f"sentinel {sentinel_id}" in warning
+    assert f"css:#missing matches nothing on {url}" in warning

@@ -35,6 +35,11 @@ class RoundBook:
         entry = self.rounds.get(round_id or "")
         return entry[0] if entry is not None else None
 
+    def sentinels(self, round_id: str | None, url: str) -> list:
+        """The sentinels due in this round on ``url`` and not taken yet (they stay)."""
+        entry = self.rounds.get(round_id or "")
+        return (entry[1].get(url) or []) if entry is not None else []
+
     def take_sentinels(self, round_id: str | None, url: str) -> list | None:
         """The sentinels due in this round on ``url``, once."""
         entry = self.rounds.get(round_id or "")

@@ -1,7 +1,7 @@
 """The filtering processor (seed 003 section 6.2): one new version of a page, judged for
 every owner it was fetched for.
 
-Steps 1-4 (text without markup and links) are :func:`~webrace.annotation.text.page_text`;
+Steps 1-4 (text without markup and links) are :func:`~webrace.annotation.text.page_texts`;
 step 5 (weighted keywords) is one :class:`~webrace.annotation.matcher.KeywordIndex` over the
 keywords of every URD of the round, built once per round and shared by all its pages, so a
 page costs the same for 3 owners as for 10,000. Step 6 makes the ACIs.
@@ -31,7 +31,7 @@ from html import unescape
 from w3lib.encoding import html_to_unicode
 
 from webrace.annotation.matcher import KeywordIndex, Matches, normalize_keyword, summary
-from webrace.annotation.text import page_text
+from webrace.annotation.text import PageText, page_texts
 from webrace.records.aci import Aci, extension_of
 from webrace.urd import Urd
 
@@ -112,7 +112,7 @@ class FilteringProcessor:
         if not filtering:
             return Judgement([], False, archived)
         text, title = text_and_title(version.body, version.content_type)
-        matches = index.keywords.match(text) if text else Matches(text)
+        matches = index.keywords.match(text.matched, text.reading) if text else Matches("")
         by_owner: dict[str, list[Urd]] = defaultdict(list)
         for urd in filtering:
             by_owner[urd.owner].append(urd)
@@ -151,15 +151,16 @@ def _passes(relevance: float, urds: list[Urd]) -> bool:
     return relevance >= float(min(thresholds))
 
 
-def text_and_title(body: bytes, content_type: str) -> tuple[str, str]:
-    """The page's text (links and markup removed) and title, decoded the way Scrapy does
-    (HTTP charset, BOM, meta charset, then sniffing); undecodable bytes are replaced."""
+def text_and_title(body: bytes, content_type: str) -> tuple[PageText, str]:
+    """The page's text (markup removed; links' text masked in the text matched) and title,
+    decoded the way Scrapy does (HTTP charset, BOM, meta charset, then sniffing);
+    undecodable bytes are replaced."""
     try:
         _, unicode_body = html_to_unicode(content_type or None, body)
     except (LookupError, ValueError):
         unicode_body = body.decode("utf-8", errors="replace")
     unicode_body = unicode_body.replace("\x00", "")
-    return page_text(unicode_body), _title(unicode_body)
+    return page_texts(unicode_body), _title(unicode_body)
 
 
 def _title(text: str) -> str:

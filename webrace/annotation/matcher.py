@@ -37,6 +37,9 @@ class Matches:
     relevance: dict[str, float] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)  # keyword -> occurrences
     keywords: dict[str, list[str]] = field(default_factory=dict)  # profile -> its matched keywords
+    # the text as it reads, for summaries: ``text`` with what was masked out of matching (the
+    # text of links, see webrace.annotation.text) put back, position for position; None: ``text``
+    reading: str | None = None
 
     _spans: dict[str, list[tuple[int, int]]] = field(default_factory=dict, repr=False)  # first spans found
     _first: dict[str | tuple[str, str], tuple[int, int]] | None = field(default=None, repr=False)
@@ -104,10 +107,12 @@ class KeywordIndex:
         self.longer = dict(self.longer)
         self.special_re = _literal_alternation(special) if special else None
 
-    def match(self, text: str) -> Matches:
+    def match(self, text: str, reading: str | None = None) -> Matches:
         """Count the page's words and word pairs once (C-speed Counters), keep those that
         are keywords, then give each matched keyword's count to the profiles that chose it:
-        the work is the page's plus the matches', whatever the number of profiles."""
+        the work is the page's plus the matches', whatever the number of profiles.
+        ``reading``: the text summaries quote, of the same length as ``text`` (see
+        :class:`webrace.annotation.text.PageText`)."""
         lowered = text.lower()
         words = WORD.findall(lowered)
         counts: dict[str, int] = {}
@@ -134,7 +139,7 @@ class KeywordIndex:
             for profile, weight in self.owners_of[key]:
                 relevance[profile] += weight * count
                 matched[profile].append(key)
-        return Matches(text, dict(relevance), counts, dict(matched))
+        return Matches(text, dict(relevance), counts, dict(matched), reading)
 
 
 def normalize_keyword(key: str) -> str:
@@ -176,8 +181,8 @@ MAX_SNIPPETS = 3
 
 def summary(matches: Matches, keywords: list[str], limit: int = 300) -> str:
     """Snippets of the text around the first occurrence of each matched keyword (in the
-    order given, e.g. heaviest first), joined with " ... "."""
-    text = matches.text
+    order given, e.g. heaviest first), joined with " ... ", quoted as the page reads."""
+    text = matches.reading if matches.reading is not None else matches.text
     windows: list[tuple[int, int]] = []
     for key in keywords:
         span = matches.first_span(key)

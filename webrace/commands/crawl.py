@@ -1,24 +1,30 @@
 """``scrapy crawl``, with checks first, each one clear error instead of Scrapy's tracebacks:
 in distributed mode, a Redis that cannot be reached (named without its password); for
-``urd``, an unknown ``-a urd=ID`` and a rules template that cannot be used (every problem
+``urd``, an unknown ``-a urd=ID`` (in distributed mode, any: workers would ignore it) and a
+rules template that cannot be used (every problem
 with file and line), before any request; for ``dynabot``, a service class description or
 seed list that cannot be used. ``-o/-O FILE.csv`` gets one CSV per item type
 (``webrace/exporters.py``). The exit status says what happened: 1 when a check refused the
-crawl, and 1 when the crawl set out to fetch pages and not one fetch succeeded."""
+crawl, and 1 when the crawl set out to fetch pages and not one fetch succeeded; why goes to
+stderr and, with ``LOG_FILE`` (a scrapyd job's log), to the log too."""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Mapping
 from typing import Any
 
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.crawler import Crawler
+from scrapy.utils.log import configure_logging
 
 from webrace.backends import distributed, open_urd_store
 from webrace.commands import ends_quietly_on_closed_pipe
 from webrace.exporters import split_csv_feeds
+
+logger = logging.getLogger(__name__)
 
 
 @ends_quietly_on_closed_pipe
@@ -32,9 +38,8 @@ class Command(ScrapyCrawl):
         spider, spargs = (args[0] if args else ""), (opts.spargs or {})
         problems = self._redis_problems(spider) or self._argument_problems(spider, spargs)
         if problems:
-            for problem in problems:
-                print(f"error: {problem}", file=sys.stderr)
-            print("Nothing was crawled.", file=sys.stderr)
+            configure_logging(self.settings)  # Scrapy's own starts with the crawl, and there will be none
+            self._error([f"error: {problem}" for problem in problems] + ["Nothing was crawled."])
             raise SystemExit(1)
         if opts.output or opts.overwrite_output:
             self.settings.set("FEEDS", split_csv_feeds(self.settings.getdict("FEEDS"), spider), priority="cmdline")
@@ -45,8 +50,18 @@ class Command(ScrapyCrawl):
         stats = self.run_crawler.stats.get_stats() if self.run_crawler is not None else {}
         failure = nothing_fetched(stats) if spider == "urd" else None
         if failure and not self.exitcode:
-            print(f"error: {failure}", file=sys.stderr)
+            self._error([f"error: {failure}"])
             self.exitcode = 1
+
+    def _error(self, lines: list[str]) -> None:
+        """Say why the exit status is 1 on stderr and, with ``LOG_FILE`` set, in the log
+        too: scrapyd sets it to the job's log, which is where its users look (scrapyd keeps
+        stderr in its own log, beside "Process died: exitstatus=1")."""
+        for line in lines:
+            print(line, file=sys.stderr)
+        if self.settings.get("LOG_FILE"):
+            for line in lines:
+                logger.error(line.removeprefix("error: "))
 
     def _create_crawler(self, spidercls: Any) -> Crawler:
         self.run_crawler = super()._create_crawler(spidercls)  # its stats decide the exit status
@@ -86,11 +101,14 @@ class Command(ScrapyCrawl):
         return []
 
     def _unknown_urds(self, ids: str | None) -> list[str]:
-        """``-a urd=ID,...`` naming a URD the URD-DB does not have (embedded mode: in the
-        distributed mode workers take the rounds `scrapy urd schedule` opens)."""
+        """``-a urd=ID,...`` naming a URD the URD-DB does not have; in the distributed mode,
+        any (workers take the rounds `scrapy urd schedule` opens: it would be ignored)."""
         wanted = [i.strip() for i in (ids or "").split(",") if i.strip()]
-        if not wanted or distributed(self.settings):
+        if not wanted:
             return []
+        if distributed(self.settings):
+            return ["-a urd=ID is for embedded crawls: distributed workers crawl the rounds `scrapy urd schedule` "
+                    "opens (make a URD due for the next one with `scrapy urd due ID`)"]
         with open_urd_store(self.settings) as store:
             missing = [i for i in wanted if store.get(i) is None]
         return [f"no URD with id {', '.join(missing)} (see `scrapy urd list`)"] if missing else []

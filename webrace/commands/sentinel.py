@@ -228,8 +228,9 @@ def _region_warnings(url: str, where: str | None, stored: Stored) -> list[str]:
     dropped as relevant to no owner), or a location that matches nothing."""
     if stored.problem in _NO_BASELINE:
         against = f" to check {where} against" if where else ""
-        return [f"the stored version of {url} {_NO_BASELINE[stored.problem]}{against}: the sentinel's baseline "
-                "will be the page's next new version, and that change is not reported"]
+        then = f" (and says then if {where} matches nothing)" if where else ""
+        return [f"the stored version of {url} {_NO_BASELINE[stored.problem]}{against}: the next crawl fetches "
+                f"the page in full and takes the sentinel's baseline from it{then}"]
     if stored.baseline is None or not where:
         return []
     region = D.mask(stored.baseline.digest, where)

@@ -9,8 +9,15 @@ digest the due sentinels compare against, one grouped evaluation; the notificati
 kept per owner and emitted as items. A 304 or an unchanged body changes nothing: those
 sentinels are only marked checked when the round ends.
 
+A sentinel with no baseline (`sentinel add` found no stored body to take it from: the page
+was not stored yet, or its body was dropped as relevant to no owner) takes it from its
+page's next fetch, which the spider makes unconditional: a new version, or the unchanged
+page's body (kept from the response, for a dropped body is not in the object cache). A
+``--where`` that matches nothing on it is said then, in a warning.
+
 Stats: ``sentinels/due``, ``sentinels/groups``, ``sentinels/evaluated``,
-``sentinels/skipped``, ``sentinels/fired``, ``sentinels/unchanged``, ``sentinels/failed``.
+``sentinels/skipped``, ``sentinels/fired``, ``sentinels/unchanged``, ``sentinels/failed``,
+``sentinels/baselines`` (sentinels that took their first baseline from a fetch).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import hashlib
 import logging
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from scrapy.crawler import Crawler
@@ -29,7 +37,7 @@ from webrace.items import Page
 from webrace.middlewares.recrawl import object_cache
 from webrace.middlewares.threaded import ThreadedItemMiddleware
 from webrace.records.sentinel import Sentinel
-from webrace.sentinels.baseline import of_version
+from webrace.sentinels.baseline import Baseline, of_version
 from webrace.sentinels.evaluate import GroupStats, Notification, evaluate
 from webrace.signals import RoundBook
 from webrace.urd import Urd
@@ -70,11 +78,38 @@ class StoredSentinels:
             store.checked(ids, at_ms)
 
 
+@dataclass(frozen=True)
+class _Job:
+    page: Page
+    group: list[tuple[Sentinel, str | None]]  # the due sentinels of the page, with the digest each saw last
+    previous: dict[str, bytes | None]  # those digests, by SHA-256 (none for an unchanged page)
+    meta: Any  # the page's MetaInfo
+    cache: Any
+    body: bytes | None  # the fetched body, kept for sentinels with no baseline (None: read it from the cache)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.page.get("new_version"))
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    new: Baseline
+    notes: list[Notification]
+    stats: GroupStats
+    groups: int  # evaluations, one per previous digest
+    warnings: list[str]
+
+
 class SentinelMiddleware(ThreadedItemMiddleware):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self._store: Any = None
         self.rounds = RoundBook(crawler)  # each round's due sentinels, from the round_opened signal
+        # (round, URL) -> the body of a page fetched for sentinels with no baseline, until its
+        # item comes: an unchanged page is no new version, and a body dropped as relevant to
+        # no owner is not in the object cache to be read back
+        self._bodies: dict[tuple[str, str], bytes] = {}
 
     @property
     def store(self) -> Any:
@@ -82,20 +117,23 @@ class SentinelMiddleware(ThreadedItemMiddleware):
             self._store = open_sentinel_store(self.crawler.settings)
         return self._store
 
-    def job(self, obj: Any) -> tuple | None:
-        return self._job(obj)
+    def process_spider_input(self, response: Any) -> None:
+        context = response.meta.get("webrace")
+        if not context or not 200 <= response.status < 300:
+            return
+        round_id = context["round"]
+        if any(not seen for _, seen in self.rounds.sentinels(round_id, response.url)):
+            self._bodies = {key: body for key, body in self._bodies.items() if key[0] in self.rounds.rounds}
+            self._bodies[(round_id, response.url)] = response.body
 
-    def work(self, job: tuple) -> Any:
-        return self._work(*job[1:])
-
-    def finish(self, job: tuple, result: Any) -> Iterator[Any]:
-        yield job[0]
-        yield from self._finish(job, result)
-
-    def _job(self, obj: Any) -> tuple | None:
+    def job(self, obj: Any) -> _Job | None:
         """On the reactor thread: the due sentinels of a new version, and the previous
-        digests they compare against."""
-        if not isinstance(obj, Page) or not obj.get("new_version") or not obj.get("digest"):
+        digests they compare against; or the sentinels of a page fetched in full for want
+        of a baseline, which they take from it even if it did not change."""
+        if not isinstance(obj, Page) or not obj.get("digest"):
+            return None
+        body = self._bodies.pop((obj.get("round"), obj["url"]), None)
+        if not obj.get("new_version") and body is None:
             return None
         group = self.rounds.take_sentinels(obj.get("round"), obj["url"])
         if not group:
@@ -104,48 +142,80 @@ class SentinelMiddleware(ThreadedItemMiddleware):
         meta = cache.lookup(obj["url"])
         if meta is None or meta.digest != obj["digest"]:
             return None
-        previous = {seen: self.store.get_digest(seen) for seen in {seen for _, seen in group if seen}}
-        return obj, group, previous, meta, cache
+        seen = {seen for _, seen in group if seen} if obj.get("new_version") else set()
+        return _Job(obj, group, {sha: self.store.get_digest(sha) for sha in seen}, meta, cache, body)
 
-    def _work(self, group: list, previous: dict, meta: Any, cache: Any) -> Any:
-        """In a worker thread: encode the new version once, evaluate each subgroup once."""
+    def work(self, job: _Job) -> _Outcome | None:
+        """In a worker thread: encode the page once, evaluate each subgroup once (a new
+        version), check the locations of the sentinels taking their baseline from it."""
+        meta = job.meta
         try:
-            new = of_version(cache.objects.get(meta.digest), meta.header_value("Content-Type"))
+            body = job.body if job.body is not None else job.cache.objects.get(meta.digest)
+            new = of_version(body, meta.header_value("Content-Type"))
             stats, notes = GroupStats(), []
             by_seen: dict[str | None, list[Sentinel]] = defaultdict(list)
-            for sentinel, seen in group:
-                by_seen[seen].append(sentinel)
-            for seen, sentinels in by_seen.items():
-                blob = previous.get(seen) if seen else None
+            for sentinel, seen in job.group:
+                by_seen[seen or None].append(sentinel)
+            for seen, sentinels in by_seen.items() if job.changed else ():
+                blob = job.previous.get(seen) if seen else None
                 old = D.loads(blob) if blob else None
                 notes += evaluate(sentinels, old, new.digest, at=meta.fetched, version=meta.version, stats=stats)
-            return new.sha, new.data, notes, stats, len(by_seen)
+            warnings = _locations_matching_nothing(by_seen.get(None, []), new, meta.url)
+            return _Outcome(new, notes, stats, len(by_seen) if job.changed else 0, warnings)
         except Exception as exc:  # a page the digest cannot take must not cost the crawl its item
             logger.warning("Sentinels on %s not evaluated: %s", meta.url, exc)
             return None
 
-    def _finish(self, job: tuple, outcome: Any) -> Iterator[Notification]:
-        page, group, _, meta, _ = job
-        stats = self.crawler.stats
-        ids = [s.id for s, _ in group]
+    def finish(self, job: _Job, outcome: _Outcome | None) -> Iterator[Any]:
+        yield job.page
+        yield from self._finish(job, outcome)
+
+    def _finish(self, job: _Job, outcome: _Outcome | None) -> Iterator[Notification]:
+        stats, at = self.crawler.stats, job.meta.fetched
+        ids = [s.id for s, _ in job.group]
         if outcome is None:
             stats.inc_value("sentinels/failed", len(ids))
-            self.store.checked(ids, meta.fetched)
+            self.store.checked(ids, at)
             return
-        sha, data, notes, group_stats, groups = outcome
-        self.store.put_digest(sha, data)
-        self.store.add_notifications(notes)
-        self.store.checked(ids, meta.fetched, seen=sha)
-        stats.inc_value("sentinels/groups", groups)
-        stats.inc_value("sentinels/evaluated", group_stats.evaluated)
-        stats.inc_value("sentinels/skipped", group_stats.skipped)
-        stats.inc_value("sentinels/fired", group_stats.fired)
-        if group_stats.unchanged:
-            stats.inc_value("sentinels/unchanged")
-        yield from notes
+        fresh = [s.id for s, seen in job.group if not seen]
+        taking = ids if job.changed else fresh  # an unchanged page is the baseline of those with none
+        self.store.put_digest(outcome.new.sha, outcome.new.data)
+        self.store.add_notifications(outcome.notes)
+        self.store.checked(taking, at, seen=outcome.new.sha)
+        if len(taking) < len(ids):  # the others keep theirs
+            self.store.checked([s.id for s, seen in job.group if seen], at)
+        for warning in outcome.warnings:
+            logger.warning(warning)
+        if fresh:
+            stats.inc_value("sentinels/baselines", len(fresh))
+        if job.changed:
+            stats.inc_value("sentinels/groups", outcome.groups)
+            stats.inc_value("sentinels/evaluated", outcome.stats.evaluated)
+            stats.inc_value("sentinels/skipped", outcome.stats.skipped)
+            stats.inc_value("sentinels/fired", outcome.stats.fired)
+            if outcome.stats.unchanged:
+                stats.inc_value("sentinels/unchanged")
+        yield from outcome.notes
 
     def closed(self) -> None:
+        self._bodies.clear()
         if self._store is not None:
             self._store.gc_digests()
             self._store.close()
             self._store = None
+
+
+def _locations_matching_nothing(sentinels: list[Sentinel], baseline: Baseline, url: str) -> list[str]:
+    """What to say of the locations of sentinels taking their first baseline (`sentinel
+    add` could not check them: the page had no stored body) that match nothing on it."""
+    ids_by_where: dict[str, list[str]] = defaultdict(list)
+    for sentinel in sentinels:
+        if sentinel.where:
+            ids_by_where[sentinel.where].append(sentinel.id)
+    warnings = []
+    for where, ids in ids_by_where.items():
+        region = D.mask(baseline.digest, where)
+        if region is not None and not any(region):
+            warnings.append(f"{where} matches nothing on {url} (sentinel{'s' if len(ids) > 1 else ''} "
+                            f"{', '.join(ids)}): it will fire when that region appears")
+    return warnings

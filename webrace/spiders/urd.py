@@ -30,7 +30,7 @@ from webrace.backends import distributed, open_round_engine
 from webrace.extractor import UrlExtractor
 from webrace.items import Page
 from webrace.middlewares.exclusion import IGNORED
-from webrace.middlewares.recrawl import object_cache
+from webrace.middlewares.recrawl import UNCONDITIONAL, object_cache
 from webrace.records.rounds import DONE, FAILED, Node
 from webrace.rounds.engine import Round, Step
 from webrace.scout.crawl import CrawlRules
@@ -148,10 +148,13 @@ class UrdSpider(scrapy.Spider):
     def _request(self, rnd: Round, node: Node) -> scrapy.Request:
         context = {"round": rnd.id, "link": node.url, "parent": node.parent_url, "depth": node.depth,
                    "budgets": dict(node.budgets), **self.engine.owners(rnd, node)}
+        meta: dict[str, Any] = {"webrace": context}
+        if any(not seen for _, seen in rnd.sentinels.get(node.url, ())):
+            meta[UNCONDITIONAL] = True  # a sentinel with no baseline takes it from this page, changed or not
         # The frontier already requests each URL once per round; Scrapy's dupefilter would
         # drop redirect targets silently (no errback), leaving a node pending.
         return scrapy.Request(node.url, callback=self.parse_page, errback=self.fetch_failed, priority=-node.depth,
-                              meta={"webrace": context}, dont_filter=True)
+                              meta=meta, dont_filter=True)
 
     def _emit(self, rnd: Round | None, step: Step) -> Iterator[Any]:
         for node in step.fetch:
