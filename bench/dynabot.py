@@ -34,12 +34,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 from webrace.demo.services import CLASSES  # noqa: E402
 from webrace.dynabot.stats import format_report  # noqa: E402
+from webrace.urls import normalize  # noqa: E402
 
 SETS = {"test": ("webrace.demo.services", "Services"), "holdout": ("holdout_services", "HoldoutServices"),
         "holdout2": ("holdout2_services", "Holdout2Services")}
@@ -78,12 +80,14 @@ def run(seeds: list[str], service_class: str, variant: str, workdir: Path, code:
 
 
 def score(result: dict, members: list[str], others: list[str]) -> dict:
+    # sources are named as the crawl names them: normalised (query arguments sorted, ...)
+    members, others = [normalize(u) for u in members], [normalize(u) for u in others]
     traces = {t["source"]: t for t in result["traces"]}
     matched = {url for url, t in traces.items() if t["outcome"] == "match"}
     found = matched & set(members)
     counted = [t for url, t in traces.items() if url in set(members) | set(others)]
     return {"members": len(members), "found": len(found), "false": len(matched & set(others)),
-            "missed": sorted(url.rstrip("/").rsplit("/", 1)[-1] for url in set(members) - found),
+            "missed": sorted(urlsplit(url).path.strip("/").split("/")[0] for url in set(members) - found),
             "probes_per_found": sum(traces[u]["probes"] for u in members if u in traces) / max(1, len(found)),
             "probes_per_source": sum(t["probes"] for t in counted) / max(1, len(counted))}
 
@@ -121,8 +125,9 @@ def main(argv: list[str] | None = None) -> int:
                               f"{rows[-1][3]['false']} false, {result['wall']:.0f} s", flush=True)
                         if service_class == "nucleotide_blast":
                             by_source = {t["source"]: t for t in result["traces"]}
-                            hostile_rows += [(name, variant, url.rstrip("/").rsplit("/", 1)[-1], by_source[url])
-                                             for url in hostile if url in by_source]
+                            hostile_rows += [(name, variant, url.rstrip("/").rsplit("/", 1)[-1],
+                                              by_source[normalize(url)]) for url in hostile
+                                             if normalize(url) in by_source]
                         if name == "test" and variant == "shipped" and result["figures"]:
                             print(f"\n{service_class}, shipped: the seed's Tables 2 and 3")
                             print(format_report(result["figures"]))

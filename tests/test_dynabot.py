@@ -223,3 +223,27 @@ def test_a_wizard_in_a_frame_is_followed_to_the_form_that_takes_the_sequence(ser
     assert [s["vertex"] for s in profile["states"]] == ["before", "before", "start", "summary"]
     assert profile["states"][1]["url"].endswith("/step2?prog=blastn")
     assert profile["arguments"]["sequence"] == "data" and profile["source"] == services.url("blastn-wizard")
+
+
+@pytest.mark.skipif(NO_BROWSER is not None, reason=f"browser mode cannot run here: {NO_BROWSER}")
+def test_a_script_built_form_is_recognised_in_browser_mode_and_a_page_with_nothing_behind_its_scripts_is_not(
+        services, project):
+    member, other = services.url("scripted-blastn"), services.url("scripted-news")
+    services.reset()
+    done, items = dynabot(project, [member, other], "nucleotide_blast")
+    assert done.returncode == 0, done.stderr[-3000:]
+    traces = by_source(items, "trace")
+    (profile,) = [i for i in items if i["kind"] == "profile"]
+    assert profile["source"] == member and profile["extracted"] and traces[member]["outcome"] == "match"
+    assert "shown in the browser" in traces[member]["steps"][0]["why"]
+    assert traces[other]["outcome"] in ("no-form", "no-match") and traces[other]["probes"] <= 10
+    api = [h for h in services.hits() if h["path"] == "/scripted-blastn/api" and h["method"] == "POST"]
+    assert api and all(h["user_agent"].startswith("WebRACE/") for h in api)
+
+
+def test_without_the_browser_a_script_built_form_is_a_stated_miss(services, project):
+    member = services.url("scripted-blastn")
+    done, items = dynabot(project, [member], "nucleotide_blast", "-s", "WEBRACE_DYNABOT_BROWSER=False")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (trace,) = [i for i in items if i["kind"] == "trace"]
+    assert trace["outcome"] != "match" and "browser mode off" in trace["reason"]
