@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import Project
 
 from webrace.demo.services import SERVICES, Services
 from webrace.dynabot import browser
@@ -169,57 +170,63 @@ def test_probes_put_the_likeliest_assignment_first():
     assert first.assignment["email"] and first.button.value == "Run BLAST"
 
 
-def test_an_option_driven_service_is_recognised_by_reading_its_error_pages(services, project):
-    """Program and library are selects no hint names, protein ones selected; errors come as HTTP 400."""
-    target = services.url("blastn-options")
+STYLES = ("blastn-options", "blastn-queue", "blastn-wizard", "failing", "endless", "offsite", "huge",
+          "scripted-blastn", "scripted-news")
+
+
+@pytest.fixture(scope="module")
+def styles(services, tmp_path_factory):
+    """One crawl over the services in other styles and the hostile ones: (items by source, hits per service)."""
+    project = Project(tmp_path_factory.mktemp("styles"))
     services.reset()
-    done, items = dynabot(project, [target], "nucleotide_blast")
+    done, items = dynabot(project, [services.url(n) for n in STYLES], "nucleotide_blast",
+                          "-s", "WEBRACE_DYNABOT_MAX_PROBES_PER_SOURCE=12")
     assert done.returncode == 0, done.stderr[-3000:]
-    (profile,) = [i for i in items if i["kind"] == "profile"]
-    (trace,) = [i for i in items if i["kind"] == "trace"]
+    hits: dict[str, list[dict]] = {}
+    for hit in services.hits():
+        hits.setdefault(hit["path"].split("/")[1], []).append(hit)
+    found = {name: {i["kind"]: i for i in items if i["source"] == services.url(name)} for name in STYLES}
+    return found, hits
+
+
+def test_an_option_driven_service_is_recognised_by_reading_its_error_pages(styles):
+    """Program and library are selects no hint names, protein ones selected; errors come as HTTP 400."""
+    found, hits = styles
+    profile, trace = found["blastn-options"]["profile"], found["blastn-options"]["trace"]
     fields = dict(profile["fields"])
     assert fields["p"] == "blastn" and fields["lib"] in {"refgen", "wgs"} and profile["extracted"]
     first, *_ = trace["steps"]
     assert first["answer"] == "HTTP 400" and "nucleotide" in first["heard"]
     assert "the answer says 'nucleotide'" in trace["steps"][-1]["why"]
-    sent = [(h["method"], h["body_size"]) for h in services.hits() if h["path"] == "/blastn-options/align"]
+    sent = [h for h in hits["blastn-options"] if h["path"] == "/blastn-options/align"]
     assert len(sent) == trace["submissions"] == len(trace["steps"]) <= 3
 
 
-def test_a_job_queue_is_followed_through_refreshes_and_an_entity_escaped_link(services, project):
+def test_a_job_queue_is_followed_through_refreshes_and_an_entity_escaped_link(styles):
     """303 to a page refreshing itself, then a link written with &amp; under a <base href>."""
-    target = services.url("blastn-queue")
-    services.reset()
-    done, items = dynabot(project, [target], "nucleotide_blast")
-    assert done.returncode == 0, done.stderr[-3000:]
-    (profile,) = [i for i in items if i["kind"] == "profile"]
+    found, hits = styles
+    profile = found["blastn-queue"]["profile"]
     assert [s["vertex"] for s in profile["states"]][-2:] == ["running", "summary"]
     assert profile["states"][-1]["url"].endswith("&format=text") and profile["extracted"]
-    reports = [h for h in services.hits() if h["path"] == "/blastn-queue/out/report"]
+    reports = [h for h in hits["blastn-queue"] if h["path"] == "/blastn-queue/out/report"]
     assert reports and all(h["status"] == 200 and "amp;" not in h["query"] for h in reports)
 
 
-def test_hostile_services_end_with_an_outcome_and_a_reason_within_the_budgets(services, project):
-    names = ("failing", "endless", "offsite", "huge")
-    services.reset()
-    done, items = dynabot(project, [services.url(n) for n in names], "nucleotide_blast",
-                          "-s", "WEBRACE_DYNABOT_MAX_PROBES_PER_SOURCE=12")
-    assert done.returncode == 0, done.stderr[-3000:]
-    traces = {t["source"].rstrip("/").rsplit("/", 1)[1]: t for t in items if t["kind"] == "trace"}
+def test_hostile_services_end_with_an_outcome_and_a_reason_within_the_budgets(styles):
+    found, hits = styles
+    traces = {name: found[name]["trace"] for name in ("failing", "endless", "offsite", "huge")}
     assert traces["failing"]["outcome"] == "error" and "HTTP 500" in traces["failing"]["reason"]
     assert traces["huge"]["outcome"] == "error" and "over 4194304 bytes" in traces["huge"]["reason"]
     assert traces["offsite"]["outcome"] == "no-match" and "another site" in traces["offsite"]["reason"]
     assert traces["endless"]["outcome"] == "no-match"
     assert all(t["probes"] <= 12 for t in traces.values())
-    assert not [i for i in items if i["kind"] == "profile"]
-    hits = services.hits()
-    assert {h["path"].split("/")[1] for h in hits} <= set(names) | {"robots.txt"}
+    assert not [name for name in traces if "profile" in found[name]]
+    assert set(hits) <= set(STYLES) | {"robots.txt"}  # nothing elsewhere, nothing to 127.0.0.2
 
 
-def test_a_wizard_in_a_frame_is_followed_to_the_form_that_takes_the_sequence(services, project):
-    done, items = dynabot(project, [services.url("blastn-wizard")], "nucleotide_blast")
-    assert done.returncode == 0, done.stderr[-3000:]
-    (profile,) = [i for i in items if i["kind"] == "profile"]
+def test_a_wizard_in_a_frame_is_followed_to_the_form_that_takes_the_sequence(styles, services):
+    found, _ = styles
+    profile = found["blastn-wizard"]["profile"]
     assert [s["vertex"] for s in profile["states"]] == ["before", "before", "start", "summary"]
     assert profile["states"][1]["url"].endswith("/step2?prog=blastn")
     assert profile["arguments"]["sequence"] == "data" and profile["source"] == services.url("blastn-wizard")
@@ -227,17 +234,14 @@ def test_a_wizard_in_a_frame_is_followed_to_the_form_that_takes_the_sequence(ser
 
 @pytest.mark.skipif(NO_BROWSER is not None, reason=f"browser mode cannot run here: {NO_BROWSER}")
 def test_a_script_built_form_is_recognised_in_browser_mode_and_a_page_with_nothing_behind_its_scripts_is_not(
-        services, project):
-    member, other = services.url("scripted-blastn"), services.url("scripted-news")
-    services.reset()
-    done, items = dynabot(project, [member, other], "nucleotide_blast")
-    assert done.returncode == 0, done.stderr[-3000:]
-    traces = by_source(items, "trace")
-    (profile,) = [i for i in items if i["kind"] == "profile"]
-    assert profile["source"] == member and profile["extracted"] and traces[member]["outcome"] == "match"
-    assert "shown in the browser" in traces[member]["steps"][0]["why"]
-    assert traces[other]["outcome"] in ("no-form", "no-match") and traces[other]["probes"] <= 10
-    api = [h for h in services.hits() if h["path"] == "/scripted-blastn/api" and h["method"] == "POST"]
+        styles):
+    found, hits = styles
+    member, other = found["scripted-blastn"], found["scripted-news"]
+    assert member["profile"]["extracted"] and member["trace"]["outcome"] == "match"
+    assert "shown in the browser" in member["trace"]["steps"][0]["why"]
+    assert other["trace"]["outcome"] in ("no-form", "no-match") and other["trace"]["probes"] <= 10
+    assert "profile" not in other
+    api = [h for h in hits["scripted-blastn"] if h["path"] == "/scripted-blastn/api" and h["method"] == "POST"]
     assert api and all(h["user_agent"].startswith("WebRACE/") for h in api)
 
 
