@@ -184,3 +184,18 @@ def test_a_page_that_reloads_itself_or_moves_on_by_script_is_followed_after_its_
     assert go.urls == ["http://127.0.0.1:8000/jobs/result?id=42"] and go.wait == 2.0
     away = "<script>location.replace('http://127.0.0.2:9/x')</script>"
     assert onward(away, "http://127.0.0.1:8000/") is None
+
+
+def test_the_argument_an_answer_names_goes_to_one_field_of_words_not_to_a_field_of_numbers(blastn):
+    page = ('<form action="x" method="post"><textarea name="querySeq"></textarea>'
+            '<select name="expect"><option>0.001</option><option selected>10</option></select>'
+            '<input type=checkbox name="ids[]" value="a" checked> HIV nucleotide sequences<br>'
+            '<input type=checkbox name="ids[]" value="b"> Viral genomes<br><input type=submit value=Search></form>')
+    probe = plan_probes(analyze_forms(page, URL), blastn)[0]
+    found = refinements(probe, blastn.examples[probe.example], blastn, said("<p>No such database.</p>", page))
+    assert [p.assignment.get("ids[]") for p in found] == [["b"]] and "expect" not in found[0].assignment
+
+
+def test_an_unlabelled_checkbox_is_named_by_the_text_beside_it():
+    (form,) = analyze_forms('<form><input type=checkbox name=db value=v1> Viral proteins<br></form>', URL)
+    assert form.parameters[0].options[0].label == "Viral proteins"

@@ -332,9 +332,13 @@ def same_form(a: Form, b: Form) -> bool:
 def next_step(service: ServiceClass, vertex: str, url: str, markup: str, text: str, forms: list[Form],
               values: dict[str, str], submitted: Form | None = None) -> Step:
     """Match a response against the successors of ``vertex``: result vertices first (their
-    type in the markup, then in the text), then intermediate ones."""
+    type in the markup, then in the text), then intermediate ones, ``vertex`` itself last when
+    it is intermediate (a "still running" page leading to another; the hop budget bounds it)."""
     recognizer = service.recognizer()
     successors = service.controlflow.successors(vertex)
+    current = service.controlflow.vertices.get(vertex)
+    if current is not None and not current.result and not current.origin and current not in successors:
+        successors = [*successors, current]  # an intermediate page may lead to another like it (polling)
     for successor in successors:
         if successor.result and not is_form_type(successor.type):
             found = recognizer.find(successor.type, markup, values) or recognizer.find(successor.type, text, values)

@@ -141,22 +141,51 @@ def refinements(probe: Any, example: Example, service: ServiceClass, heard: set[
     taken = set(probe.arguments.values())  # parameters that carry an argument
     wanted = class_words(service)
     found: list[tuple[float, Any]] = []
+    carriers = _carriers(form, example, heard, taken)
     for parameter in form.parameters:
         if parameter.disabled or not parameter.name or parameter.kind not in _CHOOSABLE:
             continue
         if parameter.name in taken and parameter.name not in _iterated(probe, example):
             continue
-        found.extend(_option_changes(probe, example, parameter, heard, wanted))
+        found.extend(_option_changes(probe, example, parameter, heard, wanted, carriers.get(parameter.name, ())))
     found.extend(_text_changes(probe, example, heard))
     found.sort(key=lambda item: -item[0])
     return [p for _, p in found[:MAX_REFINEMENTS]]
+
+
+def _carriers(form: Form, example: Example, heard: set[str], taken: set[str]) -> dict[str, tuple[Argument, ...]]:
+    """For each optional argument the answer names ("no such database"), the one choosable field
+    most likely to carry it: one its hints name, else one whose name or label says it, else the
+    first whose options are words (not numbers: an Expect value is no database). Field name ->
+    the arguments it carries."""
+    found: dict[str, list[Argument]] = {}
+    for argument in example.arguments:
+        if argument.required or not words(argument.name) & heard:
+            continue
+        best, best_score = None, 0
+        for parameter in form.parameters:
+            if parameter.disabled or not parameter.name or parameter.kind not in _CHOOSABLE or parameter.name in taken:
+                continue
+            usable = [o for o in parameter.options if not o.disabled and o.value.strip()
+                      and fits(argument, o.value, o.label)]
+            worded = [o for o in usable if words(o.value, o.label)]  # words() has no numbers
+            if not worded:
+                continue
+            score = 1 + (3 if _hinted(argument, parameter) else 0) + (
+                2 if _field_words(parameter) & words(argument.name) else 0)
+            if score > best_score:
+                best, best_score = parameter, score
+        if best is not None:
+            found.setdefault(best.name, []).append(argument)
+    return {name: tuple(arguments) for name, arguments in found.items()}
 
 
 def _iterated(probe: Any, example: Example) -> set[str]:
     return {probe.arguments[a.name] for a in example.arguments if a.iterator and a.name in probe.arguments}
 
 
-def _option_changes(probe, example: Example, parameter: Parameter, heard: set[str], wanted: set[str]):
+def _option_changes(probe, example: Example, parameter: Parameter, heard: set[str], wanted: set[str],
+                    carried: tuple[Argument, ...] = ()):
     current = _sent(probe, parameter)
     refused = set()
     for option in parameter.options:
@@ -181,22 +210,21 @@ def _option_changes(probe, example: Example, parameter: Parameter, heard: set[st
         if told:
             score += 2 * min(3, len(told))
             reasons.append("the answer says " + ", ".join(repr(w) for w in sorted(told)))
-        typed = own & wanted
-        if typed:
-            score += min(2, len(typed))
-            reasons.append("its words are the class's: " + ", ".join(sorted(typed)))
         if named:
             score += 1
             reasons.append("the answer names the field (" + ", ".join(sorted(named)) + ")")
         else:
-            for argument in example.arguments:
-                spoken = words(argument.name) & heard
-                if spoken and not argument.required and fits(argument, option.value, option.label):
+            for argument in carried:
+                if fits(argument, option.value, option.label):
                     score += 1
                     reasons.append(f"the answer names the argument {argument.name} and the option fits it")
                     break
-        if not score:
+        if not score:  # the answer says nothing about this field: the class's words alone do not move it
             continue
+        typed = own & wanted
+        if typed:
+            score += min(2, len(typed))
+            reasons.append("its words are the class's: " + ", ".join(sorted(typed)))
         value: Any = [option.value] if parameter.kind == "checkbox" else option.value
         why = f"{parameter.name}={option.value}" + (f" ({option.label})" if option.label and option.label !=
                                                      option.value else "") + ": " + "; ".join(reasons)

@@ -279,7 +279,8 @@ def _group(kind, name, members, labels) -> Parameter:
         last = len(checked) - 1 - checked[::-1].index(True)
         checked = [n == last for n in range(len(checked))]
     options = tuple(
-        Option(el.get("value") if el.get("value") is not None else "on", labels.get(el, ""), on, _disabled(el))
+        Option(el.get("value") if el.get("value") is not None else "on", labels.get(el) or _beside(el), on,
+               _disabled(el))
         for el, on in zip(members, checked, strict=True)
     )
     label = labels.get(members[0], "")
@@ -290,6 +291,12 @@ def _group(kind, name, members, labels) -> Parameter:
     sent = [o.value for o in options if o.selected and not o.disabled]
     return Parameter(name, kind, sent[0] if sent else None, options, multiple=kind == "checkbox" and len(members) > 1,
                      label=label, disabled=all(o.disabled for o in options))
+
+
+def _beside(el) -> str:
+    """The text a browser shows right after a radio button or checkbox that has no <label>
+    (``<input type=checkbox name=db value=v1> Viral proteins<br>``): up to the next element."""
+    return " ".join((el.tail or "").split())[:120]
 
 
 def _select(el, labels) -> Parameter:

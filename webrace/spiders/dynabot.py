@@ -69,6 +69,7 @@ FRONTIERS = ("trace", "randomwalk", "linkhint")
 HTTP_ERRORS = list(range(400, 600))  # probes read error answers too: they say what is wrong
 MAX_QUEUED = 20  # refinements kept waiting per source
 MAX_PRELUDES = 3  # pages followed on the way to a source's form (refresh, frame, wizard steps)
+POLL_WAIT = 0.5  # seconds before following a "still running" page to another like it, doubled each hop
 
 
 def browser_wanted(settings: Any) -> bool:
@@ -468,14 +469,17 @@ class DynaBotSpider(scrapy.Spider):
                     self.trace(source, "match")]
         follow = [(step.vertex.name, response.url)] if step.vertex else []
         wait = 0.0
-        if step.kind == "none":
-            moved = onward(markup, response.url, response.status,
-                           (response.headers.get("Location") or b"").decode("latin-1") or None)
-            if moved:  # a browser goes on by itself: stay at this vertex
-                step = Step("links", links=moved.urls)
-                follow = [(path[-1][0], response.url)]
-                wait = min(moved.wait, self.max_wait)
-                self._told(source, f"{moved.how} to {', '.join(moved.urls)}")
+        moved = onward(markup, response.url, response.status,
+                       (response.headers.get("Location") or b"").decode("latin-1") or None)
+        if step.kind == "none" and moved:  # a browser goes on by itself: stay at this vertex
+            step = Step("links", links=moved.urls)
+            follow = [(path[-1][0], response.url)]
+            self._told(source, f"{moved.how} to {', '.join(moved.urls)}")
+        if moved and moved.how == "refresh":  # a page that asks to be reloaded later is not read at once
+            wait = min(moved.wait, self.max_wait)
+        if step.vertex is not None and step.vertex.name == path[-1][0] and step.kind == "links":
+            # the same "still running" page again: poll as a person would, waiting longer each time
+            wait = max(wait, min(self.max_wait, POLL_WAIT * 2 ** min(hops, 4)))
         if step.kind in ("form", "links") and hops >= self.max_hops:
             source.hop_limits += 1
             self._told(source, f"gave up after {hops} intermediate pages")
