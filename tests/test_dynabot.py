@@ -180,7 +180,7 @@ def styles(services, tmp_path_factory):
     project = Project(tmp_path_factory.mktemp("styles"))
     services.reset()
     done, items = dynabot(project, [services.url(n) for n in STYLES], "nucleotide_blast",
-                          "-s", "WEBRACE_DYNABOT_MAX_PROBES_PER_SOURCE=12")
+                          "-s", "WEBRACE_DYNABOT_MAX_PROBES_PER_SOURCE=12", "-s", "WEBRACE_DYNABOT_MAX_REFRESH_WAIT=1")
     assert done.returncode == 0, done.stderr[-3000:]
     hits: dict[str, list[dict]] = {}
     for hit in services.hits():
