@@ -173,7 +173,8 @@ def small_delegator(latency: dict[tuple[str, str], float], capacity: dict[str, i
     for cidr, org in SUBNETS:
         hierarchy.add_subnet(cidr, org)
     prober = D.TableProber((c, ip, ms) for (c, ip), ms in latency.items())
-    options.setdefault("lookahead", None)  # these tests follow the paper's procedure step by step
+    options.setdefault("strategy", D.SEARCH)  # these tests follow the paper's procedure step by step
+    options.setdefault("lookahead", None)
     delegator = D.Delegator(hierarchy, prober, **options)
     for crawler_id, ip in HOMES.items():
         delegator.register(D.Crawler(crawler_id, ip, (capacity or {}).get(crawler_id)))
@@ -271,7 +272,7 @@ def test_an_unreachable_crawler_counts_as_infinitely_far():
     hierarchy = D.Hierarchy()
     for cidr, org in SUBNETS:
         hierarchy.add_subnet(cidr, org)
-    delegator = D.Delegator(hierarchy, Prober())
+    delegator = D.Delegator(hierarchy, Prober(), strategy=D.SEARCH)
     for crawler_id, ip in HOMES.items():
         delegator.register(D.Crawler(crawler_id, ip))
     decision = delegator.delegate("10.1.2.3")
@@ -410,13 +411,14 @@ def workloads(draw):
     ips = draw(st.lists(st.sampled_from([f"10.{a}.{b}.{c}" for a in (1, 2, 3) for b in (0, 1, 2) for c in (1, 2, 3)]),
                         min_size=1, max_size=60))
     latency = draw(st.lists(st.floats(1, 400), min_size=crawlers * 27, max_size=crawlers * 27))
-    return capacities, ips, latency, draw(st.sampled_from([1.0, 50.0])), draw(st.sampled_from([0.0, 25.0, 500.0]))
+    return (capacities, ips, latency, draw(st.sampled_from([1.0, 50.0])), draw(st.sampled_from([0.0, 25.0, 500.0])),
+            draw(st.sampled_from([D.KNOWLEDGE, D.SEARCH])))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads())
-def test_balancing_never_gives_a_crawler_more_pages_than_its_capacity(workload):
-    capacities, ips, latency, threshold, variance = workload
+def test_no_crawler_is_ever_given_more_pages_than_its_capacity_by_either_strategy(workload):
+    capacities, ips, latency, threshold, variance, strategy = workload
     hierarchy = D.Hierarchy()
     for a in (1, 2, 3):
         hierarchy.add_subnet(f"10.{a}.0.0/16", org=f"org{a}")
@@ -425,7 +427,8 @@ def test_balancing_never_gives_a_crawler_more_pages_than_its_capacity(workload):
     targets = sorted({f"10.{a}.{b}.{c}" for a in (1, 2, 3) for b in (0, 1, 2) for c in (1, 2, 3)})
     crawler_ids = [f"c{n}" for n in range(len(capacities))]
     rows = [(c, ip, latency[n * len(targets) + t]) for n, c in enumerate(crawler_ids) for t, ip in enumerate(targets)]
-    delegator = D.Delegator(hierarchy, D.TableProber(rows), threshold_ms=threshold, variance_ms=variance)
+    delegator = D.Delegator(hierarchy, D.TableProber(rows), threshold_ms=threshold, variance_ms=variance,
+                            strategy=strategy)
     for n, (crawler_id, capacity) in enumerate(zip(crawler_ids, capacities, strict=True)):
         delegator.register(D.Crawler(crawler_id, f"10.{n % 3 + 1}.{n % 3}.{200 + n}", capacity))
     urls = [f"http://{ip}/p{n}" for n, ip in enumerate(ips)]
@@ -443,10 +446,11 @@ def test_balancing_never_gives_a_crawler_more_pages_than_its_capacity(workload):
     assert {c: placed.count(c) for c in crawler_ids} == {c: delegator.load(c) for c in crawler_ids}
 
 
-def test_balancing_keeps_every_crawler_within_capacity_on_simulated_crawls():
+@pytest.mark.parametrize("strategy", [D.KNOWLEDGE, D.SEARCH])
+def test_balancing_keeps_every_crawler_within_capacity_on_simulated_crawls(strategy):
     for seed in (1, 2):
         sim = D.simulate(crawlers=6, urls=300, seed=seed, capacity=60)
-        metrics = D.run_simulation(sim)
+        metrics = D.run_simulation(sim, strategy=strategy)
         assert metrics["max_load"] <= 60 and sum(metrics["loads"].values()) == 300
 
 
@@ -562,3 +566,228 @@ def test_lookahead_probes_one_more_level_before_choosing():
     with_one = small_delegator(latency, lookahead=1).delegate("10.1.2.7")
     assert (without.crawler, without.probes) == ("c1", 1)
     assert with_one.crawler == "c2" and with_one.probes == 2 and "c3" not in with_one.results
+
+
+# -- probes kept as knowledge (the default strategy) ----------------------------------------
+
+# 10.0.0.0/8 region r; 10.1.0.0/16 organisation x with two sibling /24s; crawlers elsewhere:
+# c1 in 10.9.0.0/16 (same region as x), c2 in 20.0.0.0/8, c3 in 30.0.0.0/8
+KNOWN_SUBNETS = [("10.0.0.0/8", "r"), ("10.1.0.0/16", "x"), ("10.1.1.0/24", None), ("10.1.2.0/24", None),
+                 ("10.9.0.0/16", "h1"), ("20.0.0.0/8", "h2"), ("30.0.0.0/8", "h3")]
+KNOWN_HOMES = {"c1": "10.9.0.1", "c2": "20.0.0.1", "c3": "30.0.0.1"}
+
+
+def knowing(latency: dict[tuple[str, str], float], capacity: dict[str, int] | None = None,
+            **options) -> D.Delegator:
+    hierarchy = D.Hierarchy()
+    for cidr, org in KNOWN_SUBNETS:
+        hierarchy.add_subnet(cidr, org)
+    clock = iter(range(1_000_000))
+    delegator = D.Delegator(hierarchy, D.TableProber((c, ip, ms) for (c, ip), ms in latency.items()),
+                            clock=lambda: float(next(clock)), **options)
+    for crawler_id, ip in KNOWN_HOMES.items():
+        delegator.register(D.Crawler(crawler_id, ip, (capacity or {}).get(crawler_id)))
+    return delegator
+
+
+def far_and_near(*ips: str, c1: float = 5.0, c2: float = 80.0, c3: float = 150.0) -> dict[tuple[str, str], float]:
+    return {(c, ip): ms * (1 + n / 100) for n, ip in enumerate(ips) for c, ms in (("c1", c1), ("c2", c2), ("c3", c3))}
+
+
+def test_the_default_strategy_keeps_probes_as_knowledge():
+    assert knowing({}).strategy == D.KNOWLEDGE
+    with pytest.raises(D.DelegationError, match="strategy 'guess' is none of knowledge, search"):
+        knowing({}, strategy="guess")
+
+
+def test_the_first_url_anywhere_probes_every_crawler_it_knows_nothing_of():
+    delegator = knowing(far_and_near("10.1.1.5"))
+    decision = delegator.delegate("http://10.1.1.5/a")
+    assert (decision.crawler, decision.reason, set(decision.results)) == ("c1", D.PROBED, {"c1", "c2", "c3"})
+
+
+def test_a_probe_result_is_reused_for_the_next_url_of_the_same_subnet():
+    delegator = knowing(far_and_near("10.1.1.5", "10.1.1.77"))
+    first = delegator.delegate("http://10.1.1.5/a")
+    calls = delegator.prober.calls
+    second = delegator.delegate("http://10.1.1.77/b")
+    assert first.probes == 3 and (second.crawler, second.probes, second.reason) == ("c1", 0, D.DELEGATED)
+    assert delegator.prober.calls == calls  # not one new probe
+    kept = delegator.knowledge.estimate("c2", second.ip)  # what the subnet's probe says of another host in it
+    assert kept.source == ("subnet", first.subnet) and kept.ms == pytest.approx(80.0)
+
+
+def test_a_sibling_subnet_is_decided_from_its_siblings_probes_without_a_probe():
+    delegator = knowing(far_and_near("10.1.1.5", "10.1.2.7"))
+    delegator.delegate("http://10.1.1.5/a")
+    calls = delegator.prober.calls
+    sibling = delegator.delegate("http://10.1.2.7/b")  # 10.1.2.0/24: a new subnet, sibling of 10.1.1.0/24
+    assert (sibling.crawler, sibling.probes, sibling.reason) == ("c1", 0, D.KNOWN)
+    assert delegator.prober.calls == calls and delegator.owner(sibling.subnet) == "c1"
+    block = delegator.hierarchy.get("10.1.0.0/16")
+    for crawler_id, ms in (("c1", 5.0), ("c2", 80.0), ("c3", 150.0)):
+        estimate = delegator.knowledge.estimate(crawler_id, sibling.ip)
+        assert estimate.source == ("block", block) and estimate.ms == pytest.approx(ms)
+
+
+def test_the_parent_subnet_is_estimated_from_its_childrens_probes():
+    delegator = knowing(far_and_near("10.1.1.5", "10.1.200.1"))
+    delegator.delegate("http://10.1.1.5/a")
+    parent = delegator.delegate("http://10.1.200.1/")  # its smallest subnet is 10.1.0.0/16 itself
+    assert parent.subnet == delegator.hierarchy.get("10.1.0.0/16")
+    assert (parent.crawler, parent.probes) == ("c1", 0)
+    assert delegator.knowledge.estimate("c2", parent.ip).source == ("block", parent.subnet)
+
+
+def test_a_probe_is_sent_where_the_kept_knowledge_cannot_decide():
+    # in the first /24, c1 and c2 are 5 and 5.4 ms away: for the sibling, knowledge cannot tell them apart
+    latency = {**far_and_near("10.1.1.5", c2=5.4), ("c1", "10.1.2.7"): 6.0, ("c2", "10.1.2.7"): 4.0,
+               ("c3", "10.1.2.7"): 150.0}
+    delegator = knowing(latency)
+    delegator.delegate("http://10.1.1.5/a")
+    sibling = delegator.delegate("http://10.1.2.7/b")
+    assert sibling.crawler == "c2" and set(sibling.results) == {"c1", "c2"}  # c3, far by what is known: not asked
+
+
+def test_knowledge_keeps_each_measurement_with_its_time_and_an_old_one_counts_less():
+    hierarchy = D.Hierarchy()
+    hierarchy.add_subnet("10.0.0.0/8", "r")
+    now = [0.0]
+    knowledge = D.Knowledge(hierarchy, clock=lambda: now[0])
+    ip = D.target_ip("10.0.0.9")
+    kept = knowledge.observe("c1", ip, 20.0)
+    assert (kept.at, math.exp(kept.y)) == (0.0, pytest.approx(20.0))
+    fresh = knowledge.estimate("c1", ip).var
+    now[0] = 30 * 86400.0  # a month later the route may have changed: less certain
+    assert knowledge.estimate("c1", ip).var > fresh
+    knowledge.observe("c1", ip, 40.0)  # a new probe weighs more than the month-old one
+    assert 30.0 < knowledge.estimate("c1", ip).ms < 40.0
+
+
+def test_slow_fetches_update_the_knowledge_and_redelegate_from_it_without_new_probes():
+    delegator = knowing(far_and_near("10.1.1.5", c2=20.0))
+    first = delegator.delegate("http://10.1.1.5/a")
+    assert first.crawler == "c1" and delegator.report_fetch("c1", "10.1.1.5", 50.0) is None  # the baseline
+    assert delegator.report_fetch("c1", "10.1.1.5", 500.0) is None
+    calls = delegator.prober.calls
+    decision = delegator.report_fetch("c1", "10.1.1.5", 500.0)  # a second slow fetch: the route changed
+    assert (decision.crawler, decision.reason, decision.probes) == ("c2", D.RECALIBRATED, 0)
+    assert delegator.prober.calls == calls  # c2's kept probe decided
+    assert delegator.knowledge.estimate("c1", first.ip).ms == pytest.approx(50.0)  # 5 ms, ten times slower
+    assert delegator.assigned("http://10.1.1.5/a") == "c2"
+
+
+def test_a_fetch_of_a_pair_never_probed_stands_for_a_probe():
+    delegator = knowing(far_and_near("10.1.1.5"))
+    delegator.delegate("http://10.1.1.5/a")
+    delegator.report_fetch("c1", "10.1.1.5", 25.0)  # fetches take five times a probe
+    ip = D.target_ip("10.1.2.99")
+    assert delegator.knowledge.estimate("c1", ip).kind == "block"
+    delegator.report_fetch("c1", ip, 40.0)
+    estimate = delegator.knowledge.estimate("c1", ip)
+    assert estimate.kind == "ip" and estimate.ms == pytest.approx(8.0)
+
+
+def test_a_registry_that_misplaces_an_organisation_is_no_longer_trusted_for_it():
+    # org y's block sits in region r, where c1 is 5 ms from everybody; y is hosted next to c3
+    latency = {**far_and_near("10.1.1.5"), ("c1", "10.2.0.9"): 160.0, ("c2", "10.2.0.9"): 90.0,
+               ("c3", "10.2.0.9"): 2.0, ("c1", "10.2.0.70"): 161.0, ("c2", "10.2.0.70"): 91.0,
+               ("c3", "10.2.0.70"): 2.1}
+    delegator = knowing(latency)
+    delegator.hierarchy.add_subnet("10.2.0.0/16", "y")
+    delegator.delegate("http://10.1.1.5/a")
+    misplaced = delegator.delegate("http://10.2.0.9/")
+    assert misplaced.crawler == "c3" and "c1" in misplaced.results
+    region = delegator.hierarchy.get("10.0.0.0/8")
+    assert delegator.knowledge.estimate("c2", D.target_ip("10.2.0.70")).source != ("node", region)
+
+
+def test_probes_per_url_fall_as_knowledge_grows():
+    sim = D.simulate(12, 1000, seed=11, world=D.World(regions=5, orgs=200))
+    probes = D.run_simulation(sim)["probes"]
+    first, last = sum(probes[:100]), sum(probes[-100:])
+    assert last < first / 3
+
+
+def test_capacity_is_never_exceeded_on_simulated_worlds_where_it_binds():
+    sim = D.simulate(12, 600, seed=12, capacity=60, world=D.World(regions=5, orgs=150))
+    metrics = D.run_simulation(sim)
+    assert metrics["optimum_nearest_share"] < 1.0  # the capacities bind: not every URL can have its nearest
+    assert metrics["max_load"] <= 60 and metrics["over_capacity"] == 0
+    assert sorted(metrics["assignment"]) == sorted(sim.urls) and None not in metrics["assignment"].values()
+
+
+def test_the_seeds_search_stays_runnable_as_the_baseline():
+    sim = D.simulate(4, 200, seed=2)
+    search, knowledge = D.run_simulation(sim, strategy=D.SEARCH), D.run_simulation(sim)
+    assert set(search["reasons"]) & {"hierarchy", "organisation", "fastest"}
+    assert set(knowledge["reasons"]) & {"known", "probed"} and not set(knowledge["reasons"]) & {"hierarchy"}
+
+
+# -- the best assignment within capacity -----------------------------------------------------
+
+
+def test_best_assignment_on_a_hand_made_case_moves_the_page_that_loses_least():
+    # three pages all nearest to crawler 0, which takes two: page 2 loses 1 ms on crawler 1,
+    # page 0 would lose 9 and page 1 would lose 8
+    cost = [[1.0, 10.0], [2.0, 10.0], [3.0, 4.0]]
+    assert D.best_assignment(cost, [2, 1]).tolist() == [0, 0, 1]
+
+
+def test_best_assignment_on_a_hand_made_chain():
+    # A takes one page, B one, C any: page 0 is best on A (1) then B (2); page 1 only fits A
+    # well (1, else 50); page 2 is best on B (1) then C (30). The best: page 1 on A, page 0
+    # on B, page 2 on C: 1 + 2 + 30 = 33 (greedy by page gives page 0 A, page 1 C: 1 + 50 + 1 = 52)
+    cost = [[1.0, 2.0, 80.0], [1.0, 60.0, 50.0], [90.0, 1.0, 30.0]]
+    chosen = D.best_assignment(cost, [1, 1, None])
+    assert chosen.tolist() == [1, 0, 2]
+    assert sum(cost[i][j] for i, j in enumerate(chosen)) == 33.0
+
+
+def test_best_assignment_without_binding_capacities_gives_every_page_its_nearest():
+    cost = [[3.0, 1.0], [1.0, 3.0], [2.0, 5.0]]
+    assert D.best_assignment(cost, [None, 5]).tolist() == [1, 0, 0]
+
+
+def test_best_assignment_refuses_capacities_too_small_for_the_pages():
+    with pytest.raises(ValueError, match="3 pages do not fit in capacities totalling 2"):
+        D.best_assignment([[1.0], [1.0], [1.0]], [2])
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_best_assignment_matches_brute_force_on_small_cases(seed):
+    import itertools
+    import random
+
+    rng = random.Random(seed)
+    pages, crawlers = rng.randint(2, 6), rng.randint(2, 3)
+    cost = [[rng.choice([1, 2, 3, 5, 8, 13, 21]) + rng.random() for _ in range(crawlers)] for _ in range(pages)]
+    capacities = [rng.choice([None, 1, 2, 3]) for _ in range(crawlers)]
+    if sum(pages if c is None else c for c in capacities) < pages:
+        capacities[0] = None
+    feasible = [choice for choice in itertools.product(range(crawlers), repeat=pages)
+                if all(capacities[j] is None or choice.count(j) <= capacities[j] for j in range(crawlers))]
+    best = min(sum(cost[i][j] for i, j in enumerate(choice)) for choice in feasible)
+    chosen = D.best_assignment(cost, capacities)
+    assert all(capacities[j] is None or list(chosen).count(j) <= capacities[j] for j in range(crawlers))
+    assert sum(cost[i][j] for i, j in enumerate(chosen)) == pytest.approx(best)
+
+
+# -- the simulator's range of worlds ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("world", [
+    D.World(orgs=20), D.World(orgs=500, regions=5, zipf=0.0), D.World(orgs=120, depth=4, children=(2, 3)),
+    D.World(orgs=80, depth=1, non_cidr=False), D.World(orgs=100, top_blocks=False, regions=6),
+], ids=lambda world: world.describe())
+def test_simulated_worlds_have_the_shape_asked_for(world):
+    sim = D.simulate(8, 300, seed=5, world=world)
+    allocations = D.parse_rir(sim.rir_lines)
+    orgs = {a.org for a in allocations if "-org-" in (a.org or "")}
+    assert len(orgs) == world.orgs
+    counts = [int(line.split("|")[4]) for line in sim.rir_lines if "|ipv4|" in line and "|summary" not in line]
+    assert any(n & (n - 1) for n in counts) == world.non_cidr  # address counts that are not CIDR blocks
+    hierarchy = sim.hierarchy()
+    assert any(s.network.prefixlen == 8 for s in hierarchy) == world.top_blocks
+    org_depth = max(hierarchy.depth(hierarchy.smallest(D.target_ip(url))) for url in sim.urls)
+    assert org_depth >= world.depth + (2 if world.top_blocks else 0)

@@ -70,3 +70,22 @@ def test_simulate_prints_the_benchmark_metrics(project):
     assert done.returncode == 0, done.stderr
     assert "random" in done.stdout and "IPMicra 50 ms" in done.stdout and "probes/URL" in done.stdout
     assert "download s" in done.stdout
+
+
+def test_delegate_keeps_probes_as_knowledge_and_runs_the_seeds_search_on_request(project):
+    # 194.42.32.0/20 is a third block of org-ucy: what was probed in its second block decides it
+    project.write("ripe.txt", RIR + "ripencc|CY|ipv4|194.42.32.0|4096|20000101|allocated|org-ucy\n")
+    latency = {**LATENCY, "194.42.32.5": {"cy": 4.5, "gr": 40.5}}
+    project.write("crawlers.json", json.dumps(CRAWLERS))
+    project.write("latency.csv", "crawler,ip,ms\n" + "".join(
+        f"{c},{ip},{ms}\n" for ip, row in latency.items() for c, ms in row.items()))
+    project.write("urls.txt", "http://194.42.16.7/x\nhttp://194.42.32.5/y\n")
+    probes = {}
+    for strategy in ("knowledge", "search"):
+        done = delegate(project, "--strategy", strategy)
+        assert done.returncode == 0, done.stderr
+        lines = [json.loads(line) for line in (project.root / "out.jsonl").read_text().splitlines()]
+        assert [line["crawler"] for line in lines] == ["cy", "cy"]
+        probes[strategy] = [line["probes"] for line in lines]
+    assert probes["knowledge"] == [2, 0]  # the organisation's kept probes decide its third block
+    assert probes["search"][1] >= 1  # the seed's search probes the organisation's crawler again

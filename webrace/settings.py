@@ -124,7 +124,8 @@ WEBRACE_DELEGATION_RIR = []  # RIR delegated-extended files: the IP hierarchy
 WEBRACE_DELEGATION_SUBNETS = None  # a file of finer subnets, one CIDR per line
 WEBRACE_DELEGATION_LATENCY = None  # a crawler,ip,ms CSV the probes read (else measured: TCP connect)
 WEBRACE_DELEGATION_HOSTS = {}  # host -> address pins, before DNS
-WEBRACE_DELEGATION_THRESHOLD_MS = 50.0  # the probing threshold
+WEBRACE_DELEGATION_STRATEGY = "knowledge"  # knowledge: probes kept, probe where they cannot decide; search: the seed's
+WEBRACE_DELEGATION_THRESHOLD_MS = 50.0  # the probing threshold (the search strategy)
 WEBRACE_DELEGATION_PROBE_TIMEOUT = 2.0  # seconds to wait for the other workers' probe answers
 # SCHEDULER stays Scrapy's own; with REDIS_URL the URD spider sets its lease scheduler
 # (webrace.distributed.scheduler.LeaseScheduler).

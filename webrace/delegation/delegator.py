@@ -1,154 +1,109 @@
 """The IPMicra coordinator (seed 002, sections III.D-F): URLs are delegated to crawlers by
 delegating the subnets they lie in.
 
-For a URL's IP (``delegate``):
+For a URL's IP, the smallest subnet containing it; if that subnet is delegated (and its
+crawler has room), its crawler, with no probe. A crawler's own subnet (the smallest
+containing its IP) is delegated to it when it registers. Otherwise a policy decides:
 
-1. the smallest subnet containing it; if that subnet is delegated, its crawler (no probe);
-2. else the crawlers holding other subnets of the same organisation are probed;
-3. then bottom-up through the hierarchy: at the subnet, then its parent, grandparent... the
-   crawlers of the delegated subnets inside that level (siblings first, then their children,
-   the level's own crawler last) are probed; above the roots every registered crawler is a
-   candidate;
-4. if no probe was under the threshold, the crawler with the fastest probe.
+- ``strategy="knowledge"`` (the default, :mod:`webrace.delegation.choice`): every probe is
+  kept as knowledge (:mod:`webrace.delegation.knowledge`), which estimates, with its
+  uncertainty, every crawler's latency to any address from what was measured in the same
+  subnet, organisation, siblings, ancestors, country and registry; a probe is sent only where
+  those estimates cannot decide, so the cost per URL falls as the run goes on. Full crawlers
+  make room by moving pages along the cheapest chain (the min-cost assignment's step).
+- ``strategy="search"`` (:mod:`webrace.delegation.search`): the seed's bottom-up search with
+  its probing threshold (``lookahead=None``: stop at the first probe under it; ``lookahead=1``:
+  probe one more level), and its variance heuristic for full crawlers. The baseline.
 
-Stopping: the paper stops at the first probe under the threshold (``lookahead=None``). With
-several crawlers per region many are under 50 ms, and the first one probed is often not
-the nearest (measured on the simulator with 12 crawlers: 67% of URLs to their optimal
-crawler). By default (``lookahead=1``) every candidate of a level is probed, and once a
-level holds a probe under the threshold, one more level up is probed too before the fastest
-is chosen: 95% optimal at 1.2 probes per URL on the same worlds (``bench/ipmicra.py``).
-
-The subnet is then delegated to that crawler, so later URLs in it cost no probe. No crawler is
-probed twice for one URL. A crawler's own subnet (the smallest containing its IP) is delegated
-to it when it registers.
+The subnet is then delegated, so later URLs in it cost nothing. Capacity is a number of pages
+(distinct URLs), the paper's "size of the assigned web-pages the crawler has to check"; no
+crawler is ever given more pages than its capacity.
 
 Dynamic calibration (``report_fetch``): a fetch is slow when it took more than
 ``slow_factor`` times the mean of the crawler's earlier fetches of the same IP (or more than
 ``slow_ms``, if set); ``slow_after`` slow fetches in a row by a subnet's crawler in that subnet
-re-run the search for the subnet with fresh probes, the current crawler re-measured like the
-others.
-
-Load balancing: a crawler's capacity is a number of pages (distinct URLs), the paper's "size
-of the assigned web-pages the crawler has to check". When the chosen crawler is full, the
-variance heuristic picks, among its subnets and the new one, the subnet whose stored probe
-results vary least, and moves it to its next-best probed crawler, if that crawler's probe is
-within ``variance_ms`` of the subnet's best and it has room for the subnet's pages; else the
-next subnet is tried. If no subnet can move, the URL goes to the best crawler with room. No
-crawler is ever given more pages than its capacity.
+re-decide the subnet (search: fresh probes of everybody; knowledge: the crawler's latency
+there replaced by what the fetches show, the others' from what is known). With the knowledge
+strategy every other fetch time is knowledge too (:meth:`Knowledge.fetched`).
 """
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 
 import radix
 
+from webrace.delegation.choice import KnowledgePolicy
+from webrace.delegation.decisions import (
+    BALANCED,
+    DELEGATED,
+    FASTEST,
+    HIERARCHY,
+    KNOWLEDGE,
+    KNOWN,
+    ORGANISATION,
+    PROBED,
+    RECALIBRATED,
+    SEARCH,
+    CapacityError,
+    Crawler,
+    Decision,
+    DelegationError,
+    Move,
+    Session,
+)
 from webrace.delegation.hierarchy import Hierarchy, IPAddress, Subnet, target_ip
-from webrace.delegation.probing import Prober, Unreachable
+from webrace.delegation.knowledge import Knowledge
+from webrace.delegation.probing import Prober
+from webrace.delegation.search import SearchPolicy
 
-DELEGATED = "delegated"          # the subnet was already delegated: no probe
-ORGANISATION = "organisation"    # a crawler of the same organisation probed under the threshold
-HIERARCHY = "hierarchy"          # a crawler found bottom-up probed under the threshold
-FASTEST = "fastest"              # nobody under the threshold: the fastest probe
-BALANCED = "balanced"            # the best crawler was full: balancing decided
-RECALIBRATED = "recalibrated"    # slow fetches re-ran the search for the subnet
+__all__ = ["BALANCED", "DELEGATED", "FASTEST", "HIERARCHY", "KNOWLEDGE", "KNOWN", "ORGANISATION", "PROBED",
+           "RECALIBRATED", "SEARCH", "CapacityError", "Crawler", "Decision", "DelegationError", "Delegator", "Move"]
 
-
-class DelegationError(ValueError):
-    """A request the coordinator cannot serve (bad target, unknown crawler...)."""
-
-
-class CapacityError(DelegationError):
-    """Every crawler is at capacity."""
-
-
-@dataclass(frozen=True)
-class Crawler:
-    """A migrating crawler: where it runs and how many pages it can take (``None``: no limit)."""
-
-    id: str
-    ip: IPAddress
-    capacity: int | None = None
-
-    def __post_init__(self) -> None:
-        try:
-            object.__setattr__(self, "ip", target_ip(self.ip))
-        except ValueError as exc:
-            raise DelegationError(f"crawler {self.id!r}: {exc}") from None
-        if self.capacity is not None and self.capacity < 0:
-            raise DelegationError(f"crawler {self.id!r}: capacity {self.capacity} is negative")
-
-
-@dataclass(frozen=True)
-class Move:
-    """A subnet re-delegated from one crawler to another, with its pages."""
-
-    subnet: Subnet
-    source: str
-    target: str
-
-
-@dataclass(frozen=True)
-class Decision:
-    """Where a URL went and why: ``results`` are the probes made for it (crawler -> ms)."""
-
-    crawler: str
-    ip: IPAddress
-    subnet: Subnet | None
-    probes: int
-    reason: str
-    results: Mapping[str, float] = field(default_factory=dict)
-    moved: tuple[Move, ...] = ()
-
-
-class _Session:
-    """The probes of one decision: each crawler probed at most once."""
-
-    def __init__(self, prober: Prober, ip: IPAddress) -> None:
-        self.prober = prober
-        self.ip = ip
-        self.results: dict[str, float] = {}
-
-    def probe(self, crawler_id: str) -> float:
-        if crawler_id not in self.results:
-            try:
-                self.results[crawler_id] = float(self.prober.probe(crawler_id, self.ip))
-            except Unreachable:
-                self.results[crawler_id] = math.inf
-        return self.results[crawler_id]
+STRATEGIES = {KNOWLEDGE: KnowledgePolicy, SEARCH: SearchPolicy}
 
 
 class Delegator:
-    """Delegates subnets, and through them URLs, to registered crawlers."""
+    """Delegates subnets, and through them URLs, to registered crawlers.
+
+    ``regret`` (knowledge): the expected share of a page's latency a choice may lose rather
+    than probe (0.003: three tenths of a percent).
+    ``threshold_ms``, ``lookahead``, ``variance_ms``: the search strategy's.
+    ``clock``: the time measurements are stamped with (seconds; default ``time.time``)."""
 
     def __init__(self, hierarchy: Hierarchy, prober: Prober, threshold_ms: float = 50.0, variance_ms: float = 25.0,
                  slow_after: int = 2, slow_factor: float = 2.0, slow_ms: float | None = None,
-                 lookahead: int | None = 1) -> None:
+                 lookahead: int | None = 1, strategy: str = KNOWLEDGE, regret: float = 0.003,
+                 clock: Callable[[], float] | None = None) -> None:
         if slow_after < 1:
             raise DelegationError(f"slow_after={slow_after}: re-delegation needs at least one slow fetch")
+        if strategy not in STRATEGIES:
+            raise DelegationError(f"strategy {strategy!r} is none of {', '.join(STRATEGIES)}")
         self.hierarchy = hierarchy
         self.prober = prober
         self.threshold_ms = threshold_ms
-        self.lookahead = lookahead  # None: the paper's stopping rule (see _search)
+        self.lookahead = lookahead  # None: the paper's stopping rule (see search.py)
         self.variance_ms = variance_ms
         self.slow_after = slow_after
         self.slow_factor = slow_factor
         self.slow_ms = slow_ms
+        self.strategy = strategy
+        self.regret = regret
+        self.knowledge = Knowledge(hierarchy, clock)
         self.crawlers: dict[str, Crawler] = {}
         self.stats: Counter[str] = Counter()
         self._owner: dict[Subnet, str] = {}
         self._owned: dict[str, set[Subnet]] = {}
         self._delegated = radix.Radix()  # the delegated subnets, for "delegated subnets inside this one"
-        self._probes: dict[Subnet, dict[str, float]] = {}  # stored probe results, for balancing
         self._page_crawler: dict[str, str] = {}
+        self._page_subnet: dict[str, Subnet | None] = {}
         self._pages_on: dict[tuple[str, Subnet | None], set[str]] = {}
+        self._held: dict[str, set[str]] = {}
         self._load: Counter[str] = Counter()
         self._fetches: dict[tuple[str, Subnet], dict[IPAddress, tuple[int, float]]] = {}
         self._streak: Counter[tuple[str, Subnet]] = Counter()
+        self.policy: KnowledgePolicy | SearchPolicy = STRATEGIES[strategy](self)
 
     # -- crawlers -----------------------------------------------------------------------
 
@@ -159,6 +114,7 @@ class Delegator:
             raise DelegationError(f"crawler {crawler.id!r} is already registered")
         self.crawlers[crawler.id] = crawler
         self._owned[crawler.id] = set()
+        self.knowledge.add_crawler(crawler.id, crawler.ip)
         home = self.hierarchy.smallest(crawler.ip)
         if home is None or home in self._owner:
             return None
@@ -194,8 +150,8 @@ class Delegator:
         return dict(self._owner)
 
     def probe_results(self, subnet: Subnet) -> dict[str, float]:
-        """The probes stored for the subnet (crawler -> ms), which balancing reads."""
-        return dict(self._probes.get(subnet, {}))
+        """The probes stored for the subnet (crawler -> ms)."""
+        return self.policy.probe_results(subnet)
 
     # -- delegation ---------------------------------------------------------------------
 
@@ -208,135 +164,7 @@ class Delegator:
         subnet = self.hierarchy.smallest(ip)
         if key in self._page_crawler:
             return self._decided(Decision(self._page_crawler[key], ip, subnet, 0, DELEGATED))
-        session = _Session(self.prober, ip)
-        owner = self._owner.get(subnet) if subnet is not None else None
-        fresh = owner is None
-        if fresh:
-            owner, reason = self._search(ip, subnet, session)
-        else:
-            reason = DELEGATED
-        if subnet is not None and session.results:
-            self._probes.setdefault(subnet, {}).update(session.results)
-        if self._room(owner, 1):
-            if fresh and subnet is not None:
-                self._delegate(subnet, owner)
-            return self._assign(key, ip, subnet, owner, session, reason)
-        return self._balance(key, ip, subnet, owner, session, fresh)
-
-    def _search(self, ip: IPAddress, subnet: Subnet | None, session: _Session,
-                eligible: Callable[[str], bool] | None = None) -> tuple[str, str]:
-        """Steps 2-4 of the procedure, among the ``eligible`` crawlers."""
-        ok = eligible or (lambda crawler_id: True)
-        if self.lookahead is None:  # the paper's rule: the first probe under the threshold wins
-            for crawler_id in self._organisation_candidates(subnet, ip):
-                if ok(crawler_id) and session.probe(crawler_id) < self.threshold_ms:
-                    return crawler_id, ORGANISATION
-            level = subnet
-            while True:
-                for crawler_id in self._level_candidates(level, ip):
-                    if ok(crawler_id) and session.probe(crawler_id) < self.threshold_ms:
-                        return crawler_id, HIERARCHY
-                if level is None:
-                    break
-                level = self.hierarchy.parent(level)
-            return self._fastest(session, ok), FASTEST
-        # ours: every candidate of a level is probed (the organisation's crawlers with the
-        # first level); once a level has a probe under the threshold, ``lookahead`` more
-        # levels up are probed too, and the fastest of all wins
-        for crawler_id in self._organisation_candidates(subnet, ip):
-            if ok(crawler_id):
-                session.probe(crawler_id)
-        level, left = subnet, None
-        while True:
-            for crawler_id in self._level_candidates(level, ip):
-                if ok(crawler_id):
-                    session.probe(crawler_id)
-            fastest = self._fastest(session, ok, none_ok=True)
-            if fastest is not None and session.results[fastest] < self.threshold_ms:
-                left = self.lookahead if left is None else left - 1
-                if left <= 0:
-                    return fastest, HIERARCHY
-            if level is None:
-                break
-            level = self.hierarchy.parent(level)
-        fastest = self._fastest(session, ok)
-        return fastest, HIERARCHY if session.results[fastest] < self.threshold_ms else FASTEST
-
-    def _fastest(self, session: _Session, ok: Callable[[str], bool], none_ok: bool = False) -> str | None:
-        order = {crawler_id: n for n, crawler_id in enumerate(self.crawlers)}
-        probed = [(ms, order[c], c) for c, ms in session.results.items() if ok(c)]
-        if not probed:
-            if none_ok:
-                return None
-            raise CapacityError(f"every crawler is at capacity ({sum(self._load.values())} pages delegated): "
-                                "register more crawlers or raise their capacities")
-        return min(probed)[2]
-
-    def _organisation_candidates(self, subnet: Subnet | None, ip: IPAddress) -> list[str]:
-        """Crawlers holding other subnets of the subnet's organisation, nearest address first."""
-        org = self.hierarchy.organisation(subnet) if subnet is not None else None
-        if org is None:
-            return []
-        held = [s for s in self.hierarchy.organisation_subnets(org) if s in self._owner and s != subnet]
-        held.sort(key=lambda s: (-_common_bits(s, ip), self.hierarchy.depth(s), s.network.version, s.network))
-        return _distinct(self._owner[s] for s in held)
-
-    def _level_candidates(self, level: Subnet | None, ip: IPAddress) -> list[str]:
-        """Crawlers of the delegated subnets inside ``level``: shallowest first (siblings of
-        the previous level, then their children), the level's own crawler last. Above the
-        roots (``None``): every crawler."""
-        if level is None:
-            return list(self.crawlers)
-        inside = [node.data["subnet"] for node in self._delegated.search_covered(level.prefix)]
-        inside.sort(key=lambda s: (s == level, self.hierarchy.depth(s), -_common_bits(s, ip), s.network))
-        return _distinct(self._owner[s] for s in inside)
-
-    # -- load balancing -----------------------------------------------------------------
-
-    def _balance(self, key: str, ip: IPAddress, subnet: Subnet | None, full: str, session: _Session,
-                 fresh: bool) -> Decision:
-        """``full`` is the best crawler for the URL but has no room for it."""
-        move = self._make_room(full, subnet)
-        if move is not None:
-            moved, target = move
-            if moved == subnet and fresh:
-                self._delegate(subnet, target)
-            else:
-                if fresh and subnet is not None:
-                    self._delegate(subnet, full)
-                self._move(moved, full, target)
-            crawler_id = target if moved == subnet else full
-            return self._assign(key, ip, subnet, crawler_id, session, BALANCED, (Move(moved, full, target),))
-        crawler_id, _ = self._search(ip, subnet, session, eligible=lambda c: self._room(c, 1))
-        if subnet is not None:
-            self._probes.setdefault(subnet, {}).update(session.results)
-            if fresh:
-                self._delegate(subnet, crawler_id)
-        # a subnet already held by the full crawler stays there: only this page goes elsewhere
-        return self._assign(key, ip, subnet, crawler_id, session, BALANCED)
-
-    def _make_room(self, full: str, incoming: Subnet | None) -> tuple[Subnet, str] | None:
-        """The variance heuristic: (subnet, crawler) to move so the new page fits, or None."""
-        candidates = {s for s in self._owned[full] if self._pages_on.get((full, s))}
-        if incoming is not None:
-            candidates.add(incoming)
-
-        def cost(s: Subnet) -> int:
-            return len(self._pages_on.get((full, s), ())) + (s == incoming)
-
-        ranked = []
-        for s in candidates:
-            results = {c: ms for c, ms in self._probes.get(s, {}).items() if math.isfinite(ms) and c in self.crawlers}
-            if len(results) > 1:
-                ranked.append((statistics.pvariance(results.values()), s.network.version, s.network, s, results))
-        for *_, s, results in sorted(ranked):
-            best = min(results.values())
-            for ms, crawler_id in sorted((ms, c) for c, ms in results.items() if c != full):
-                if ms > best + self.variance_ms:
-                    break
-                if self._room(crawler_id, cost(s)):
-                    return s, crawler_id
-        return None
+        return self.policy.delegate(key, ip, subnet)
 
     # -- dynamic calibration ------------------------------------------------------------
 
@@ -346,6 +174,7 @@ class Delegator:
         ip = self._ip(target)
         subnet = self.hierarchy.smallest(ip)
         if subnet is None or self._owner.get(subnet) != crawler_id:
+            self._learn_fetch(crawler_id, ip, ms)
             return None  # only the subnet's own crawler can prove its delegation stale
         key = (crawler_id, subnet)
         history = self._fetches.setdefault(key, {})
@@ -356,33 +185,31 @@ class Delegator:
             count, mean = seen or (0, 0.0)
             history[ip] = (count + 1, mean + (ms - mean) / (count + 1))
             self._streak.pop(key, None)
+            self._learn_fetch(crawler_id, ip, ms)
             return None
         self._streak[key] += 1
         self.stats["delegation/slow_fetch"] += 1
         if self._streak[key] < self.slow_after:
             return None
-        return self._recalibrate(subnet, crawler_id, ip)
+        self._streak.pop(key, None)
+        self._fetches.pop(key, None)
+        if self.strategy == KNOWLEDGE:
+            self.knowledge.rerouted(crawler_id, ip, ms, seen[1] if seen else None)
+        return self.policy.recalibrate(subnet, crawler_id, ip)
 
-    def _recalibrate(self, subnet: Subnet, current: str, ip: IPAddress) -> Decision:
-        self._streak.pop((current, subnet), None)
-        self._fetches.pop((current, subnet), None)
-        pages = self._pages_on.pop((current, subnet), set())
-        self._load[current] -= len(pages)
-        self._undelegate(subnet)
-        self._probes.pop(subnet, None)  # measured before the network changed
-        session = _Session(self.prober, ip)
-        crawler_id, _ = self._search(ip, subnet, session, eligible=lambda c: self._room(c, len(pages)))
-        self._probes[subnet] = dict(session.results)
-        self._delegate(subnet, crawler_id)
-        self._give(pages, subnet, crawler_id)
-        return self._decided(Decision(crawler_id, ip, subnet, len(session.results), RECALIBRATED,
-                                      dict(session.results), (Move(subnet, current, crawler_id),)))
+    def _learn_fetch(self, crawler_id: str, ip: IPAddress, ms: float) -> None:
+        if self.strategy == KNOWLEDGE:
+            self.knowledge.fetched(crawler_id, ip, ms)
 
     # -- bookkeeping --------------------------------------------------------------------
 
     def _room(self, crawler_id: str, pages: int) -> bool:
         capacity = self.crawlers[crawler_id].capacity
         return capacity is None or self._load[crawler_id] + pages <= capacity
+
+    def _full_message(self) -> str:
+        return (f"every crawler is at capacity ({sum(self._load.values())} pages delegated): "
+                "register more crawlers or raise their capacities")
 
     def _delegate(self, subnet: Subnet, crawler_id: str) -> None:
         self._owner[subnet] = crawler_id
@@ -394,22 +221,39 @@ class Delegator:
         self._delegated.delete(subnet.prefix)
 
     def _move(self, subnet: Subnet, source: str, target: str) -> None:
+        """The subnet, and its pages on ``source``, to ``target``."""
         self._undelegate(subnet)
         self._delegate(subnet, target)
-        pages = self._pages_on.pop((source, subnet), set())
-        self._load[source] -= len(pages)
-        self._give(pages, subnet, target)
+        self._give(self._take_pages(subnet, source), subnet, target)
         self._fetches.pop((source, subnet), None)
         self._streak.pop((source, subnet), None)
 
+    def _move_page(self, key: str, target: str) -> Subnet | None:
+        """One page to ``target`` (its subnet stays delegated where it was); its subnet."""
+        source, subnet = self._page_crawler[key], self._page_subnet[key]
+        self._pages_on[source, subnet].discard(key)
+        self._held[source].discard(key)
+        self._load[source] -= 1
+        self._give([key], subnet, target)
+        return subnet
+
+    def _take_pages(self, subnet: Subnet, crawler_id: str) -> set[str]:
+        pages = self._pages_on.pop((crawler_id, subnet), set())
+        self._held.get(crawler_id, set()).difference_update(pages)
+        self._load[crawler_id] -= len(pages)
+        return pages
+
     def _give(self, pages: Iterable[str], subnet: Subnet | None, crawler_id: str) -> None:
-        held = self._pages_on.setdefault((crawler_id, subnet), set())
+        on = self._pages_on.setdefault((crawler_id, subnet), set())
+        held = self._held.setdefault(crawler_id, set())
         for key in pages:
             self._page_crawler[key] = crawler_id
+            self._page_subnet[key] = subnet
+            on.add(key)
             held.add(key)
             self._load[crawler_id] += 1
 
-    def _assign(self, key: str, ip: IPAddress, subnet: Subnet | None, crawler_id: str, session: _Session,
+    def _assign(self, key: str, ip: IPAddress, subnet: Subnet | None, crawler_id: str, session: Session,
                 reason: str, moved: tuple[Move, ...] = ()) -> Decision:
         self._give([key], subnet, crawler_id)
         return self._decided(Decision(crawler_id, ip, subnet, len(session.results), reason, dict(session.results),
@@ -432,15 +276,3 @@ class Delegator:
             return target_ip(target)
         except ValueError as exc:
             raise DelegationError(str(exc)) from None
-
-
-def _common_bits(subnet: Subnet, ip: IPAddress) -> int:
-    """Leading bits the subnet's address shares with ``ip`` (0 across address families)."""
-    network = subnet.network
-    if network.version != ip.version:
-        return 0
-    return min(network.prefixlen, network.max_prefixlen - (int(network.network_address) ^ int(ip)).bit_length())
-
-
-def _distinct(crawler_ids: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(crawler_ids))

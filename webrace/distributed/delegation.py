@@ -115,7 +115,8 @@ class RedisDelegation:
         self.hierarchy = hierarchy
         self.measured = None if latency else SharedMeasurements(client, self.keys["rtt"], self.me)
         prober = TableProber(rows) if rows is not None else self.measured
-        self.delegator = Delegator(hierarchy, prober, threshold_ms=settings.getfloat("WEBRACE_DELEGATION_THRESHOLD_MS"))
+        self.delegator = Delegator(hierarchy, prober, threshold_ms=settings.getfloat("WEBRACE_DELEGATION_THRESHOLD_MS"),
+                                   strategy=settings.get("WEBRACE_DELEGATION_STRATEGY") or "knowledge")
         self.pins = {host.lower(): str(target_ip(ip)) for host, ip in
                      (settings.getdict("WEBRACE_DELEGATION_HOSTS") or {}).items()}
         self.dns: dict[str, str | None] = {}

@@ -1,0 +1,332 @@
+"""Delegation from what is known (issue 20; the default, ``Delegator(strategy="knowledge")``).
+
+Every probe is kept (:mod:`webrace.delegation.knowledge`), so every crawler has, for any
+address, an estimate of its latency with an uncertainty: exact where it probed that address,
+tight where it probed the same subnet or organisation, wider where only siblings, ancestors,
+the country or the registry were probed. For a URL:
+
+1. its subnet is delegated and the crawler has room: that crawler, no probe;
+2. else every crawler's total cost is its estimated latency plus what it costs to make room
+   on it: 0 with room; else moving pages along a chain of full crawlers to one with room,
+   the shortest by Bellman-Ford, as the successive-shortest-path algorithm for the min-cost
+   assignment does. A page moves by a cautious estimate of where it goes (one deviation up:
+   little known, little trusted), and the estimates of the pages that may move are renewed
+   as knowledge grows; cycles of moves that save latency are made on the way;
+3. the cheapest (``best``) is chosen unless a probe is worth more than it costs: the
+   expected regret of each rival is the share of ``best``'s cost it would save, E[(1 -
+   rival/best)+] over the log-normal estimates; a probe of the rival takes its part of that
+   regret, a probe of ``best`` the rest (shared by their variances); and for a crawler
+   estimated from beyond the URL's subnet and organisation, the chance that those groups
+   misplace it (registries place hosts wrongly now and then) times what that costs, all of it
+   for ``best``, a share for each rival (the nearest could then be anybody). What a probe
+   teaches of an organisation serves the pages that will follow in it, so for an estimate
+   from beyond the organisation its worth is multiplied by the pages the organisation has had
+   (the best guess of those to come). The most worthy probe is sent while it is worth more than
+   ``regret`` (the delegator's: 0.003 of a page's latency), and the choice made again. A
+   probe that surprises its estimate (:meth:`Knowledge.check`) takes the group that gave it
+   out of the organisation's estimates, and the others are estimated again without it;
+4. the subnet is delegated to the nearest crawler; the page goes to the chosen one, and the
+   pages on the chain move.
+
+So a probe is sent only where the kept knowledge cannot decide, and as knowledge grows the
+cost per URL falls. Calibration re-decides a subnet whose crawler's fetches got slow from the
+same knowledge, the crawler's latency there replaced by what the fetches show.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from webrace.delegation.decisions import (
+    BALANCED,
+    DELEGATED,
+    KNOWN,
+    PROBED,
+    RECALIBRATED,
+    CapacityError,
+    Decision,
+    Move,
+    Session,
+)
+from webrace.delegation.hierarchy import IPAddress, Subnet
+from webrace.delegation.knowledge import MIN_MS, Estimate
+
+if TYPE_CHECKING:
+    from webrace.delegation.delegator import Delegator
+
+Room = dict[str, float]  # crawler -> ms it costs to make room for one more page on it
+MAX_CANCELS = 100  # cycles cancelled while looking for room, at most
+CAUTION = 1.0  # a page is moved by the latency it would have one deviation above its estimate
+REFRESH = 100  # pages placed (at least, and a tenth of all) between two estimations of the rows that may move
+
+
+class KnowledgePolicy:
+    """Decisions from the kept knowledge of one :class:`Delegator`."""
+
+    def __init__(self, delegator: Delegator) -> None:
+        self.d = delegator
+        self.knowledge = delegator.knowledge
+        # page -> estimated ms from each crawler when it was placed: the median, and a cautious
+        # one (a move to a crawler little is known of may cost more than it seems)
+        self.rows: dict[str, np.ndarray] = {}
+        self.cautious: dict[str, np.ndarray] = {}
+        self.ips: dict[str, IPAddress] = {}
+        self.stale = 0  # pages placed since the rows were last estimated again
+        self.pages: dict[tuple, int] = {}  # organisation (or subnet) -> pages delegated in it
+
+    def delegate(self, key: str, ip: IPAddress, subnet: Subnet | None) -> Decision:
+        d = self.d
+        owner = d.owner(subnet) if subnet is not None else None
+        session = Session(d.prober, ip, self.knowledge)
+        anchor = self.knowledge.anchor(ip)
+        self.pages[anchor] = self.pages.get(anchor, 0) + 1
+        if owner is not None and d._room(owner, 1):
+            return self._place(key, ip, subnet, owner, session, DELEGATED)
+        room, via, cancelled = self.room()
+        chosen, estimates = self.choose(ip, session, room)
+        nearest = owner or min(((e.ms, n, c) for n, (c, e) in enumerate(estimates.items()) if e.known),
+                               default=(0, 0, chosen))[2]
+        if subnet is not None and owner is None:
+            d._delegate(subnet, nearest)
+        moves = cancelled + (self._make_room(chosen, via) if not d._room(chosen, 1) else ())
+        reason = (BALANCED if moves or chosen != nearest else DELEGATED if owner
+                  else PROBED if session.results else KNOWN)
+        return self._place(key, ip, subnet, chosen, session, reason, moves, estimates)
+
+    def probe_results(self, subnet: Subnet) -> dict[str, float]:
+        return self.knowledge.measured(subnet)
+
+    # -- choosing -------------------------------------------------------------------------
+
+    def choose(self, ip: IPAddress, session: Session, room: Room) -> tuple[str, dict[str, Estimate]]:
+        """The cheapest crawler (latency + ``room``), probing while the expected regret of
+        choosing now is over the delegator's ``regret``; and every crawler's estimate."""
+        knowledge = self.knowledge
+        # what a probe teaches of the organisation serves the pages that will follow in it (as
+        # many as came before, by the best guess), where what it teaches of one host does not
+        pages = self.pages.get(knowledge.anchor(ip), 1)
+        estimates = {c: knowledge.estimate(c, ip) for c in self.d.crawlers}
+        candidates = {c: e for c, e in estimates.items() if math.isfinite(room[c])}
+        if not candidates:
+            raise CapacityError(self.d._full_message())
+        trusted = None  # the first choice, when its probe was a surprise
+        while True:
+            best = self._cheapest(candidates, room)
+            regrets = {c: _regret(e, room[c], candidates[best], room[best]) * (1 if e.near else pages)
+                       for c, e in candidates.items() if c != best}
+            gains = self._gains(best, candidates, regrets, session)
+            # if the groups misplace the address, the nearest may be anybody estimated from them
+            misplaced = knowledge.misplaced(ip) * knowledge.surprise_regret * pages
+            for c in gains:
+                if not candidates[c].near and len(candidates) > 1:
+                    gains[c] += misplaced if c == best else misplaced / len(candidates)
+            probed = max(gains, key=gains.__getitem__, default=None)
+            if probed is None or gains[probed] <= self.d.regret:
+                break
+            before = candidates[probed]
+            candidates[probed] = estimates[probed] = Estimate.exact(session.probe(probed))
+            if knowledge.check(before, session.results[probed], ip, count=probed == best):
+                trusted = trusted or (probed, session.results[probed] + room[probed])
+                for c, e in candidates.items():  # estimated again without the group that misled
+                    if c not in session.results and not e.near:
+                        candidates[c] = estimates[c] = knowledge.estimate(c, ip)
+        if trusted is not None and trusted[0] != best and math.isfinite(trusted[1]):
+            knowledge.surprise_cost(1 - (candidates[best].ms + room[best]) / trusted[1])
+        return best, estimates
+
+    @staticmethod
+    def _gains(best: str, candidates: dict[str, Estimate], regrets: dict[str, float],
+               session: Session) -> dict[str, float]:
+        """What probing each crawler not probed yet would take off the expected regret: each
+        rival's regret is shared between it and ``best`` in proportion to their variances."""
+        gains = {c: 0.0 for c in candidates if c not in session.results}
+        own = 0.0 if best in session.results else candidates[best].var
+        for c, regret in regrets.items():
+            theirs = 0.0 if c in session.results else candidates[c].var
+            if own + theirs > 0:
+                share = 1.0 if math.isinf(theirs) else 0.0 if math.isinf(own) else theirs / (own + theirs)
+                if c in gains:
+                    gains[c] += regret * share
+                if best in gains:
+                    gains[best] += regret * (1 - share)
+        return gains
+
+    @staticmethod
+    def _cheapest(candidates: dict[str, Estimate], room: Room) -> str:
+        known = [(e.ms + room[c], n, c) for n, (c, e) in enumerate(candidates.items()) if e.known]
+        if not known:  # nothing known of anybody: the first is as good a start as any
+            return next(iter(candidates))
+        return min(known)[2]
+
+    # -- making room ----------------------------------------------------------------------
+
+    def room(self) -> tuple[Room, dict[str, tuple[str, str]], tuple[Move, ...]]:
+        """For every crawler, the cheapest way to free a place for one more page: 0 with
+        room; else (Bellman-Ford over the full crawlers) the extra latency of moving one page
+        to another crawler, and so on until one has room (``inf``: no way); the first step of
+        each way, crawler -> (next crawler, page); and the moves made on the way: pages whose
+        estimates came to disagree with where they are can form a cycle of moves that saves
+        latency, which is made (cycle cancelling, as min-cost flow does)."""
+        full = [c for c in self.d.crawlers if not self.d._room(c, 1)]
+        if full and self.stale >= max(REFRESH, len(self.ips) // 10):
+            self._refresh(full)
+        moves: list[Move] = []
+        for _ in range(MAX_CANCELS):  # each cancelled cycle lowers the estimated total: it ends
+            cost, via, cycle = self._ways()
+            if not cycle:
+                break
+            for key, target in cycle:
+                source = self.d._page_crawler[key]
+                moves.append(Move(self.d._move_page(key, target), source, target))
+        for a in cost:  # a way that still loops is no way
+            seen, at = {a}, a
+            while at in via and not self.d._room(at, 1):
+                at = via[at][0]
+                if at in seen:
+                    break
+                seen.add(at)
+            if not self.d._room(at, 1):
+                cost[a] = math.inf
+        return cost, via, tuple(moves)
+
+    def _ways(self) -> tuple[Room, dict[str, tuple[str, str]], list[tuple[str, str]]]:
+        """Bellman-Ford towards the crawlers with room; and a cycle that saves latency, as
+        (page, crawler to move it to) steps, if one was found."""
+        d = self.d
+        cost = {c: 0.0 if d._room(c, 1) else math.inf for c in d.crawlers}
+        full = [c for c, v in cost.items() if v > 0]
+        via: dict[str, tuple[str, str]] = {}
+        if not full:
+            return cost, via, []
+        ids = list(d.crawlers)
+        edges = {a: self._edges(a, ids) for a in full}
+        changed = None
+        for _ in range(len(ids)):
+            changed = None
+            for a in full:
+                for b, (extra, key) in edges[a].items():
+                    if cost[b] + extra < cost[a] - 1e-9:
+                        cost[a], via[a], changed = cost[b] + extra, (b, key), a
+            if changed is None:
+                return cost, via, []
+        at = changed
+        for _ in range(len(ids)):  # into the cycle
+            at = via[at][0]
+        cycle, start = [], at
+        while True:
+            target, key = via[at]
+            cycle.append((key, target))
+            at = target
+            if at == start:
+                return cost, via, cycle
+
+    def _edges(self, crawler_id: str, ids: list[str]) -> dict[str, tuple[float, str]]:
+        """Crawler -> (the least extra latency of moving one of ``crawler_id``'s pages there, that page)."""
+        keys = sorted(self.d._held.get(crawler_id, ()))  # in a fixed order: ties go the same way every run
+        if not keys:
+            return {}
+        rows = np.vstack([self._row(self.rows, key, len(ids)) for key in keys])
+        cautious = np.vstack([self._row(self.cautious, key, len(ids)) for key in keys])
+        extra = cautious - rows[:, ids.index(crawler_id)][:, None]
+        extra[~np.isfinite(extra)] = np.inf
+        cheapest = extra.argmin(axis=0)
+        return {b: (float(extra[cheapest[j], j]), keys[cheapest[j]]) for j, b in enumerate(ids)
+                if b != crawler_id and math.isfinite(extra[cheapest[j], j])}
+
+    @staticmethod
+    def _row(rows: dict[str, np.ndarray], key: str, width: int) -> np.ndarray:
+        row = rows.get(key)
+        if row is None:
+            row = np.full(width, np.inf)
+        return row if len(row) == width else np.concatenate([row, np.full(width - len(row), np.inf)])
+
+    def _make_room(self, crawler_id: str, via: dict[str, tuple[str, str]]) -> tuple[Move, ...]:
+        """Move the pages along the way found for ``crawler_id``, the last step first."""
+        steps, seen, at = [], {crawler_id}, crawler_id
+        while not self.d._room(at, 1):
+            if at not in via or via[at][0] in seen:
+                raise CapacityError(self.d._full_message())
+            target, key = via[at]
+            steps.append((key, at, target))
+            seen.add(target)
+            at = target
+        moves = []
+        for key, source, target in reversed(steps):
+            subnet = self.d._move_page(key, target)
+            moves.append(Move(subnet, source, target))
+        return tuple(reversed(moves))
+
+    def _place(self, key: str, ip: IPAddress, subnet: Subnet | None, crawler_id: str, session: Session, reason: str,
+               moves: tuple[Move, ...] = (), estimates: dict[str, Estimate] | None = None) -> Decision:
+        self.ips[key] = ip
+        self._set_row(key, estimates or {c: self.knowledge.estimate(c, ip) for c in self.d.crawlers})
+        self.stale += 1
+        return self.d._assign(key, ip, subnet, crawler_id, session, reason, moves)
+
+    def _set_row(self, key: str, estimates: dict[str, Estimate]) -> None:
+        found = [estimates[c] for c in self.d.crawlers]
+        self.rows[key] = np.array([e.ms for e in found])
+        self.cautious[key] = np.array([math.exp(min(700.0, e.mu + CAUTION * math.sqrt(e.var))) if e.known else math.inf
+                                       for e in found])
+
+    def _refresh(self, full: list[str]) -> None:
+        """The rows of the pages on full crawlers (those that may move) estimated again from
+        what is known now, more than when they came."""
+        by_ip: dict[IPAddress, dict[str, Estimate]] = {}
+        for key in (key for c in full for key in self.d._held.get(c, ())):
+            ip = self.ips[key]
+            if ip not in by_ip:
+                by_ip[ip] = {c: self.knowledge.estimate(c, ip) for c in self.d.crawlers}
+            self._set_row(key, by_ip[ip])
+        self.stale = 0
+
+    # -- dynamic calibration --------------------------------------------------------------
+
+    def recalibrate(self, subnet: Subnet, current: str, ip: IPAddress) -> Decision:
+        """Slow fetches changed what is known of ``current`` at ``ip``: the subnet is decided
+        again from the knowledge, probing only where it cannot decide."""
+        d = self.d
+        pages = d._take_pages(subnet, current)
+        d._undelegate(subnet)
+        session = Session(d.prober, ip, self.knowledge)
+        room = {c: 0.0 if d._room(c, len(pages)) else math.inf for c in d.crawlers}
+        chosen, _ = self.choose(ip, session, room)
+        d._delegate(subnet, chosen)
+        d._give(pages, subnet, chosen)
+        return d._decided(Decision(chosen, ip, subnet, len(session.results), RECALIBRATED, dict(session.results),
+                                   (Move(subnet, current, chosen),)))
+
+
+def _regret(other: Estimate, other_room: float, best: Estimate, best_room: float) -> float:
+    """The expected share of ``best``'s cost saved by ``other`` instead, E[(1 - other/best)+],
+    the costs (latency + room) taken as log-normal: exactly when there is no room to make,
+    to first order around the median otherwise. Nothing known of either: a half."""
+    if not other.known or not best.known:
+        return 0.5
+    (m_other, v_other), (m_best, v_best) = _log_cost(other, other_room), _log_cost(best, best_room)
+    if math.isinf(m_other) or math.isinf(m_best):
+        return float(m_other < m_best)
+    mu, var = m_other - m_best, v_other + v_best
+    if var <= 0:
+        return max(0.0, 1 - math.exp(mu))
+    sd = math.sqrt(var)
+    tail = _cdf(-mu / sd - sd)
+    saved = math.exp(min(700.0, mu + var / 2 + math.log(tail))) if tail > 0 else 0.0
+    return min(1.0, max(0.0, _cdf(-mu / sd) - saved))
+
+
+def _cdf(z: float) -> float:
+    return 0.5 * math.erfc(-z / math.sqrt(2))
+
+
+def _log_cost(estimate: Estimate, room: float) -> tuple[float, float]:
+    """Mean and variance of log(latency + room) for a log-normal latency, to first order."""
+    if not math.isfinite(estimate.mu) or room == 0:
+        return estimate.mu, estimate.var
+    median = math.exp(estimate.mu)
+    total = max(median + room, MIN_MS)  # a chain that saves more than it costs: as good as free
+    share = min(1.0, median / total)
+    return math.log(total), estimate.var * share * share
