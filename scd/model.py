@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import xmlschema
 from lxml import etree
 
 from scd.types import (
@@ -34,6 +34,9 @@ from scd.types import (
     is_form_type,
     pattern_arguments,
 )
+
+if TYPE_CHECKING:
+    import xmlschema
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,8 @@ def safe_parser() -> etree.XMLParser:
 @cache
 def schema() -> xmlschema.XMLSchema:
     """``scd.xsd``, read as a package resource (found inside a zipped egg too)."""
+    import xmlschema  # imported here: only loading an SCD file validates
+
     return xmlschema.XMLSchema(files("scd").joinpath("scd.xsd").read_text(encoding="utf-8"))
 
 

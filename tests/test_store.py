@@ -137,3 +137,11 @@ def test_killing_the_writer_mid_stream_leaves_a_readable_store(tmp_path):
         assert report.versions_dropped == 0
         referenced = cache.index.referenced_digests()
         assert set(cache.objects.digests()) == referenced
+
+
+def test_the_object_stores_xpack_magic_is_xpacks_own() -> None:
+    """The object store writes XPack's magic out (reading a body must not import numpy)."""
+    from webrace.store.objects import XPACK_MAGIC
+    from webrace.xpack.format import MAGIC
+
+    assert XPACK_MAGIC == MAGIC

@@ -17,14 +17,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import urlsplit, urlunsplit
 
-import xmlschema
 from lxml import etree
 
 from webrace.urls import BadURL, normalize
 from webrace.xmlutil import MAX_XML_BYTES, XmlTooLarge, check_size, open_limited, safe_iterparse, safe_parser, schema
+
+if TYPE_CHECKING:
+    import xmlschema
 
 # The largest values a URD may give, as webrace/schemas/urd.xsd says: a re-crawl at least
 # once a century, a last check before the year 10000 (the last instant `urd list` can print).
@@ -290,6 +292,8 @@ def _located(err: xmlschema.XMLSchemaValidationError) -> tuple[int | str, str | 
     refuses (misspelt, repeated, not allowed there) at its parent, the ``<urd>``: point at
     the child itself."""
     elem = err.elem
+    import xmlschema  # loaded by schema() already
+
     if isinstance(err, xmlschema.XMLSchemaChildrenValidationError) and elem is not None and err.index < len(elem):
         child = elem[err.index]
         if isinstance(child.tag, str) and child.sourceline is not None:

@@ -7,10 +7,12 @@ from collections.abc import Iterator
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-import xmlschema
 from lxml import etree
+
+if TYPE_CHECKING:
+    import xmlschema
 
 # The default of WEBRACE_MAX_XML_BYTES (webrace/settings.py): the largest XML file a user gives.
 MAX_XML_BYTES = 50 * 1024 * 1024
@@ -87,4 +89,6 @@ class _Limited:
 def schema(name: str) -> xmlschema.XMLSchema:
     """The XSD shipped in ``webrace/schemas/`` (``urd``, ``aci``, ``metainfo``...), read as
     a package resource so that it is found inside a zipped egg too (scrapyd)."""
+    import xmlschema  # imported here: most commands never validate, and it is slow to import
+
     return xmlschema.XMLSchema(files("webrace.schemas").joinpath(f"{name}.xsd").read_text(encoding="utf-8"))

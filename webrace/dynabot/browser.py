@@ -53,15 +53,27 @@ from lxml import etree
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 
-try:  # optional: available() says why the browser mode cannot run without it
-    from playwright.async_api import Error as PlaywrightError
-    from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
-    from scrapy_playwright.page import PageMethod
-except ImportError as exc:  # pragma: no cover - depends on the installation
-    _MISSING: ImportError | None = exc
-    ScrapyPlaywrightDownloadHandler = PageMethod = PlaywrightError = None  # type: ignore[assignment,misc]
-else:
-    _MISSING = None
+# Playwright and scrapy-playwright are imported on first use (_load), not with this module:
+# every `scrapy` command imports the spiders, and most never drive a browser.
+PageMethod: Any = None
+PlaywrightError: Any = None
+_MISSING: ImportError | None = None
+_LOADED = False
+
+
+def _load() -> ImportError | None:
+    """Import the optional browser packages once; the ImportError when they are missing."""
+    global PageMethod, PlaywrightError, _MISSING, _LOADED
+    if not _LOADED:
+        _LOADED = True
+        try:
+            from playwright.async_api import Error
+            from scrapy_playwright.page import PageMethod as Method
+        except ImportError as exc:  # pragma: no cover - depends on the installation
+            _MISSING = exc
+        else:
+            PageMethod, PlaywrightError = Method, Error
+    return _MISSING
 
 logger = logging.getLogger(__name__)
 
@@ -107,8 +119,9 @@ def executable(settings: Any = None) -> str:
 
 def available(settings: Any = None) -> str | None:
     """None when the browser mode can run, else why not."""
-    if _MISSING is not None:
-        return f"scrapy-playwright is not importable ({_MISSING}): pip install scrapy-playwright"
+    missing = _load()
+    if missing is not None:
+        return f"scrapy-playwright is not importable ({missing}): pip install scrapy-playwright"
     path = executable(settings)
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
         return f"no Chromium at {path} (WEBRACE_BROWSER_EXECUTABLE; on Debian: apt-get install chromium)"
@@ -189,7 +202,8 @@ def render_request(url: str, **request_kwargs: Any) -> Request:
     "robots" or "scheme"), ``heavy`` (images, fonts, media aborted), ``dialogs``, ``errors``
     (uncaught script errors), ``popups``."""
     session = _Session("render")
-    return _browser_request(url, session, [PageMethod(_render, session)], request_kwargs)
+    _load()
+    return _browser_request(url, session, [PageMethod(_render, session)] if PageMethod else [], request_kwargs)
 
 
 def probe_request(url: str, form_index: int, assignment: Mapping[str, Any], button: Any = None,
@@ -210,12 +224,13 @@ def probe_request(url: str, form_index: int, assignment: Mapping[str, Any], butt
     "other_host" or "robots"."""
     session = _Session("probe")
     values = {str(name): _json_value(value) for name, value in assignment.items()}
-    method = PageMethod(_probe, session, int(form_index), values, _button_arg(button))
-    return _browser_request(url, session, [method], request_kwargs)
+    _load()
+    methods = [PageMethod(_probe, session, int(form_index), values, _button_arg(button))] if PageMethod else []
+    return _browser_request(url, session, methods, request_kwargs)
 
 
 def _browser_request(url: str, session: _Session, methods: list, request_kwargs: dict[str, Any]) -> Request:
-    if PageMethod is None:
+    if _load() is not None:
         raise RuntimeError(f"the browser mode cannot run: {available()}")
     if request_kwargs.get("method", "GET").upper() != "GET" or request_kwargs.get("body"):
         raise ValueError("a browser request loads a page: GET, no body")
@@ -592,136 +607,159 @@ _FILL = """({index, values, button}) => {
 # The download handler
 # ---------------------------------------------------------------------------------------------
 
-if ScrapyPlaywrightDownloadHandler is not None:
+_HANDLER_CLASS: Any = None
 
-    class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
-        """scrapy-playwright's handler, for requests made by :func:`render_request` and
-        :func:`probe_request`: their browser profile (no network prediction), the page's
-        robots.txt rules for its sub-requests, a bound on the whole request and on the pages
-        open at once, and the outcome checked. Requests without ``meta["playwright"]`` go to
-        Scrapy's HTTP handler (scrapy-playwright's own rule)."""
 
-        def __init__(self, crawler: Any) -> None:
-            super().__init__(crawler)
-            settings = crawler.settings
-            self.webrace_crawler = crawler
-            self.webrace_timeout = _timeout(settings)
-            self.webrace_pages = asyncio.Semaphore(settings.getint("WEBRACE_BROWSER_PAGES", DEFAULT_PAGES)
-                                                   or DEFAULT_PAGES)
-            self.webrace_launch = settings.getdict("PLAYWRIGHT_LAUNCH_OPTIONS") or launch_options(settings)
-            self.webrace_profile: str | None = None
-            self.webrace_context: dict[str, Any] | None = None
-            self.webrace_robots: Any = False  # not looked up yet
+def __getattr__(name: str) -> Any:
+    """``BrowserDownloadHandler`` (what ``DOWNLOAD_HANDLERS`` names) is defined when first
+    asked for, so that importing this module does not import scrapy-playwright."""
+    if name == "BrowserDownloadHandler":
+        return _handler_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-        async def download_request(self, request: Request) -> Any:
-            session = request.meta.get(_SESSION)
-            if not request.meta.get("playwright") or not isinstance(session, _Session):
-                return await super().download_request(request)
-            session.timeout = self.webrace_timeout
-            session.max_size = self._max_size(request)
-            session.allowed = await self._robots(request)
-            request.meta["playwright_context"] = CONTEXT
-            request.meta["playwright_context_kwargs"] = self._context_kwargs(request)
-            async with self.webrace_pages:
+
+def _handler_class() -> Any:
+    global _HANDLER_CLASS
+    if _HANDLER_CLASS is None:
+        missing = _load()
+        if missing is not None:
+            raise missing
+        from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
+
+
+        class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
+            """scrapy-playwright's handler, for requests made by :func:`render_request` and
+            :func:`probe_request`: their browser profile (no network prediction), the page's
+            robots.txt rules for its sub-requests, a bound on the whole request and on the pages
+            open at once, and the outcome checked. Requests without ``meta["playwright"]`` go to
+            Scrapy's HTTP handler (scrapy-playwright's own rule)."""
+
+            def __init__(self, crawler: Any) -> None:
+                super().__init__(crawler)
+                settings = crawler.settings
+                self.webrace_crawler = crawler
+                self.webrace_timeout = _timeout(settings)
+                self.webrace_pages = asyncio.Semaphore(settings.getint("WEBRACE_BROWSER_PAGES", DEFAULT_PAGES)
+                                                       or DEFAULT_PAGES)
+                self.webrace_launch = settings.getdict("PLAYWRIGHT_LAUNCH_OPTIONS") or launch_options(settings)
+                self.webrace_profile: str | None = None
+                self.webrace_context: dict[str, Any] | None = None
+                self.webrace_robots: Any = False  # not looked up yet
+
+            async def download_request(self, request: Request) -> Any:
+                session = request.meta.get(_SESSION)
+                if not request.meta.get("playwright") or not isinstance(session, _Session):
+                    return await super().download_request(request)
+                session.timeout = self.webrace_timeout
+                session.max_size = self._max_size(request)
+                session.allowed = await self._robots(request)
+                request.meta["playwright_context"] = CONTEXT
+                request.meta["playwright_context_kwargs"] = self._context_kwargs(request)
+                async with self.webrace_pages:
+                    try:
+                        response = await asyncio.wait_for(super().download_request(request), self.webrace_timeout)
+                    except TimeoutError:
+                        page = session.page
+                        if page is not None:
+                            with suppress(PlaywrightError, TimeoutError):
+                                await asyncio.wait_for(page.close(), 5)
+                        self.stats.inc_value("webrace/browser/timeout")
+                        raise BrowserError(f"the browser did not finish {request.url} within "
+                                           f"{self.webrace_timeout:g} s (WEBRACE_BROWSER_TIMEOUT)") from None
+                    except PlaywrightError as exc:  # the page could not load (refused, navigation timeout...)
+                        message = (exc.message or type(exc).__name__).strip().splitlines()[0][:300]
+                        raise BrowserError(f"the browser could not load {request.url}: {message}") from exc
+                    finally:
+                        session.detach()
+                        self._count(session)
+                return self._outcome(request, session, response)
+
+            def _outcome(self, request: Request, session: _Session, response: Any) -> Any:
+                state = session.state
+                if session.blocked_navigation is not None:
+                    url, reason = session.blocked_navigation
+                    code = "robots" if reason == "robots" else "other_host"
+                    request.meta["webrace_ignored"] = code
+                    self.stats.inc_value(f"webrace/browser/submission_blocked/{code}")
+                    raise IgnoreRequest(f"the page's navigation to {url} was not sent ({reason})")
+                if session.too_big:
+                    raise BrowserError(f"the page's DOM is {session.too_big} characters, over the limit of "
+                                       f"{session.max_size} (DOWNLOAD_MAXSIZE)")
+                if response.url.startswith("chrome-error:"):
+                    raise BrowserError(f"the browser ended on an error page after loading {request.url}")
+                limit = self._max_size(request)
+                if limit and len(response.body) > limit:
+                    raise BrowserError(f"the page's DOM is {len(response.body)} bytes, over the limit of {limit}")
+                if state.get("navigated") and state.get("status") and state["status"] != response.status:
+                    response = response.replace(status=state["status"])
+                return response
+
+            def _max_size(self, request: Request) -> int:
+                default = self.webrace_crawler.settings.getint("DOWNLOAD_MAXSIZE")
+                return int(request.meta.get("download_maxsize", default))
+
+            def _count(self, session: _Session) -> None:
+                self.stats.inc_value("webrace/browser/pages")
+                for entry in session.state["aborted"]:
+                    self.stats.inc_value(f"webrace/browser/aborted/{entry['reason'].replace(' ', '_')}")
+                if session.state["heavy"]:
+                    self.stats.inc_value("webrace/browser/aborted/heavy", session.state["heavy"])
+
+            async def _robots(self, request: Request) -> Any:
+                """url -> allowed, by the robots.txt rules the crawl holds for the page's origin."""
+                settings = self.webrace_crawler.settings
+                if not settings.getbool("ROBOTSTXT_OBEY") or request.meta.get("dont_obey_robotstxt"):
+                    return None
+                agent = settings.get("ROBOTSTXT_USER_AGENT") or (request.headers.get("User-Agent") or b"").decode(
+                    "latin-1") or settings.get("USER_AGENT")
+                source = self._robots_source()
+                if source is None:
+                    return None
+                kind, owner = source
+                if kind == "webrace":
+                    rules = await owner.rules(request)
+                    return lambda url: rules.allowed(url, agent)
+                parser = await owner.robot_parser(request)
+                return None if parser is None else (lambda url: parser.allowed(url, agent))
+
+            def _robots_source(self) -> tuple[str, Any] | None:
+                if self.webrace_robots is False:
+                    from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+
+                    from webrace.middlewares.robots import RobotsTxt
+
+                    self.webrace_robots = None
+                    for middleware in self.webrace_crawler.engine.downloader.middleware.middlewares:
+                        if isinstance(getattr(middleware, "robots", None), RobotsTxt):
+                            self.webrace_robots = ("webrace", middleware.robots)
+                        elif isinstance(middleware, RobotsTxtMiddleware):
+                            self.webrace_robots = ("scrapy", middleware)
+                    if self.webrace_robots is None:
+                        logger.warning("ROBOTSTXT_OBEY is set but no robots.txt middleware is enabled: "
+                                       "the browser pages' own requests are not checked against robots.txt")
+                return self.webrace_robots
+
+            def _context_kwargs(self, request: Request) -> dict[str, Any]:
+                """The persistent context of the crawl's browser requests (created by the first
+                one): its own profile, so that its preferences can turn network prediction off."""
+                if self.webrace_context is None:
+                    self.webrace_profile = tempfile.mkdtemp(prefix="webrace-chromium-")
+                    os.makedirs(os.path.join(self.webrace_profile, "Default"))
+                    with open(os.path.join(self.webrace_profile, "Default", "Preferences"), "w", encoding="utf-8") as f:
+                        json.dump(PREFERENCES, f)
+                    agent = (request.headers.get("User-Agent") or b"").decode("latin-1") or \
+                        self.webrace_crawler.settings.get("USER_AGENT")
+                    self.webrace_context = {**self.webrace_launch, "user_data_dir": self.webrace_profile,
+                                            "user_agent": agent, "service_workers": "block", "accept_downloads": False}
+                return self.webrace_context
+
+            async def close(self) -> None:
                 try:
-                    response = await asyncio.wait_for(super().download_request(request), self.webrace_timeout)
-                except TimeoutError:
-                    page = session.page
-                    if page is not None:
-                        with suppress(PlaywrightError, TimeoutError):
-                            await asyncio.wait_for(page.close(), 5)
-                    self.stats.inc_value("webrace/browser/timeout")
-                    raise BrowserError(f"the browser did not finish {request.url} within "
-                                       f"{self.webrace_timeout:g} s (WEBRACE_BROWSER_TIMEOUT)") from None
-                except PlaywrightError as exc:  # the page could not load (refused, navigation timeout...)
-                    message = (exc.message or type(exc).__name__).strip().splitlines()[0][:300]
-                    raise BrowserError(f"the browser could not load {request.url}: {message}") from exc
+                    await super().close()
                 finally:
-                    session.detach()
-                    self._count(session)
-            return self._outcome(request, session, response)
+                    if self.webrace_profile:
+                        shutil.rmtree(self.webrace_profile, ignore_errors=True)
 
-        def _outcome(self, request: Request, session: _Session, response: Any) -> Any:
-            state = session.state
-            if session.blocked_navigation is not None:
-                url, reason = session.blocked_navigation
-                code = "robots" if reason == "robots" else "other_host"
-                request.meta["webrace_ignored"] = code
-                self.stats.inc_value(f"webrace/browser/submission_blocked/{code}")
-                raise IgnoreRequest(f"the page's navigation to {url} was not sent ({reason})")
-            if session.too_big:
-                raise BrowserError(f"the page's DOM is {session.too_big} characters, over the limit of "
-                                   f"{session.max_size} (DOWNLOAD_MAXSIZE)")
-            if response.url.startswith("chrome-error:"):
-                raise BrowserError(f"the browser ended on an error page after loading {request.url}")
-            limit = self._max_size(request)
-            if limit and len(response.body) > limit:
-                raise BrowserError(f"the page's DOM is {len(response.body)} bytes, over the limit of {limit}")
-            if state.get("navigated") and state.get("status") and state["status"] != response.status:
-                response = response.replace(status=state["status"])
-            return response
-
-        def _max_size(self, request: Request) -> int:
-            return int(request.meta.get("download_maxsize", self.webrace_crawler.settings.getint("DOWNLOAD_MAXSIZE")))
-
-        def _count(self, session: _Session) -> None:
-            self.stats.inc_value("webrace/browser/pages")
-            for entry in session.state["aborted"]:
-                self.stats.inc_value(f"webrace/browser/aborted/{entry['reason'].replace(' ', '_')}")
-            if session.state["heavy"]:
-                self.stats.inc_value("webrace/browser/aborted/heavy", session.state["heavy"])
-
-        async def _robots(self, request: Request) -> Any:
-            """url -> allowed, by the robots.txt rules the crawl holds for the page's origin."""
-            settings = self.webrace_crawler.settings
-            if not settings.getbool("ROBOTSTXT_OBEY") or request.meta.get("dont_obey_robotstxt"):
-                return None
-            agent = settings.get("ROBOTSTXT_USER_AGENT") or (request.headers.get("User-Agent") or b"").decode(
-                "latin-1") or settings.get("USER_AGENT")
-            source = self._robots_source()
-            if source is None:
-                return None
-            kind, owner = source
-            if kind == "webrace":
-                rules = await owner.rules(request)
-                return lambda url: rules.allowed(url, agent)
-            parser = await owner.robot_parser(request)
-            return None if parser is None else (lambda url: parser.allowed(url, agent))
-
-        def _robots_source(self) -> tuple[str, Any] | None:
-            if self.webrace_robots is False:
-                from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
-
-                from webrace.middlewares.robots import RobotsTxt
-
-                self.webrace_robots = None
-                for middleware in self.webrace_crawler.engine.downloader.middleware.middlewares:
-                    if isinstance(getattr(middleware, "robots", None), RobotsTxt):
-                        self.webrace_robots = ("webrace", middleware.robots)
-                    elif isinstance(middleware, RobotsTxtMiddleware):
-                        self.webrace_robots = ("scrapy", middleware)
-                if self.webrace_robots is None:
-                    logger.warning("ROBOTSTXT_OBEY is set but no robots.txt middleware is enabled: "
-                                   "the browser pages' own requests are not checked against robots.txt")
-            return self.webrace_robots
-
-        def _context_kwargs(self, request: Request) -> dict[str, Any]:
-            """The persistent context of the crawl's browser requests (created by the first
-            one): its own profile, so that its preferences can turn network prediction off."""
-            if self.webrace_context is None:
-                self.webrace_profile = tempfile.mkdtemp(prefix="webrace-chromium-")
-                os.makedirs(os.path.join(self.webrace_profile, "Default"))
-                with open(os.path.join(self.webrace_profile, "Default", "Preferences"), "w", encoding="utf-8") as f:
-                    json.dump(PREFERENCES, f)
-                agent = (request.headers.get("User-Agent") or b"").decode("latin-1") or \
-                    self.webrace_crawler.settings.get("USER_AGENT")
-                self.webrace_context = {**self.webrace_launch, "user_data_dir": self.webrace_profile,
-                                        "user_agent": agent, "service_workers": "block", "accept_downloads": False}
-            return self.webrace_context
-
-        async def close(self) -> None:
-            try:
-                await super().close()
-            finally:
-                if self.webrace_profile:
-                    shutil.rmtree(self.webrace_profile, ignore_errors=True)
+        BrowserDownloadHandler.__qualname__ = "BrowserDownloadHandler"
+        _HANDLER_CLASS = BrowserDownloadHandler
+    return _HANDLER_CLASS

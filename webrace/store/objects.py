@@ -25,9 +25,14 @@ import tempfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from webrace.xpack import PackedDocument, XPackError, pack, unpack
-from webrace.xpack.format import MAGIC as XPACK_MAGIC
+if TYPE_CHECKING:
+    from webrace.xpack import PackedDocument
+
+# webrace.xpack.format.MAGIC, written out so that reading a body does not import XPack (and
+# numpy) unless the body is XPack-encoded; tests/test_store.py checks that the two agree.
+XPACK_MAGIC = b"XPK2"
 
 SUFFIX = ".z"
 
@@ -79,6 +84,8 @@ class CompressedObjects:
             return digest, False, self.checksum(digest)
         data = None
         if xml and self.xpack:
+            from webrace.xpack import XPackError, pack
+
             try:
                 data = pack(body)
             except XPackError:
@@ -93,6 +100,8 @@ class CompressedObjects:
         (equal to the fetched one under canonical XML). Raises ObjectCorrupt if damaged."""
         data = self._load(digest)
         if data.startswith(XPACK_MAGIC):
+            from webrace.xpack import XPackError, unpack
+
             try:
                 return unpack(data)
             except XPackError as exc:
@@ -111,6 +120,8 @@ class CompressedObjects:
         data = self._load(digest)
         if not data.startswith(XPACK_MAGIC):
             return None
+        from webrace.xpack import PackedDocument, XPackError
+
         try:
             doc = PackedDocument(data)
             doc.verify()
@@ -129,12 +140,17 @@ class CompressedObjects:
         data = self._load(digest)
         if crc is not None:
             return zlib.crc32(data) == crc
-        try:
-            if data.startswith(XPACK_MAGIC):
+        if data.startswith(XPACK_MAGIC):
+            from webrace.xpack import PackedDocument, XPackError
+
+            try:
                 PackedDocument(data).verify()
-            else:
-                zlib.decompress(data)
-        except (zlib.error, XPackError):
+            except XPackError:
+                return False
+            return True
+        try:
+            zlib.decompress(data)
+        except zlib.error:
             return False
         return True
 
