@@ -13,9 +13,13 @@ the country or the registry were probed. For a URL:
    little known, little trusted), and the estimates of the pages that may move are renewed
    as knowledge grows; cycles of moves that save latency are made on the way;
 3. the cheapest (``best``) is chosen unless a probe is worth more than it costs: the
-   expected regret of each rival is the share of ``best``'s cost it would save, E[(1 -
-   rival/best)+] over the log-normal estimates; a probe of the rival takes its part of that
-   regret, a probe of ``best`` the rest (shared by their variances); and for a crawler
+   expected regret of choosing it is the share of its cost the cheapest rival would save,
+   E[(1 - cheapest/best)+] over the log-normal estimates, and each rival's part of it is what
+   it saves where it is the cheapest of them (rivals compete for the same regret: counted
+   rival by rival, E[(1 - rival/best)+] each, ten near-tied rivals would count it about ten
+   times, and a region with many crawlers would be probed crawler after crawler); a probe of
+   the rival takes its part of that regret, a probe of ``best`` the rest (shared by their
+   variances); and for a crawler
    estimated from beyond the URL's subnet and organisation, the chance that those groups
    misplace it (registries place hosts wrongly now and then) times what that costs, all of it
    for ``best``, a share for each rival (the nearest could then be anybody). What a probe
@@ -23,9 +27,11 @@ the country or the registry were probed. For a URL:
    from beyond the organisation its worth is multiplied by the pages the organisation has had
    (the best guess of those to come). The most worthy probe is sent while it is worth more than
    ``regret`` (the delegator's: 0.003 of a page's latency; three times that while some
-   crawler is full, see ``CROWDED``), and the choice made again. A
-   probe that surprises its estimate (:meth:`Knowledge.check`) takes the group that gave it
-   out of the organisation's estimates, and the others are estimated again without it;
+   crawler is full, see ``CROWDED``), and the choice made again, every crawler not probed
+   yet estimated again from what the probe taught: of the crawlers placed alike to the one
+   probed (:meth:`Knowledge.estimate`, from peers), and, where it surprised its estimate
+   (:meth:`Knowledge.check`), without the group that gave it, which leaves the organisation's
+   estimates;
 4. the subnet is delegated to the nearest crawler; the page goes to the chosen one, and the
    pages on the chain move.
 
@@ -123,8 +129,8 @@ class KnowledgePolicy:
         threshold = self.d.regret * (CROWDED if any(room[c] > 0 for c in candidates) else 1.0)
         while True:
             best = self._cheapest(candidates, room)
-            regrets = {c: _regret(e, room[c], candidates[best], room[best]) * (1 if e.near else pages)
-                       for c, e in candidates.items() if c != best}
+            regrets = {c: regret * (1 if candidates[c].near else pages)
+                       for c, regret in _regrets(best, candidates, room).items()}
             gains = self._gains(best, candidates, regrets, session)
             # if the groups misplace the address, the nearest may be anybody estimated from them
             misplaced = knowledge.misplaced(ip) * knowledge.surprise_regret * pages
@@ -136,11 +142,14 @@ class KnowledgePolicy:
                 break
             before = candidates[probed]
             candidates[probed] = estimates[probed] = Estimate.exact(session.probe(probed))
-            if knowledge.check(before, session.results[probed], ip, count=probed == best):
+            surprised = knowledge.check(before, session.results[probed], ip, count=probed == best)
+            if surprised:
                 trusted = trusted or (probed, session.results[probed] + room[probed])
-                for c, e in candidates.items():  # estimated again without the group that misled
-                    if c not in session.results and not e.near:
-                        candidates[c] = estimates[c] = knowledge.estimate(c, ip)
+            # what the probe taught of the others: of those placed alike (its peers), and, were it
+            # a surprise, without the group that misled
+            for c in candidates:
+                if c not in session.results:
+                    candidates[c] = estimates[c] = knowledge.estimate(c, ip)
         if trusted is not None and trusted[0] != best and math.isfinite(trusted[1]):
             knowledge.surprise_cost(1 - (candidates[best].ms + room[best]) / trusted[1])
         return best, estimates
@@ -306,6 +315,60 @@ class KnowledgePolicy:
         d._give(pages, subnet, chosen)
         return d._decided(Decision(chosen, ip, subnet, len(session.results), RECALIBRATED, dict(session.results),
                                    (Move(subnet, current, chosen),)))
+
+
+def _regrets(best: str, candidates: dict[str, Estimate], room: Room) -> dict[str, float]:
+    """Each rival's part of the expected regret of choosing ``best``: the share of its cost
+    that rival would save were it the cheapest of all, E[(1 - rival/best)+ ; rival cheapest].
+    Rivals compete for the same regret (of several near-tied ones only the cheapest saves
+    anything), so their parts add up to the regret of the choice, E[(1 - cheapest/best)+],
+    where their pairwise regrets (:func:`_regret`) would count it once for each of them. The
+    costs (latency + room) are log-normal, taken as independent; the integral over each
+    rival's cost by Gauss-Hermite quadrature. A rival or ``best`` nothing is known of: a half,
+    and no part in the others' competition."""
+    from scipy.special import ndtr  # scipy takes a while to import: only where it is needed
+
+    rivals = [c for c in candidates if c != best]
+    found = {c: _regret(candidates[c], room[c], candidates[best], room[best]) for c in rivals}
+    known = [c for c in rivals if candidates[c].known and candidates[best].known]
+    if len(known) < 2:
+        return found
+    logs = np.array([_log_cost(candidates[c], room[c]) for c in known])
+    mus, sds = logs[:, 0], np.sqrt(logs[:, 1])
+    finite = np.isfinite(mus)
+    m_best, v_best = _log_cost(candidates[best], room[best])
+    with np.errstate(invalid="ignore"):
+        nodes = mus[:, None] + sds[:, None] * _NODES[None, :]  # rival i's log cost at node k
+    weights = np.where(sds[:, None] > 0, _WEIGHTS[None, :], _EXACT[None, :])
+    x = nodes[:, :, None]  # (i, k, j): the chance that rival j costs more than rival i at node k
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(sds[None, None, :] > 0, (mus[None, None, :] - x) / sds[None, None, :],
+                     np.where(mus[None, None, :] > x, np.inf, -np.inf))
+    z = np.where(finite[None, None, :], z, np.inf)  # an unreachable rival is never the cheaper
+    above = ndtr(z)
+    index = np.arange(len(known))
+    above[index, :, index] = 1.0
+    cheapest = above.prod(axis=2)  # rival i at node k is the cheapest rival
+    if math.isinf(m_best):  # best unreachable: any reachable rival saves all of it
+        saved = np.ones_like(nodes)
+    elif v_best <= 0:
+        saved = np.maximum(0.0, -np.expm1(nodes - m_best))
+    else:  # E[(1 - exp(x - B))+] for B ~ N(m_best, v_best)
+        sd = math.sqrt(v_best)
+        mu = nodes - m_best
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            tail = ndtr(-mu / sd - sd)
+            part = np.where(tail > 0, np.exp(np.minimum(700.0, mu + v_best / 2 + np.log(tail))), 0.0)
+        saved = np.clip(ndtr(-mu / sd) - part, 0.0, 1.0)
+    parts = np.nansum(np.where(weights > 0, weights * saved * cheapest, 0.0), axis=1)
+    for i, c in enumerate(known):
+        found[c] = float(parts[i]) if finite[i] else 0.0
+    return found
+
+
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(31)
+_WEIGHTS = _WEIGHTS / math.sqrt(2 * math.pi)
+_EXACT = (_NODES == 0).astype(float)  # a cost known exactly: all its weight on its median
 
 
 def _regret(other: Estimate, other_room: float, best: Estimate, best_room: float) -> float:

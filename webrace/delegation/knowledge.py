@@ -14,7 +14,13 @@ likely at 10 ms as at 100 ms). For an address and a crawler, the sources are:
   own address (same organisation, same country block, same registry, none) predicts by what
   crawlers so placed measured, this crawler's own such measurements counting more the more
   there are. This is what says a crawler next door is likely near before it was ever probed
-  there, and a crawler across the world far.
+  there, and a crawler across the world far;
+- peers: another crawler's measurement of the address itself, by how the two crawlers' own
+  addresses relate (the narrowest group holding both), with the spread of the differences
+  between crawlers so placed at the addresses both measured. Two crawlers of one region are
+  about as far from an address of another continent: a probe of one teaches of the other,
+  where each crawler's own groups know nothing of it (an organisation its groups misplace,
+  every crawler a rival) and several crawlers would otherwise each be probed for one answer.
 
 A group predicts by the mean of the crawler's measurements inside it, taken unit by unit (a
 subnet's addresses, a block's subnets or blocks, an organisation's blocks; beyond the
@@ -26,8 +32,9 @@ crawlers in it, shrunk towards the spread in groups of its kind, shrunk towards 
 broader kind's (a subnet varies like its organisation until shown otherwise), then a prior.
 
 The estimate is the narrowest of the address's subnet, blocks and organisation the crawler
-measured in; failing those, whichever of the groups beyond and where the crawler is has the
-smallest variance (data decides whether the country, an LIR block or the registry says more,
+measured in, or its closest peer if tighter (both are backed by the address or its
+organisation: ``near``); failing those, whichever of the peers, the groups beyond and where
+the crawler is has the smallest variance (data decides whether the country, an LIR block or the registry says more,
 in whichever Internet this is). A crawler that never measured anything in the address's
 registry (its broadest group) is unknown there: neither the registry nor other crawlers say
 where a crawler really is. Every probe then calibrates its kind of estimate: variances are
@@ -64,7 +71,8 @@ from webrace.delegation.hierarchy import Hierarchy, IPAddress, Subnet
 EXACT, IP, SUBNET, BLOCK, ORG = "exact", "ip", "subnet", "block", "org"
 NODE, PREFIX, CC, REGISTRY, ALL = "node", "prefix", "cc", "registry", "all"
 RELATION = "relation"  # where the crawler is against where the address is
-NEAR = frozenset({EXACT, IP, SUBNET, BLOCK, ORG})
+PEER = "peer"  # another crawler's measurement of the address, by how the two crawlers' places relate
+NEAR = frozenset({EXACT, IP, SUBNET, BLOCK, ORG, PEER})
 # a kind with no data yet varies like the next broader one
 BROADER = {SUBNET: BLOCK, BLOCK: ORG, ORG: CC, CC: REGISTRY, REGISTRY: ALL, NODE: ALL, PREFIX: ALL, ALL: None}
 
@@ -183,6 +191,11 @@ class Knowledge:
         # how a crawler's address relates to a target's -> log ms, over every crawler and per crawler
         self._relations: dict[str, _Stat] = {}
         self._crawler_relations: dict[tuple[str, str], _Stat] = {}
+        # address -> crawlers that measured it; how two crawlers' places relate -> the
+        # differences of their log-latencies to the addresses both measured (both ways)
+        self._at: dict[IPAddress, dict[str, None]] = {}
+        self._peers: dict[str, _Stat] = {}
+        self._placed: dict[tuple[str, str], str | None] = {}
 
     def add_crawler(self, crawler_id: str, ip: IPAddress) -> None:
         """Where a crawler is: its estimates start from how near crawlers so placed were."""
@@ -210,6 +223,7 @@ class Knowledge:
                 self._relate(crawler_id, ip, old.y, old.at, -1)
             self._relate(crawler_id, ip, y, now, +1)
         measurement = Measurement(y, var, now, count, origin)
+        self._peer(crawler_id, ip, old.y if old is not None else None, y)
         self._pairs[key] = measurement
         self._update(crawler_id, ip, (y, now) if math.isfinite(y) else None)
         subnet = self.hierarchy.smallest(ip)
@@ -218,6 +232,35 @@ class Knowledge:
         if org is not None:
             self._in_org.setdefault(org, {})[key] = None
         return measurement
+
+    def _peer(self, crawler_id: str, ip: IPAddress, before: float | None, after: float) -> None:
+        """The crawler's log-latency to ``ip`` went from ``before`` to ``after``: its differences
+        with every other crawler that measured ``ip``, by how their places relate."""
+        seen = self._at.setdefault(ip, {})
+        for other in seen:
+            theirs = self._pairs[other, ip].y
+            placed = self.placed(crawler_id, other)
+            if other == crawler_id or placed is None or not math.isfinite(theirs):
+                continue
+            stat = self._peers.setdefault(placed, _Stat())
+            for value, sign in ((before, -1), (after, +1)):
+                if value is not None and math.isfinite(value):
+                    stat.add(value - theirs, 0.0, sign)
+                    stat.add(theirs - value, 0.0, sign)
+        seen[crawler_id] = None
+
+    def placed(self, crawler_id: str, other: str) -> str | None:
+        """The kind of the narrowest group holding both crawlers' addresses (``"none"``: only
+        everything; ``None``: one of them is not known)."""
+        key = (crawler_id, other) if crawler_id < other else (other, crawler_id)
+        homes = [self._homes.get(c) for c in key]
+        if None in homes:
+            return None
+        groups = self.groups(homes[0])  # first: it renews the caches if the hierarchy changed
+        if key not in self._placed:
+            shared = set(self.groups(homes[1])) - {(ALL,)}
+            self._placed[key] = next((_kind(g) for g in groups if g in shared), "none")
+        return self._placed[key]
 
     def fetched(self, crawler_id: str, ip: IPAddress, ms: float) -> None:
         """A fetch (GET or HEAD) time of a page on ``ip``: it teaches how fetch times relate to
@@ -346,6 +389,7 @@ class Knowledge:
         if len(groups) > 1 and (broadest is None or not broadest.n):
             return UNKNOWN  # never measured in the address's registry (its broadest group): anything goes
         misleading = self._misleading.get(self.anchor(ip), ())
+        peers = self._from_peers(crawler_id, ip, now)
         for group in groups:
             stat = self._stats.get((group, crawler_id))
             if stat is None or not stat.n or group in misleading:
@@ -353,12 +397,30 @@ class Knowledge:
             var = self._within(group, crawler_id, stat) * (1 + 1 / stat.n) + self.drift * (now - stat.st / stat.n)
             found = self._calibrated(Estimate(stat.s1 / stat.n, var, group, stat.n))
             if found.near:
-                return found
+                return min([found] + peers, key=lambda e: e.var)
             options.append(found)
+        options += peers
         relation = self.relation(crawler_id, ip)
         if relation in self._relations and self._relations[relation].n and (RELATION, relation) not in misleading:
             options.append(self._calibrated(self._by_relation(relation, crawler_id)))
         return min(options, key=lambda e: e.var, default=UNKNOWN)
+
+    def _from_peers(self, crawler_id: str, ip: IPAddress, now: float) -> list[Estimate]:
+        """The closest prediction from the crawlers that measured ``ip`` itself: a crawler
+        next door to one that measured it is likely as near or as far, one across the world
+        anything; the spread of the differences between crawlers so placed says how much."""
+        best = None
+        for other in self._at.get(ip, ()):
+            pair = self._pairs[other, ip]
+            placed = self.placed(crawler_id, other)
+            stat = self._peers.get(placed) if placed is not None else None
+            if other == crawler_id or stat is None or not math.isfinite(pair.y):
+                continue
+            var = ((stat.ss + SHRINK * self._kind_var(ALL)) / (stat.dof + SHRINK) + pair.var
+                   + self.drift * (now - pair.at))
+            if best is None or var < best.var:
+                best = Estimate(pair.y, var, (PEER, placed, other), 1)
+        return [self._calibrated(best)] if best is not None else []
 
     def _calibrated(self, estimate: Estimate) -> Estimate:
         stat = self._calibration.get(_calibration_key(estimate))
@@ -389,7 +451,7 @@ class Knowledge:
     def groups(self, ip: IPAddress) -> list[tuple]:
         """The groups ``ip`` belongs to, the narrowest first."""
         if self._index is not self.hierarchy.index:
-            self._index, self._groups, self._home_groups = self.hierarchy.index, {}, {}
+            self._index, self._groups, self._home_groups, self._placed = self.hierarchy.index, {}, {}, {}
         subnet = self.hierarchy.smallest(ip)
         place = subnet if subnet is not None else ip
         found = self._groups.get(place)
@@ -517,8 +579,8 @@ def _kind(group: tuple) -> str:
 
 
 def _calibration_key(estimate: Estimate) -> str:
-    if estimate.kind == RELATION:
-        return f"{RELATION}/{estimate.source[1]}"
+    if estimate.kind in (RELATION, PEER):
+        return f"{estimate.kind}/{estimate.source[1]}"
     return _kind(estimate.source) if estimate.kind in (NODE, BLOCK) else estimate.kind
 
 
