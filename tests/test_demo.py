@@ -16,6 +16,9 @@ import pytest
 from webrace.demo.services import SERVICES
 from webrace.dynabot import browser
 
+# one worker runs this module (setup.cfg: --dist loadgroup): its module-wide set-up is paid once
+pytestmark = pytest.mark.xdist_group("demo")
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # A user's shell: no settings module nor data directory chosen for them.

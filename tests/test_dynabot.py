@@ -13,6 +13,9 @@ from webrace.dynabot import browser
 from webrace.dynabot.analyzer import plan_probes
 from webrace.dynabot.forms import analyze_forms
 
+# one worker runs this module (setup.cfg: --dist loadgroup): its module-wide set-up is paid once
+pytestmark = pytest.mark.xdist_group("dynabot")
+
 ROOT = Path(__file__).resolve().parent.parent
 SCD = {name: str(ROOT / "serviceclasses" / f"{name}.xml") for name in ("nucleotide_blast", "protein_blast",
                                                                       "keyword_search")}

@@ -26,6 +26,8 @@ from webrace.dynabot.forms import analyze_forms
 
 UNAVAILABLE = browser.available()
 needs_chromium = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"browser mode unavailable: {UNAVAILABLE}")
+# one worker runs this module (setup.cfg: --dist loadgroup): its module-wide set-up is paid once
+pytestmark = pytest.mark.xdist_group("dynabot_browser")
 
 # -- without a browser ---------------------------------------------------------------------------
 

@@ -25,6 +25,9 @@ pytestmark = pytest.mark.skipif(not (shutil.which("blastn") and shutil.which("ma
                                      and shutil.which("blast_formatter")),
                                 reason="BLAST+ (blastn, makeblastdb, blast_formatter) is not installed")
 
+# one worker runs this module (setup.cfg: --dist loadgroup): its module-wide set-up is paid once
+pytestmark = [pytestmark, pytest.mark.xdist_group("holdout2_services")]
+
 _spec = importlib.util.spec_from_file_location(
     "holdout2_services", Path(__file__).resolve().parent.parent / "bench" / "holdout2_services.py")
 hs_mod = sys.modules.setdefault("holdout2_services", importlib.util.module_from_spec(_spec))

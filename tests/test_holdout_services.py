@@ -25,6 +25,9 @@ pytestmark = pytest.mark.skipif(
                                           "blast_formatter")),
     reason="NCBI BLAST+ (blastn, blastp, blastx, tblastn, tblastx, makeblastdb, blast_formatter) is not installed")
 
+# one worker runs this module (setup.cfg: --dist loadgroup): its module-wide set-up is paid once
+pytestmark = [pytestmark, pytest.mark.xdist_group("holdout_services")]
+
 
 def load_module():
     spec = importlib.util.spec_from_file_location("holdout_services", BENCH)

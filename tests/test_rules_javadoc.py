@@ -22,6 +22,9 @@ EXAMPLE = ROOT / "examples" / "javadoc"
 
 pytestmark = pytest.mark.skipif(shutil.which("javadoc") is None, reason="the JDK's javadoc is not installed")
 
+# one worker runs this module (setup.cfg: --dist loadgroup): its module-wide set-up is paid once
+pytestmark = [pytestmark, pytest.mark.xdist_group("rules_javadoc")]
+
 EXPECTED = {
     "contains": ["shapes.AbstractShape", "shapes.Circle", "util.Bag", "util.Container", "util.Sized",
                  "util.SortedBag"],
