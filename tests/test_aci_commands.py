@@ -5,15 +5,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 
 import pytest
 from conftest import urd
 from lxml import etree
+from scrapy.settings import Settings
+from web_client import Client
 
 from webrace.backends import open_aci_store
 from webrace.records.aci import Aci
+from webrace.web.accounts import open_accounts
 from webrace.xmlutil import schema
 
 ATOM = "{http://www.w3.org/2005/Atom}"
@@ -84,43 +85,41 @@ def test_atom_feed_parses_and_lists_the_owners_acis(crawled, project):
         assert feed.findtext(f"{ATOM}{required}")
 
 
-def get(url):
-    try:
-        with urllib.request.urlopen(url, timeout=10) as response:
-            return response.status, dict(response.headers), response.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, dict(exc.headers), exc.read().decode()
-
-
 def test_pir_page_lists_the_acis_newest_first_and_its_links_serve_the_stored_versions(crawled, project, site):
+    """`scrapy pir serve` (the old name of `scrapy web serve`): alice, logged in, sees her ACIs."""
+    settings = Settings({"WEBRACE_DATA_DIR": str(project.data)})
+    with open_accounts(settings) as accounts:
+        accounts.add("alice", "alice-secret")
     server = subprocess.Popen([sys.executable, "-m", "scrapy", "pir", "serve", "--port", "0"], cwd=project.root,
                               env=project.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         line = server.stdout.readline()
         base = line.split(" on ", 1)[1].split("/ ", 1)[0]
         assert base.startswith("http://127.0.0.1:")
-        status, _, index = get(base + "/")
-        assert status == 200 and "/owner/alice" in index and "/owner/bob" in index
-        status, headers, html = get(base + "/owner/alice")
-        assert status == 200
+        client = Client(base)
+        assert client.get("/owner/alice/").status == 302  # nothing without a login
+        assert client.login("alice", "alice-secret").status == 302
+        answer = client.get("/owner/alice/")
+        assert answer.status == 200
+        html = answer.text
         titles = [t for t in ("Jobs again", "News", "Jobs<") if t in html]
         assert html.index("Jobs again") < html.index("News")  # newest first
         assert len(titles) == 3
-        links = etree.HTML(html).xpath("//a[starts-with(@href, '/aci/')]/@href")
+        links = etree.HTML(html).xpath("//a[starts-with(@href, '/stored/')]/@href")
         assert len(links) == 3
         bodies = {}
         for link in links:
-            status, headers, body = get(base + link)
-            assert status == 200 and headers["Content-Type"].startswith("text/html")
-            assert "sandbox" in headers["Content-Security-Policy"]  # the archived page's scripts never run
-            bodies[link] = body
+            stored = client.get(link)
+            assert stored.status == 200 and stored.headers["Content-Type"].startswith("text/html")
+            assert "sandbox" in stored.headers["Content-Security-Policy"]  # the archived page's scripts never run
+            bodies[link] = stored.text
         assert any("We hire Java people." in b for b in bodies.values())
         old_jobs = next(b for b in bodies.values() if "Python too." in b)
         assert f'<base href="{site.url("/jobs.html")}">' in old_jobs  # relative links go to the site
-        status, headers, feed = get(base + "/owner/alice/feed.atom")
-        assert status == 200 and headers["Content-Type"].startswith("application/atom+xml")
-        assert len(etree.fromstring(feed.encode()).findall(f"{ATOM}entry")) == 3
-        assert get(base + "/aci/nope")[0] == 404 and get(base + "/owner/nobody")[0] == 404
+        feed = client.get("/owner/alice/feed.atom")
+        assert feed.status == 200 and feed.headers["Content-Type"].startswith("application/atom+xml")
+        assert len(etree.fromstring(feed.text.encode()).findall(f"{ATOM}entry")) == 3
+        assert client.get("/stored/nope").status == 404 and client.get("/owner/bob/").status == 403
     finally:
         server.terminate()
         server.wait(timeout=10)

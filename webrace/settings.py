@@ -80,6 +80,49 @@ WEBRACE_KEEP_VERSIONS = 3
 # without unpacking. They read back equal under canonical XML, not byte for byte (see README).
 WEBRACE_STORE_XPACK = False
 
+# The web app (`scrapy web serve`, webrace/web/): Host names it answers (others get 400: DNS
+# rebinding); None = 127.0.0.1, localhost and the address it is bound to.
+WEBRACE_WEB_ALLOWED_HOSTS = None
+# Session and CSRF cookies only over HTTPS (browsers count http://127.0.0.1 and localhost as
+# secure); False only for plain http on another address, which exposes the session.
+WEBRACE_WEB_SECURE_COOKIES = True
+# Key signing the session cookies; None = a random key kept in WEBRACE_DATA_DIR/web-secret-key.
+WEBRACE_WEB_SECRET_KEY = None
+# Hours a login lasts (then the owner logs in again).
+WEBRACE_WEB_SESSION_HOURS = 12
+# The production server (waitress): request threads, open connections at most (more wait in
+# the backlog), seconds an idle or half-open connection is kept.
+WEBRACE_WEB_THREADS = 4
+WEBRACE_WEB_CONNECTION_LIMIT = 100
+WEBRACE_WEB_CHANNEL_TIMEOUT = 30
+# Bytes a request body may have (a pasted URD list); larger ones are refused with 413.
+WEBRACE_WEB_MAX_BODY = 1024 * 1024
+# ACIs shown per page of an owner's page and of the API.
+WEBRACE_WEB_PAGE_SIZE = 50
+# Address of a reverse proxy (TLS in front of the app) whose X-Forwarded-Proto/-For are
+# believed; None = none.
+WEBRACE_WEB_TRUSTED_PROXY = None
+
+# Delivery (`scrapy deliver`, webrace/delivery/): the crawl runs a delivery pass after each
+# round and when it ends, in a thread (owners without channels cost one read; nothing is sent).
+WEBRACE_DELIVERY = True
+# Seconds between passes of `scrapy deliver --loop` and, during a crawl, between extra passes
+# (a distributed worker sees no round close); 0 = none but after rounds.
+WEBRACE_DELIVERY_INTERVAL = 60.0
+# Seconds one send may take (connect, answer) before it counts as failed.
+WEBRACE_DELIVERY_TIMEOUT = 10.0
+# Seconds before the first retry of a failed channel; doubled after each failure up to the maximum.
+WEBRACE_DELIVERY_RETRY_BASE = 30.0
+WEBRACE_DELIVERY_RETRY_MAX = 3600.0
+# Failures in a row after which a channel is reported failing (log, stats, `deliver channel list`).
+WEBRACE_DELIVERY_FAILING_AFTER = 3
+# Items listed in one message at most (the rest are counted: "and 37 more").
+WEBRACE_DELIVERY_MAX_ITEMS = 20
+# Channels sent to at once (threads) in a pass.
+WEBRACE_DELIVERY_THREADS = 4
+# The web app's address as owners reach it (links in messages: http://host:port); "" = no links.
+WEBRACE_DELIVERY_BASE_URL = ""
+
 # DynaBot (`scrapy crawl dynabot`): probes sent per form and per source at most, intermediate
 # pages followed after a probe at most, pages a crawling frontier fetches at most.
 WEBRACE_DYNABOT_MAX_PROBES_PER_FORM = 20
@@ -168,6 +211,7 @@ SPIDER_MIDDLEWARES = {
 }
 EXTENSIONS = {
     "webrace.summary.CrawlSummary": 500,
+    "webrace.delivery.extension.DeliveryExtension": 510,  # pushes ACIs, notifications (WEBRACE_DELIVERY)
 }
 FEED_EXPORT_ENCODING = "utf-8"
 FEED_EXPORTERS = {"csv": "webrace.exporters.CsvItemExporter"}  # one item type per CSV file (webrace/exporters.py)

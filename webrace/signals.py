@@ -7,6 +7,10 @@ sentinel middleware takes each group once; what is left is checked when the roun
 The exclusion middleware asks robots.txt that was unreachable again and learns the URDs'
 scopes; the annotation and sentinel middlewares learn the round's URDs and sentinels
 (:class:`RoundBook`), so no component reads the spider's attributes.
+
+``round_closed(round_id)``: a round this process ran is closed (embedded mode; in the
+distributed mode `scrapy urd schedule` closes rounds): the delivery extension pushes what it
+found to the owners' channels.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections import OrderedDict
 from typing import Any
 
 round_opened = object()
+round_closed = object()
 
 ROUNDS_KEPT = 16  # rounds remembered: a page of an earlier round may still be in flight
 

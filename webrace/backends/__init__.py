@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore, Version
+from webrace.backends.delivery import DeliveryStore, RedisDeliveryStore, SqliteDeliveryStore
 from webrace.backends.redis import (
     RedisAciStore,
     RedisMetaInfoStore,
@@ -21,6 +22,7 @@ from webrace.backends.redis import (
     connect_url,
     prefix,
 )
+from webrace.backends.redis_sentinels import RedisSentinelStore
 from webrace.backends.sqlite import (
     SqliteAciStore,
     SqliteMetaInfoStore,
@@ -75,9 +77,20 @@ def open_results_store(settings: Any) -> ResultsStore:
 
 
 def open_sentinel_store(settings: Any) -> SentinelStore:
-    """Sentinels, their page digests and notifications (``WEBRACE_DATA_DIR/sentinels.sqlite``;
-    kept where `scrapy sentinel` and the crawl run)."""
+    """Sentinels, their page digests and notifications: in Redis with ``REDIS_URL`` (the
+    worker that fetches a page evaluates its sentinels), else
+    ``WEBRACE_DATA_DIR/sentinels.sqlite``."""
+    if distributed(settings):
+        return RedisSentinelStore(connect(settings), prefix(settings))
     return SqliteSentinelStore(data_dir(settings) / "sentinels.sqlite")
+
+
+def open_delivery_store(settings: Any) -> DeliveryStore:
+    """Delivery channels, what each was sent and its retry state: in Redis with ``REDIS_URL``
+    (any delivery loop or worker may push), else ``WEBRACE_DATA_DIR/delivery.sqlite``."""
+    if distributed(settings):
+        return RedisDeliveryStore(connect(settings), prefix(settings))
+    return SqliteDeliveryStore(data_dir(settings) / "delivery.sqlite")
 
 
 def distributed(settings: Any) -> bool:
@@ -105,8 +118,8 @@ def open_object_cache(settings: Any) -> ObjectCache:
 
 def open_round_engine(settings: Any, stats: Any = None, sentinels: Any = None,
                       with_urd_store: bool = True, worker: bool = True) -> RoundEngine:
-    """The round engine of the mode: :class:`LocalRounds` (``sentinels``: the due sentinels
-    joining its rounds) or :class:`RedisRounds` (with IPMicra routing when
+    """The round engine of the mode, ``sentinels`` the due sentinels joining its rounds:
+    :class:`LocalRounds` or :class:`RedisRounds` (with IPMicra routing when
     ``WEBRACE_DELEGATION`` is on, for a ``worker``: the engine's ``delegation``)."""
     limits = Limits(page_budget=settings.getint("WEBRACE_MAX_PAGES_PER_URD"),
                     max_queries=settings.getint("WEBRACE_TRAP_MAX_QUERIES_PER_PATH"))
@@ -119,11 +132,12 @@ def open_round_engine(settings: Any, stats: Any = None, sentinels: Any = None,
         delegation = RedisDelegation(client, key_prefix, settings)
         delegation.register()  # this worker joins the delegation (the others route hosts to it)
     registry = RoundRegistry(client, key_prefix, delegation.route if delegation else None)
-    engine = RedisRounds(registry, urd_store, limits, stats)
+    engine = RedisRounds(registry, urd_store, limits, stats, sentinels)
     engine.delegation = delegation
     return engine
 
 
-__all__ = ["AciStore", "MetaInfoStore", "RedisUnavailable", "ResultsStore", "SentinelStore", "UrdStore", "Version",
-           "connect", "data_dir", "distributed", "open_aci_store", "open_metainfo_store", "open_object_cache",
-           "open_results_store", "open_round_engine", "open_sentinel_store", "open_urd_store"]
+__all__ = ["AciStore", "DeliveryStore", "MetaInfoStore", "RedisUnavailable", "ResultsStore", "SentinelStore",
+           "UrdStore", "Version", "connect", "data_dir", "distributed", "open_aci_store", "open_delivery_store",
+           "open_metainfo_store", "open_object_cache", "open_results_store", "open_round_engine", "open_sentinel_store",
+           "open_urd_store"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from webrace.records.aci import Aci
@@ -203,6 +203,16 @@ class SentinelStore(ABC):
     def checked(self, ids: Iterable[str], at_ms: int, seen: str | None = None) -> None:
         """These sentinels were evaluated at ``at_ms`` (next due: ``at_ms + every``); with
         ``seen``, the digest they now compare against."""
+
+    @abstractmethod
+    def advance(self, expected: Mapping[str, str | None], at_ms: int, seen: str, data: bytes,
+                notes: Iterable[Any]) -> list[str]:
+        """An evaluation's outcome, as one compare-and-set: keep digest ``data`` (SHA-256
+        ``seen``), and for each sentinel id whose baseline is still ``expected[id]`` (None:
+        it had none) move it to ``seen`` (next due ``at_ms + every``) and keep its ``notes``.
+        A sentinel another evaluation of the same change moved first is left alone, and its
+        notes dropped: one change, one notification, however many workers fetched the page.
+        Returns the ids moved."""
 
     @abstractmethod
     def put_digest(self, sha: str, data: bytes) -> None: ...

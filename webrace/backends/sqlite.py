@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from itertools import islice
 from pathlib import Path
@@ -343,6 +343,12 @@ CREATE TABLE IF NOT EXISTS notification (
     json      TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS notification_owner ON notification(owner, at);
+CREATE TABLE IF NOT EXISTS notedigest (
+    note  TEXT NOT NULL,
+    sha   TEXT NOT NULL,
+    PRIMARY KEY (note, sha)
+);
+CREATE INDEX IF NOT EXISTS notedigest_sha ON notedigest(sha);
 """
 
 
@@ -401,6 +407,24 @@ class SqliteSentinelStore(SentinelStore):
                     self.conn.execute("UPDATE sentinel SET next_due = ?, seen = ? WHERE id = ?",
                                       (at_ms + every, seen, i))
 
+    def advance(self, expected: Mapping[str, str | None], at_ms: int, seen: str, data: bytes,
+                notes: Iterable[Any]) -> list[str]:
+        with _Transaction(self.conn):
+            moved = [i for i, was in expected.items() if self._reseat(i, was, at_ms, seen)]
+            if moved:
+                self.conn.execute("INSERT OR IGNORE INTO pagedigest (sha, data) VALUES (?, ?)", (seen, data))
+                self._notify(n for n in notes if n.sentinel in moved)
+        return moved
+
+    def _reseat(self, sentinel_id: str, was: str | None, at_ms: int, seen: str) -> bool:
+        """Move the sentinel to ``seen`` if its baseline is still ``was``."""
+        row = self.conn.execute("SELECT json, seen FROM sentinel WHERE id = ?", (sentinel_id,)).fetchone()
+        if row is None or (row[1] or None) != (was or None):
+            return False
+        every = self.sentinel_cls.from_json(row[0]).every
+        self.conn.execute("UPDATE sentinel SET next_due = ?, seen = ? WHERE id = ?", (at_ms + every, seen, sentinel_id))
+        return True
+
     def put_digest(self, sha: str, data: bytes) -> None:
         with _Transaction(self.conn):
             self.conn.execute("INSERT OR IGNORE INTO pagedigest (sha, data) VALUES (?, ?)", (sha, data))
@@ -412,15 +436,24 @@ class SqliteSentinelStore(SentinelStore):
     def gc_digests(self) -> int:
         with _Transaction(self.conn):
             return self.conn.execute("DELETE FROM pagedigest WHERE sha NOT IN "
-                                     "(SELECT seen FROM sentinel WHERE seen IS NOT NULL)").rowcount
+                                     "(SELECT seen FROM sentinel WHERE seen IS NOT NULL) "
+                                     "AND sha NOT IN (SELECT sha FROM notedigest)").rowcount
 
     def add_notifications(self, notes: Iterable[Any]) -> int:
         with _Transaction(self.conn):
-            before = self.conn.total_changes
-            self.conn.executemany(
-                "INSERT OR IGNORE INTO notification (id, owner, sentinel, at, json) VALUES (?, ?, ?, ?, ?)",
-                [(n.id, n.owner, n.sentinel, n.at, json.dumps(n.to_dict(), ensure_ascii=False)) for n in notes])
-            return self.conn.total_changes - before
+            return self._notify(notes)
+
+    def _notify(self, notes: Iterable[Any]) -> int:
+        """Keep the notes (a repeated id is ignored) and the digests their diffs need."""
+        notes = list(notes)
+        before = self.conn.total_changes
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO notification (id, owner, sentinel, at, json) VALUES (?, ?, ?, ?, ?)",
+            [(n.id, n.owner, n.sentinel, n.at, json.dumps(n.to_dict(), ensure_ascii=False)) for n in notes])
+        added = self.conn.total_changes - before
+        self.conn.executemany("INSERT OR IGNORE INTO notedigest (note, sha) VALUES (?, ?)",
+                              [(n.id, sha) for n in notes for sha in _note_digests(n)])
+        return added
 
     def notifications(self, owner: str, since: int = 0) -> list[dict]:
         rows = self.conn.execute("SELECT json FROM notification WHERE owner = ? AND at >= ? ORDER BY at DESC, id",
@@ -429,6 +462,11 @@ class SqliteSentinelStore(SentinelStore):
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _note_digests(note: Any) -> list[str]:
+    """The digests a notification's diff is built from (none for one made without them)."""
+    return [sha for sha in (getattr(note, "before_digest", ""), getattr(note, "after_digest", "")) if sha]
 
 
 class _Transaction:

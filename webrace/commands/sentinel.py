@@ -14,7 +14,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from webrace import digest as D
-from webrace.backends import distributed, open_object_cache, open_sentinel_store
+from webrace.backends import open_object_cache, open_sentinel_store
 from webrace.commands import ends_quietly_on_closed_pipe
 from webrace.records.sentinel import TYPES, SentinelError, make, parse_duration
 from webrace.sentinels.baseline import Stored, newest_stored
@@ -49,7 +49,9 @@ class Command(ScrapyCommand):
             "prints the new ids. --where restricts it to a region, --ignore (repeatable) to leave out a region "
             "(css:/xpath:) or text matching a regular expression, --on fires only when text/links/images/matches "
             "are added or removed; --every rounds up to a multiple of WEBRACE_SENTINEL_TICK. `scrapy crawl urd` "
-            "fetches the URLs of due sentinels and evaluates them on every new version. "
+            "fetches the URLs of due sentinels and evaluates them on every new version (with REDIS_URL the sentinels "
+            "are in Redis, `scrapy urd schedule` adds the due ones to its rounds and the worker fetching a page "
+            "evaluates them). "
             "list, remove ID..., due --all|ID... (due now). notifications --owner O: newest first; jsonl: one "
             "JSON object per notification (sentinel, owner, url, type, changes, before, after, at, version)."
         )
@@ -74,9 +76,6 @@ class Command(ScrapyCommand):
         if not args:
             raise UsageError("missing subcommand: add, list, remove, due or notifications")
         action, rest = args[0], args[1:]
-        if distributed(self.settings) and action in ("add", "due"):
-            print("warning: sentinels are evaluated by embedded crawls only for now (not by distributed workers): "
-                  "run `scrapy crawl urd` without REDIS_URL where this data directory is", file=sys.stderr)
         handler = {"add": self.add, "list": self.list, "remove": self.remove, "rm": self.remove, "due": self.due,
                    "notifications": self.notifications}.get(action)
         if handler is None:

@@ -16,6 +16,7 @@ from scrapy.exceptions import UsageError
 
 from webrace.backends import distributed, open_round_engine, open_urd_store
 from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.sentinels.due import StoredSentinels
 from webrace.urd import MAX_TIME_MS, Urd, UrdError, hide_credentials, iter_files, now_millis, to_document
 
 
@@ -40,7 +41,8 @@ class Command(ScrapyCommand):
             "remove ID...: remove URDs by id. "
             "due --all | due ID...: make URDs due now (their last check is kept). "
             "schedule: distributed mode (REDIS_URL): close finished rounds (their URDs get their last "
-            "check) and open a round for the due URDs, whose pages workers then lease; --loop keeps doing it."
+            "check) and open a round for the due URDs and sentinels, whose pages workers then lease (the worker "
+            "fetching a page evaluates its sentinels); --loop keeps doing it."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -133,7 +135,7 @@ class Command(ScrapyCommand):
         from webrace.backends.redis import RedisUnavailable
 
         try:
-            engine = open_round_engine(self.settings, worker=False)
+            engine = open_round_engine(self.settings, sentinels=StoredSentinels(self.settings), worker=False)
         except RedisUnavailable as exc:
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = 1

@@ -256,7 +256,8 @@ def print_files(root: Path, kept: bool) -> None:
         ("pages.jsonl", "one JSON object per fetched page (url, owners, depth, status, links...) and per ACI"),
         ("scrapy.cfg", "makes this a project directory: `scrapy` commands here use webrace.settings"),
         (f"{DATA_DIR}/urd.sqlite", "the URD-DB (`scrapy urd list`)"),
-        (f"{DATA_DIR}/aci.sqlite", "the ACIs (`scrapy aci list --owner alice`, `scrapy pir serve`)"),
+        (f"{DATA_DIR}/aci.sqlite",
+         "the ACIs (`scrapy aci list --owner alice`; on the web: `scrapy user add alice`, `scrapy web serve`)"),
         (f"{DATA_DIR}/objects/", "every version of every page kept (`scrapy store versions URL`)"),
         (f"{DATA_DIR}/last-crawl.json", "the crawl summary, for scripts"),
     ):

@@ -4,19 +4,24 @@
 round's shared frontier, which queues them) and closes it once nothing of it is queued or
 leased; workers learn a round's URDs from Redis, so they need no URD-DB of their own.
 
-Keys: ``<prefix>rounds`` (zset round id -> opening time, ms) and
-``<prefix>round:<id>:urds`` (hash URD id -> URD XML), beside the frontier's keys;
+Keys: ``<prefix>rounds`` (zset round id -> opening time, ms),
+``<prefix>round:<id>:urds`` (hash URD id -> URD XML) and ``<prefix>round:<id>:sentinels``
+(hash URL -> JSON list of ``[sentinel JSON, the digest it last saw]``: the sentinels due on
+that page, evaluated by the worker that fetches it), beside the frontier's keys;
 ``<prefix>epoch`` (a token set once: when it vanishes, Redis lost everything, see :meth:`RoundRegistry.lost`).
 """
 
 from __future__ import annotations
 
+import json
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import redis
 
 from webrace.distributed.frontier import RedisFrontier
+from webrace.records.sentinel import Sentinel
 from webrace.urd import Urd, now_millis
 
 CLOSED_ROUND_TTL = 3600  # seconds a closed round's keys stay, for workers finishing late
@@ -43,16 +48,23 @@ class RoundRegistry:
             return True
         return False
 
-    def open(self, urds: Iterable[Urd], opened: int | None = None) -> str | None:
-        """Open a round crawling ``urds``; return its id (None when there is nothing to crawl).
-        Its start pages are offered by the round engine (:class:`~webrace.rounds.redis.RedisRounds`)."""
+    def open(self, urds: Iterable[Urd], opened: int | None = None,
+             sentinels: Mapping[str, list[tuple[Any, str | None]]] | None = None) -> str | None:
+        """Open a round crawling ``urds`` (and evaluating ``sentinels``: URL -> [(sentinel,
+        digest it last saw)]); return its id (None when there is nothing to crawl). Its start
+        pages are offered by the round engine (:class:`~webrace.rounds.redis.RedisRounds`)."""
         urds = list(urds)
         if not urds:
             return None
         opened = opened if opened is not None else now_millis()
         round_id = f"{opened}-{secrets.token_hex(3)}"
-        self.client.hset(self._urds_key(round_id), mapping={u.id: u.to_xml() for u in urds})
-        self.client.zadd(self.key, {round_id: opened})
+        pipe = self.client.pipeline(transaction=True)  # a worker meets the round whole or not at all
+        pipe.hset(self._urds_key(round_id), mapping={u.id: u.to_xml() for u in urds})
+        if sentinels:
+            pipe.hset(self._sentinels_key(round_id), mapping={
+                url: json.dumps([[s.to_json(), seen] for s, seen in group]) for url, group in sentinels.items()})
+        pipe.zadd(self.key, {round_id: opened})
+        pipe.execute()
         return round_id
 
     def open_rounds(self) -> list[str]:
@@ -66,6 +78,13 @@ class RoundRegistry:
     def urds(self, round_id: str) -> dict[str, Urd]:
         raw = self.client.hgetall(self._urds_key(round_id))
         return {(k.decode() if isinstance(k, bytes) else k): Urd.from_xml(v) for k, v in raw.items()}
+
+    def sentinels(self, round_id: str) -> dict[str, list[tuple[Sentinel, str | None]]]:
+        """URL -> the sentinels due on it in this round, with the digest each last saw."""
+        raw = self.client.hgetall(self._sentinels_key(round_id))
+        return {(url.decode() if isinstance(url, bytes) else url): [(Sentinel.from_json(s), seen)
+                                                                     for s, seen in json.loads(group)]
+                for url, group in raw.items()}
 
     def urd_ids(self, round_id: str) -> list[str]:
         return [k.decode() if isinstance(k, bytes) else k for k in self.client.hkeys(self._urds_key(round_id))]
@@ -81,9 +100,12 @@ class RoundRegistry:
     def close(self, round_id: str) -> None:
         """Take the round off the open list; its keys expire a while later."""
         self.client.zrem(self.key, round_id)
-        for key in [self._urds_key(round_id), *self.frontier(round_id).all_keys()]:
+        for key in [self._urds_key(round_id), self._sentinels_key(round_id), *self.frontier(round_id).all_keys()]:
             self.client.expire(key, CLOSED_ROUND_TTL)
         self._frontiers.pop(round_id, None)
 
     def _urds_key(self, round_id: str) -> str:
         return f"{self.prefix}round:{round_id}:urds"
+
+    def _sentinels_key(self, round_id: str) -> str:
+        return f"{self.prefix}round:{round_id}:sentinels"

@@ -6,6 +6,14 @@ and reads the round's URDs from Redis then, so workers need no URD-DB of their o
 offered for the first time is queued in Redis in the same step that records it (the
 :class:`~webrace.distributed.frontier.RedisFrontier`), so a :class:`Step` of a shared round
 never names pages to fetch: workers lease them.
+
+Due sentinels join the rounds `scrapy urd schedule` opens, as in the embedded mode: their
+pages are offered like a URD's start page (depth 0), and the sentinels are recorded with the
+round, so whichever worker fetches a page evaluates the sentinels on it. They are marked
+checked when the round opens (the embedded mode marks them when its round closes: here a
+round a worker never finishes must not keep them due for another round meanwhile); the
+worker moves each baseline by compare-and-set (``SentinelStore.advance``), so a page
+fetched twice (a lease that expired) gives one notification.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from webrace.distributed.registry import RoundRegistry
 from webrace.rounds.engine import Limits, Round, RoundEngine, Stats
+from webrace.rounds.local import DueSentinels
 from webrace.traps import QueryVariants
 from webrace.urd import now_millis
 
@@ -29,10 +38,12 @@ class RedisRounds(RoundEngine):
     shared = True
 
     def __init__(self, registry: RoundRegistry, urd_store: Callable[[], UrdStore] | None = None,
-                 limits: Limits | None = None, stats: Stats | None = None) -> None:
+                 limits: Limits | None = None, stats: Stats | None = None,
+                 sentinels: DueSentinels | None = None) -> None:
         super().__init__(limits, stats)
         self.registry = registry
         self.urd_store = urd_store  # where `scrapy urd schedule` runs; workers have none
+        self.sentinels = sentinels  # the due sentinels joining the rounds `scrapy urd schedule` opens
 
     def round(self, round_id: str) -> Round | None:
         rnd = self.rounds.get(round_id)
@@ -43,11 +54,12 @@ class RedisRounds(RoundEngine):
             rnd = self._register(Round(
                 round_id, urds, self.registry.frontier(round_id),
                 self.registry.opened_at(round_id) or now_millis(), shared=True,
-                queries=QueryVariants(self.limits.max_queries)))
+                sentinels=self.registry.sentinels(round_id), queries=QueryVariants(self.limits.max_queries)))
         return rnd
 
     def open_due(self, now_ms: int, only_ids: list[str] | None = None) -> Round | None:
-        """A round for the due URDs (or ``only_ids``) that no open round is crawling."""
+        """A round for the due URDs (or ``only_ids``) and, without ``only_ids``, the due
+        sentinels, that no open round is crawling."""
         busy = {urd_id for round_id in self.registry.open_rounds() for urd_id in self.registry.urd_ids(round_id)}
         with self._store() as store:
             if only_ids:
@@ -55,12 +67,28 @@ class RedisRounds(RoundEngine):
             else:
                 urds = store.due(now_ms)
         urds = [u for u in urds if u.id not in busy]
-        round_id = self.registry.open(urds, now_ms)
+        extra, watched = self._due_sentinels(now_ms, busy) if not only_ids else ([], {})
+        round_id = self.registry.open(urds + extra, now_ms, watched)
         if round_id is None:
             return None
+        if watched:  # claimed by this round (see the module's docstring)
+            self.sentinels.checked([s.id for group in watched.values() for s, _ in group], now_ms)
+            self.stats.inc_value("sentinels/due", sum(len(g) for g in watched.values()))
         rnd = self.round(round_id)
-        self._offer_starts(rnd, urds)  # queued in Redis for the workers (coalesced by URL)
+        self._offer_starts(rnd, urds + extra)  # queued in Redis for the workers (coalesced by URL)
         return rnd
+
+    def _due_sentinels(self, now_ms: int, busy: set[str]) -> tuple[list, dict[str, list]]:
+        """The pseudo-URDs of the sentinels due now that no open round fetches, and those
+        sentinels by URL."""
+        if self.sentinels is None:
+            return [], {}
+        extra, watched = self.sentinels.due(now_ms)
+        extra = [u for u in extra if u.id not in busy]
+        kept = {(u.owner, u.url) for u in extra}
+        watched = {url: mine for url, group in watched.items()
+                   if (mine := [(s, seen) for s, seen in group if (s.owner, url) in kept])}
+        return extra, watched
 
     def lost_rounds(self) -> list[str] | None:
         """None, or (Redis came back empty) the rounds this process knew: forgotten here, with

@@ -1,9 +1,9 @@
 """Sentinels in ``scrapy crawl urd``.
 
-At the start of a round the due sentinels join it: their URLs are fetched like a URD's
-start page with depth 0 (one pseudo-URD per URL and owner, so a URL watched by many
-sentinels, or also reached by a URD, is fetched once: the frontier coalesces them), through
-the object cache (a conditional GET). Every new version of a watched URL then goes through
+At the start of a round the due sentinels join it (:mod:`webrace.sentinels.due`): their
+URLs are fetched like a URD's start page with depth 0, through the object cache (a
+conditional GET). In the distributed mode the worker that fetches a page evaluates its
+sentinels. Every new version of a watched URL then goes through
 :class:`SentinelMiddleware`: one encode of the new version, one load of each previous
 digest the due sentinels compare against, one grouped evaluation; the notifications are
 kept per owner and emitted as items. A 304 or an unchanged body changes nothing: those
@@ -17,16 +17,17 @@ page's body (kept from the response, for a dropped body is not in the object cac
 
 Stats: ``sentinels/due``, ``sentinels/groups``, ``sentinels/evaluated``,
 ``sentinels/skipped``, ``sentinels/fired``, ``sentinels/unchanged``, ``sentinels/failed``,
-``sentinels/baselines`` (sentinels that took their first baseline from a fetch).
+``sentinels/baselines`` (sentinels that took their first baseline from a fetch),
+``sentinels/superseded`` (evaluations of a change another fetch recorded first: the
+baseline moves by compare-and-set, so one change gives one notification).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from scrapy.crawler import Crawler
@@ -38,44 +39,11 @@ from webrace.middlewares.recrawl import object_cache
 from webrace.middlewares.threaded import ThreadedItemMiddleware
 from webrace.records.sentinel import Sentinel
 from webrace.sentinels.baseline import Baseline, of_version
+from webrace.sentinels.due import StoredSentinels, due_sentinels
 from webrace.sentinels.evaluate import GroupStats, Notification, evaluate
 from webrace.signals import RoundBook
-from webrace.urd import Urd
 
 logger = logging.getLogger(__name__)
-
-
-def due_sentinels(settings: Any, now_ms: int) -> tuple[list[Urd], dict[str, list[tuple[Sentinel, str | None]]]]:
-    """Pseudo-URDs fetching the URLs of the sentinels due now, and those sentinels by URL."""
-    with open_sentinel_store(settings) as store:
-        due = store.due(now_ms)
-    by_url: dict[str, list[tuple[Sentinel, str | None]]] = defaultdict(list)
-    for sentinel, seen in due:
-        by_url[sentinel.url].append((sentinel, seen))
-    urds = {}
-    for url, group in by_url.items():
-        for sentinel, _ in group:
-            key = hashlib.sha1(f"{sentinel.owner}\n{url}".encode()).hexdigest()[:12]
-            urd = urds.get(key)
-            every = sentinel.every if urd is None else min(urd.timing, sentinel.every)
-            urds[key] = Urd(id=f"sentinel-{key}", owner=sentinel.owner, url=url, timing=every, depth=0)
-    return list(urds.values()), dict(by_url)
-
-
-class StoredSentinels:
-    """The sentinels of the sentinel store as the round engine sees them: those due join a
-    round (:func:`due_sentinels`); those a round fetched without a new version are checked
-    when it closes."""
-
-    def __init__(self, settings: Any) -> None:
-        self.settings = settings
-
-    def due(self, now_ms: int) -> tuple[list[Urd], dict[str, list[tuple[Sentinel, str | None]]]]:
-        return due_sentinels(self.settings, now_ms)
-
-    def checked(self, ids: list[str], at_ms: int) -> None:
-        with open_sentinel_store(self.settings) as store:
-            store.checked(ids, at_ms)
 
 
 @dataclass(frozen=True)
@@ -159,7 +127,9 @@ class SentinelMiddleware(ThreadedItemMiddleware):
             for seen, sentinels in by_seen.items() if job.changed else ():
                 blob = job.previous.get(seen) if seen else None
                 old = D.loads(blob) if blob else None
-                notes += evaluate(sentinels, old, new.digest, at=meta.fetched, version=meta.version, stats=stats)
+                notes += [replace(n, before_digest=seen, after_digest=new.sha)  # the diff is built from them
+                          for n in evaluate(sentinels, old, new.digest, at=meta.fetched, version=meta.version,
+                                            stats=stats)]
             warnings = _locations_matching_nothing(by_seen.get(None, []), new, meta.url)
             return _Outcome(new, notes, stats, len(by_seen) if job.changed else 0, warnings)
         except Exception as exc:  # a page the digest cannot take must not cost the crawl its item
@@ -178,12 +148,14 @@ class SentinelMiddleware(ThreadedItemMiddleware):
             self.store.checked(ids, at)
             return
         fresh = [s.id for s, seen in job.group if not seen]
-        taking = ids if job.changed else fresh  # an unchanged page is the baseline of those with none
-        self.store.put_digest(outcome.new.sha, outcome.new.data)
-        self.store.add_notifications(outcome.notes)
-        self.store.checked(taking, at, seen=outcome.new.sha)
-        if len(taking) < len(ids):  # the others keep theirs
-            self.store.checked([s.id for s, seen in job.group if seen], at)
+        # an unchanged page is the baseline of those with none; the others keep theirs
+        expected = {s.id: seen for s, seen in job.group if job.changed or not seen}
+        moved = set(self.store.advance(expected, at, outcome.new.sha, outcome.new.data, outcome.notes))
+        if len(expected) < len(ids):
+            self.store.checked([i for i in ids if i not in expected], at)
+        notes = [n for n in outcome.notes if n.sentinel in moved]
+        if len(moved) < len(expected):  # another fetch of this change (a lease that expired) recorded it first
+            stats.inc_value("sentinels/superseded", len(expected) - len(moved))
         for warning in outcome.warnings:
             logger.warning(warning)
         if fresh:
@@ -192,10 +164,10 @@ class SentinelMiddleware(ThreadedItemMiddleware):
             stats.inc_value("sentinels/groups", outcome.groups)
             stats.inc_value("sentinels/evaluated", outcome.stats.evaluated)
             stats.inc_value("sentinels/skipped", outcome.stats.skipped)
-            stats.inc_value("sentinels/fired", outcome.stats.fired)
+            stats.inc_value("sentinels/fired", len(notes))
             if outcome.stats.unchanged:
                 stats.inc_value("sentinels/unchanged")
-        yield from outcome.notes
+        yield from notes
 
     def closed(self) -> None:
         self._bodies.clear()
@@ -219,3 +191,6 @@ def _locations_matching_nothing(sentinels: list[Sentinel], baseline: Baseline, u
             warnings.append(f"{where} matches nothing on {url} (sentinel{'s' if len(ids) > 1 else ''} "
                             f"{', '.join(ids)}): it will fire when that region appears")
     return warnings
+
+
+__all__ = ["SentinelMiddleware", "StoredSentinels", "due_sentinels"]  # the last two: webrace.sentinels.due

@@ -41,11 +41,15 @@ class Notification:
     type: str
     where: str | None
     changes: dict[str, list[str]]  # "added" / "removed" (texts, links, images, matches), "nodes"
-    before: str
-    after: str
+    before: str  # what was removed, as a snippet
+    after: str  # what was added, as a snippet
     at: int = 0  # epoch ms of the new version
     version: int | None = None
     id: str = field(default="")
+    # SHA-256s of the two Page Digests compared, in the sentinel store (the diff on the
+    # notification's page is built from them; set by the crawl, which knows them)
+    before_digest: str = ""
+    after_digest: str = ""
 
     def __post_init__(self) -> None:
         if not self.id:

@@ -35,7 +35,7 @@ from webrace.records.rounds import DONE, FAILED, Node
 from webrace.rounds.engine import Round, Step
 from webrace.scout.crawl import CrawlRules
 from webrace.sentinels.crawl import StoredSentinels
-from webrace.signals import round_opened
+from webrace.signals import round_closed, round_opened
 from webrace.spiders.responses import CrawlStats, PageRecorder, failure_reason, run_rules
 from webrace.urd import now_millis
 
@@ -220,6 +220,7 @@ class UrdSpider(scrapy.Spider):
         try:  # an error here must not end a continuous crawl as if it had finished
             for rnd in self.engine.close_finished():
                 logger.info("Round %s done", rnd.id.rsplit("-", 1)[-1])
+                self.crawler.signals.send_catch_log(round_closed, round_id=rnd.id)
         except Exception as exc:
             self.crawler.stats.inc_value("webrace/errors/round_close")
             logger.error("Closing the round failed (%s: %s): its URDs keep their last check%s",

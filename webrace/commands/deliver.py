@@ -1,0 +1,135 @@
+"""``scrapy deliver [--loop [--interval S]]`` and ``scrapy deliver channel add | list | remove``:
+push new ACIs and notifications to each owner's channels (the seed's Content-Distribution
+Agents), and manage the channels."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from webrace.backends.redis import RedisUnavailable
+from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.commands.aci import parse_since
+from webrace.delivery.agent import DeliveryAgent
+from webrace.delivery.channels import open_channels
+from webrace.records.channel import EVENTS, ChannelError
+from webrace.urd import now_millis
+
+
+@ends_quietly_on_closed_pipe
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return ("[--loop [--interval S]] | channel add OWNER URL [--events aci,notification] [--since T] | "
+                "channel list [--owner NAME] [--format table|jsonl] | channel remove OWNER ID")
+
+    def short_desc(self) -> str:
+        return "Push new ACIs and notifications to the owners' channels (mail, webhooks, ntfy, chat)"
+
+    def long_desc(self) -> str:
+        return (
+            "Without arguments: one delivery pass (every due channel gets one message with what it was not sent "
+            "yet; ACIs every ACI channel of their owner took are acknowledged). --loop: a pass every "
+            "--interval seconds (default WEBRACE_DELIVERY_INTERVAL) until interrupted. "
+            "channel add OWNER URL: an Apprise URL (mailto://, mailtos://, json://, jsons://, ntfy://, slack://, ...), "
+            f"checked by Apprise; --events: which of {', '.join(EVENTS)} (default both); --since T: deliver items "
+            "from T on (default now; 24h, 7d, an ISO date or epoch ms); prints the channel id. "
+            "channel list: passwords masked, with each channel's status. channel remove OWNER ID."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--loop", action="store_true", help="keep delivering until interrupted")
+        parser.add_argument("--interval", type=float, metavar="S", help="with --loop: seconds between passes")
+        parser.add_argument("--events", default=",".join(EVENTS), metavar="E,...",
+                            help=f"with `channel add`: {', '.join(EVENTS)} (default both)")
+        parser.add_argument("--since", metavar="T", help="with `channel add`: deliver items from T on (default now)")
+        parser.add_argument("--owner", metavar="NAME", help="with `channel list`: this owner's channels only")
+        parser.add_argument("--format", choices=("table", "jsonl"), default="table")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if not args:
+            self.deliver(opts.loop, opts.interval)
+            return
+        if args[0] != "channel":
+            raise UsageError(f"unknown subcommand {args[0]!r}: expected `channel` or nothing (one pass)")
+        if len(args) < 2 or args[1] not in ("add", "list", "remove", "rm"):
+            raise UsageError("expected `channel add`, `channel list` or `channel remove`")
+        try:
+            {"add": self.add, "list": self.list, "remove": self.remove, "rm": self.remove}[args[1]](args[2:], opts)
+        except ChannelError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            self.exitcode = 1
+
+    def deliver(self, loop: bool, interval: float | None) -> None:
+        interval = self.settings.getfloat("WEBRACE_DELIVERY_INTERVAL") if interval is None else interval
+        if loop and interval <= 0:
+            raise UsageError("--interval must be more than 0 seconds")
+        agent, stop = DeliveryAgent(self.settings), threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        try:
+            while True:
+                try:
+                    report = agent.run_pass()
+                except RedisUnavailable as exc:
+                    if not loop:
+                        raise
+                    print(f"error: {str(exc).rstrip('.')}; trying again in {interval:g} s", file=sys.stderr, flush=True)
+                else:
+                    print(report.line(), flush=True)
+                    for line in report.failing:
+                        print(f"warning: {line}", file=sys.stderr, flush=True)
+                if not loop or stop.wait(interval):  # the loop's own pace; SIGTERM ends the wait
+                    return
+        except KeyboardInterrupt:
+            print("Stopped.")
+
+    def add(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 2:
+            raise UsageError("`channel add` takes OWNER URL")
+        since = parse_since(opts.since, now_millis()) if opts.since else None
+        with open_channels(self.settings) as channels:
+            print(channels.add(args[0], args[1], opts.events, since))
+
+    def list(self, args: list[str], opts: argparse.Namespace) -> None:
+        if args:
+            raise UsageError("`channel list` takes no arguments (--owner NAME for one owner's)")
+        with open_channels(self.settings) as channels:
+            rows = channels.list(opts.owner)
+        if opts.format == "jsonl":
+            for row in rows:
+                print(json.dumps(row, ensure_ascii=False))
+            return
+        if not rows:
+            print("No channel" + (f" for {opts.owner}" if opts.owner else ""), file=sys.stderr)
+            return
+        print(f"{'ID':<10} {'OWNER':<16} {'EVENTS':<18} {'LAST SENT':<20} URL / STATUS")
+        for r in rows:
+            last = _iso(r["last_sent"]) if r["last_sent"] else "-"
+            print(f"{r['id']:<10} {r['owner']:<16} {','.join(r['events']):<18} {last:<20} {r['shown']}")
+            print(f"{'':<10} {r['status']}")
+
+    def remove(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 2:
+            raise UsageError("`channel remove` takes OWNER ID")
+        with open_channels(self.settings) as channels:
+            if channels.remove(args[0], args[1]):
+                print(f"Removed channel {args[1]} of {args[0]}")
+                return
+        print(f"error: {args[0]} has no channel {args[1]} (see `scrapy deliver channel list`)", file=sys.stderr)
+        self.exitcode = 1
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

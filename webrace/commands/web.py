@@ -1,0 +1,83 @@
+"""``scrapy web serve [--host H] [--port P]``: the web app (login, each owner's pages and
+profile, the JSON API) on 127.0.0.1 unless told otherwise."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import sys
+from typing import Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.web.accounts import open_accounts
+from webrace.web.config import WebConfig
+from webrace.web.server import serve
+
+
+@ends_quietly_on_closed_pipe
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "serve [--host H] [--port P]"
+
+    def short_desc(self) -> str:
+        return "Serve the web app: login, each owner's ACIs, notifications and profile, the JSON API"
+
+    def long_desc(self) -> str:
+        return (
+            "serve: the web app (waitress) on 127.0.0.1:8080 unless --host/--port say otherwise (--port 0: any "
+            "free port). Every page needs a login (accounts: `scrapy user add NAME [--admin]`); an owner sees "
+            "only their own pages, an admin everyone's. Host names other than WEBRACE_WEB_ALLOWED_HOSTS get 400. "
+            "Stops on Ctrl-C."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--host", default="127.0.0.1", metavar="H",
+                            help="address to listen on (default 127.0.0.1: this machine only)")
+        parser.add_argument("--port", type=int, default=8080, metavar="P", help="TCP port (default 8080; 0: any)")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if args != ["serve"]:
+            raise UsageError("expected `serve`")
+        if not 0 <= opts.port <= 65535:
+            raise UsageError("--port must be between 0 and 65535")
+        try:
+            web = WebConfig.from_settings(self.settings, opts.host)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            self.exitcode = 1
+            return
+        self._warn(web, opts.host)
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+        try:
+            serve(self.settings, opts.host, opts.port, announce=lambda line: print(line, flush=True))
+        except OSError as exc:
+            print(f"error: cannot listen on {opts.host}:{opts.port}: {exc.strerror or exc}", file=sys.stderr)
+            self.exitcode = 1
+
+    def _warn(self, web: WebConfig, host: str) -> None:
+        with open_accounts(self.settings) as accounts:
+            if not accounts.names():
+                print("warning: no account yet: nobody can log in; add one with `scrapy user add NAME --admin`",
+                      file=sys.stderr)
+        if not _loopback(host):
+            print(f"note: listening beyond this machine; Host names answered: {', '.join(web.allowed_hosts)} "
+                  "(WEBRACE_WEB_ALLOWED_HOSTS)" + ("; cookies are sent over HTTPS only: put a TLS proxy in front "
+                  "(WEBRACE_WEB_TRUSTED_PROXY)" if web.secure_cookies else ""), file=sys.stderr)
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

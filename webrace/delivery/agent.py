@@ -1,0 +1,238 @@
+"""The delivery pass: each owner's new ACIs and notifications to each of the owner's channels,
+at least once.
+
+One pass, for every channel that is due (not waiting out a backoff) and that this agent can
+lease (another delivery loop may hold it):
+
+1. plan: the owner's items at or after the channel's ``since`` that it takes (its events) and
+   was not sent yet; one bounded message for all of them (:mod:`webrace.delivery.message`);
+2. send: every message at once, in a small pool of threads, each send limited to
+   ``WEBRACE_DELIVERY_TIMEOUT`` seconds (a dead channel delays no other, and the pass by at
+   most that);
+3. record: a sent message marks its items delivered to that channel; a failed one counts a
+   failure and sets the next try (exponential backoff from ``WEBRACE_DELIVERY_RETRY_BASE``,
+   capped at ``WEBRACE_DELIVERY_RETRY_MAX``); after ``WEBRACE_DELIVERY_FAILING_AFTER``
+   failures in a row the channel is reported failing (a warning, a stats counter, `scrapy
+   deliver channel list`), and still retried at the capped backoff;
+4. acknowledge: an ACI every one of the owner's ACI channels has taken is acknowledged in the
+   ACI store (the mark `scrapy aci ack` sets, so `scrapy store gc` may drop its version).
+   An owner without channels: nothing is acknowledged.
+
+Items are those of the channel's window: ``since`` starts when the channel is added and moves
+up, after a successful send, to ``LATENESS_MS`` before the pass (an ACI or notification is
+stored at most that long after its time); marks older than the window are forgotten.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from itertools import groupby
+from typing import Any
+
+from webrace.backends import open_aci_store, open_delivery_store, open_sentinel_store
+from webrace.backends.base import AciStore, SentinelStore
+from webrace.backends.delivery import DeliveryStore
+from webrace.delivery.channels import shown, status
+from webrace.delivery.message import Message, compose
+from webrace.delivery.send import send
+from webrace.records.aci import Aci
+from webrace.records.channel import MAX_ERROR, Channel
+from webrace.urd import now_millis
+
+logger = logging.getLogger(__name__)
+
+LATENESS_MS = 24 * 3_600_000  # an item is in its store at most a day after its time (fetch)
+LEASE_MARGIN_S = 60.0  # a lease outlives the longest send by this much
+
+
+@dataclass(frozen=True)
+class DeliveryConfig:
+    timeout: float = 10.0
+    retry_base: float = 30.0
+    retry_max: float = 3600.0
+    failing_after: int = 3
+    max_items: int = 20
+    base_url: str = ""
+    threads: int = 4
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> DeliveryConfig:
+        return cls(timeout=max(settings.getfloat("WEBRACE_DELIVERY_TIMEOUT"), 0.1),
+                   retry_base=max(settings.getfloat("WEBRACE_DELIVERY_RETRY_BASE"), 0.0),
+                   retry_max=max(settings.getfloat("WEBRACE_DELIVERY_RETRY_MAX"), 0.0),
+                   failing_after=max(settings.getint("WEBRACE_DELIVERY_FAILING_AFTER"), 1),
+                   max_items=max(settings.getint("WEBRACE_DELIVERY_MAX_ITEMS"), 1),
+                   base_url=settings.get("WEBRACE_DELIVERY_BASE_URL") or "",
+                   threads=max(settings.getint("WEBRACE_DELIVERY_THREADS"), 1))
+
+    def backoff_ms(self, failures: int) -> int:
+        """Wait after ``failures`` failures in a row: base, 2 base, 4 base... capped."""
+        return int(min(self.retry_base * 2 ** min(max(failures - 1, 0), 32), self.retry_max) * 1000)
+
+
+@dataclass
+class PassReport:
+    stats: Counter = field(default_factory=Counter)  # delivery/... counters, as in the crawl's stats
+    failing: list[str] = field(default_factory=list)  # one line per channel reported failing
+
+    def line(self) -> str:
+        s = self.stats
+        return (f"Delivery: {s['delivery/messages']} message(s) sent ({s['delivery/items/aci']} ACI(s), "
+                f"{s['delivery/items/notification']} notification(s)), {s['delivery/failed']} failed, "
+                f"{s['delivery/deferred']} channel(s) waiting to retry, {s['delivery/acked']} ACI(s) acknowledged")
+
+
+@dataclass
+class _Job:
+    channel: Channel
+    message: Message
+    error: str | None = None
+
+
+class DeliveryAgent:
+    """Runs delivery passes over the stores of ``settings``' mode. ``clock`` (epoch ms) decides
+    what is due: tests drive the backoff with their own."""
+
+    def __init__(self, settings: Any, clock: Callable[[], int] = now_millis,
+                 sender: Callable[[str, str, str, float], str | None] = send) -> None:
+        self.settings = settings
+        self.config = DeliveryConfig.from_settings(settings)
+        self.clock = clock
+        self.sender = sender
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+    def run_pass(self) -> PassReport:
+        """One pass over every channel (stores opened here: a pass may run in any thread)."""
+        report = PassReport()
+        with open_delivery_store(self.settings) as store:
+            channels = store.channels()
+            if not channels:
+                return report
+            with open_aci_store(self.settings) as acis, open_sentinel_store(self.settings) as sentinels:
+                jobs = self._plan(store, acis, sentinels, channels, report)
+                try:
+                    self._send(jobs)
+                finally:
+                    self._record(store, jobs, report)
+                self._acknowledge(store, acis, jobs, report)
+        return report
+
+    # -- 1. plan -------------------------------------------------------------------------
+
+    def _plan(self, store: DeliveryStore, acis: AciStore, sentinels: SentinelStore,
+              channels: list[Channel], report: PassReport) -> list[_Job]:
+        now, jobs = self.clock(), []
+        for owner, group in groupby(channels, key=lambda c: c.owner):
+            mine = [c for c in group if self._takes(store, c, now, report)]
+            if not mine:
+                continue
+            since = min(c.since for c in mine)
+            owner_acis = acis.list(owner, since) if any(c.wants("aci") for c in mine) else []
+            notes = sentinels.notifications(owner, since) if any(c.wants("notification") for c in mine) else []
+            for channel in mine:
+                job = self._job(store, channel, owner_acis, notes)
+                if job is None:
+                    store.release(channel.id, self.holder)
+                else:
+                    jobs.append(job)
+        return jobs
+
+    def _takes(self, store: DeliveryStore, channel: Channel, now: int, report: PassReport) -> bool:
+        """Due, and leased to this agent."""
+        if channel.next_try > now:
+            report.stats["delivery/deferred"] += 1
+            if channel.attempts >= self.config.failing_after:
+                report.failing.append(self._failing_line(channel))
+            return False
+        if not store.claim(channel.id, self.holder, int((self.config.timeout + LEASE_MARGIN_S) * 1000)):
+            report.stats["delivery/leased_elsewhere"] += 1
+            return False
+        return True
+
+    def _job(self, store: DeliveryStore, channel: Channel, acis: list[Aci], notes: list[dict]) -> _Job | None:
+        mine_acis = [a for a in acis if a.updatetime >= channel.since] if channel.wants("aci") else []
+        mine_notes = ([n for n in notes if int(n.get("at") or 0) >= channel.since]
+                      if channel.wants("notification") else [])
+        new_aci = set(store.unsent(channel.id, "aci", [a.id for a in mine_acis]))
+        new_note = set(store.unsent(channel.id, "notification", [str(n["id"]) for n in mine_notes]))
+        mine_acis = [a for a in mine_acis if a.id in new_aci]
+        mine_notes = [n for n in mine_notes if str(n["id"]) in new_note]
+        if not mine_acis and not mine_notes:
+            return None
+        return _Job(channel, compose(channel.owner, mine_acis, mine_notes, self.config.base_url,
+                                     self.config.max_items))
+
+    # -- 2. send -------------------------------------------------------------------------
+
+    def _send(self, jobs: list[_Job]) -> None:
+        if not jobs:
+            return
+
+        def one(job: _Job) -> None:
+            try:
+                job.error = self.sender(job.channel.url, job.message.title, job.message.body, self.config.timeout)
+            except Exception as exc:  # a failure of this channel, never of the pass
+                job.error = f"{type(exc).__name__}: {exc}"
+
+        with ThreadPoolExecutor(max_workers=min(self.config.threads, len(jobs)),
+                                thread_name_prefix="webrace-delivery") as pool:
+            list(pool.map(one, jobs))
+
+    # -- 3. record -----------------------------------------------------------------------
+
+    def _record(self, store: DeliveryStore, jobs: list[_Job], report: PassReport) -> None:
+        now = self.clock()
+        for job in jobs:
+            channel, message = job.channel, job.message
+            try:
+                if job.error is None:
+                    store.delivered(channel.id, message.items, now, max(channel.since, now - LATENESS_MS))
+                    report.stats["delivery/messages"] += 1
+                    for kind, _, _ in message.items:
+                        report.stats[f"delivery/items/{kind}"] += 1
+                else:
+                    self._failed(store, channel, job.error[:MAX_ERROR], now, report)
+            finally:
+                store.release(channel.id, self.holder)
+
+    def _failed(self, store: DeliveryStore, channel: Channel, error: str, now: int, report: PassReport) -> None:
+        failures = channel.attempts + 1
+        failures = store.failed(channel.id, now, error, now + self.config.backoff_ms(failures)) or failures
+        report.stats["delivery/failed"] += 1
+        state = replace(channel, attempts=failures, last_error=error, failing_since=channel.failing_since or now)
+        if failures >= self.config.failing_after:
+            report.stats["delivery/channels_failing"] += 1
+            report.failing.append(self._failing_line(state))
+            logger.warning(report.failing[-1])
+        else:
+            logger.info("Delivery to channel %s of %s failed (%s); trying again in %d s", channel.id,
+                        channel.owner, error, self.config.backoff_ms(failures) // 1000)
+
+    def _failing_line(self, channel: Channel) -> str:
+        return (f"Delivery channel {channel.id} of {channel.owner} ({shown(channel.url)}) is "
+                f"{status(channel, self.config.failing_after)}; retried every "
+                f"{self.config.backoff_ms(channel.attempts) // 1000} s at most")
+
+    # -- 4. acknowledge ------------------------------------------------------------------
+
+    def _acknowledge(self, store: DeliveryStore, acis: AciStore, jobs: list[_Job], report: PassReport) -> None:
+        """ACIs sent in this pass that every ACI channel of their owner has now taken."""
+        sent: dict[str, dict[str, int]] = {}
+        for job in jobs:
+            if job.error is None:
+                mine = sent.setdefault(job.channel.owner, {})
+                mine.update({i: at for kind, i, at in job.message.items if kind == "aci"})
+        for owner, candidates in sent.items():
+            ready = set(candidates)
+            for channel in (c for c in store.channels(owner) if c.wants("aci")):
+                old = {i for i, at in candidates.items() if at < channel.since}  # before its window
+                ready &= old | (set(candidates) - set(store.unsent(channel.id, "aci", candidates)))
+            if ready:
+                report.stats["delivery/acked"] += acis.ack(owner, sorted(ready))

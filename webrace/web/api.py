@@ -1,0 +1,152 @@
+"""The JSON API (``/api/v1/``), for scripts, with the pages' rights: an owner reads and
+changes their own data, an admin everyone's. Authenticated by ``Authorization: Bearer
+TOKEN`` (`scrapy user token NAME`) or by the session (then state-changing requests need the
+CSRF token in an ``X-CSRFToken`` header). Without either: 401. Errors are ``{"error": ...}``
+(``problems``: one line each, for a refused URD or sentinel).
+
+    GET    /api/v1/me
+    GET    /api/v1/owners                                   (admin)
+    GET    /api/v1/owners/NAME/acis?page=N
+    GET    /api/v1/owners/NAME/notifications
+    GET    /api/v1/owners/NAME/notifications/ID             (with the diff's segments and HTML)
+    GET    /api/v1/owners/NAME/urds
+    POST   /api/v1/owners/NAME/urds                         (body: the URD XML)
+    DELETE /api/v1/owners/NAME/urds/ID
+    GET    /api/v1/owners/NAME/sentinels
+    POST   /api/v1/owners/NAME/sentinels                    (body: JSON url, type, where, ...)
+    DELETE /api/v1/owners/NAME/sentinels/ID
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from flask import Blueprint, abort, g, jsonify, request
+
+from webrace.web import owners, profile
+from webrace.web.accounts import open_accounts
+from webrace.web.auth import config, may_see, settings
+
+blueprint = Blueprint("api", __name__, url_prefix="/api/v1")
+
+
+def authenticated(view: Callable) -> Callable:
+    @functools.wraps(view)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        if g.user is None:
+            abort(401, "the bearer token is not valid" if g.bad_token
+                  else "authentication required: Authorization: Bearer TOKEN (scrapy user token NAME)")
+        return view(*args, **kwargs)
+    return guarded
+
+
+def owner_api(view: Callable) -> Callable:
+    @functools.wraps(view)
+    @authenticated
+    def guarded(name: str, **kwargs: Any) -> Any:
+        if not may_see(name):
+            abort(403, "this is another owner's data")
+        return view(name, **kwargs)
+    return guarded
+
+
+def _refused(exc: profile.ProfileError) -> Any:
+    response = jsonify(error=str(exc.problems[0]) if exc.problems else "refused", problems=exc.problems)
+    response.status_code = 400
+    return response
+
+
+@blueprint.route("/me")
+@authenticated
+def me() -> Any:
+    return jsonify(name=g.user, admin=g.admin)
+
+
+@blueprint.route("/owners")
+@authenticated
+def all_owners() -> Any:
+    if not g.admin:
+        abort(403, "only an admin lists every owner")
+    with open_accounts(settings()) as accounts:
+        names = accounts.names()
+    return jsonify(owners=owners.owners(settings(), names))
+
+
+@blueprint.route("/owners/<name>/acis")
+@owner_api
+def acis(name: str) -> Any:
+    number = request.args.get("page", "1")
+    page = owners.acis(settings(), name, int(number) if number.isdigit() else 1, config().page_size)
+    return jsonify(acis=[asdict(a) for a in page.items], page=page.number, more=page.more)
+
+
+@blueprint.route("/owners/<name>/notifications")
+@owner_api
+def notifications(name: str) -> Any:
+    return jsonify(notifications=owners.notifications(settings(), name))
+
+
+@blueprint.route("/owners/<name>/notifications/<note_id>")
+@owner_api
+def notification(name: str, note_id: str) -> Any:
+    found = owners.notification(settings(), name, note_id)
+    if found is None:
+        abort(404, f"{name} has no notification {note_id}")
+    note, segments = found
+    return jsonify(notification=note, diff=[list(s) for s in segments], diff_html=owners.segments_html(segments))
+
+
+@blueprint.route("/owners/<name>/urds", methods=["GET", "POST"])
+@owner_api
+def urds(name: str) -> Any:
+    if request.method == "GET":
+        return jsonify(urds=[_urd_dict(u) for u in profile.urds(settings(), name)])
+    try:
+        added = profile.add_urds(settings(), name, request.get_data(cache=False))
+    except profile.ProfileError as exc:
+        return _refused(exc)
+    return jsonify(added=[u.id for u in added]), 201
+
+
+@blueprint.route("/owners/<name>/urds/<urd_id>", methods=["DELETE"])
+@owner_api
+def remove_urd(name: str, urd_id: str) -> Any:
+    if not profile.remove_urd(settings(), name, urd_id):
+        abort(404, f"{name} has no URD {urd_id}")
+    return jsonify(removed=urd_id)
+
+
+@blueprint.route("/owners/<name>/sentinels", methods=["GET", "POST"])
+@owner_api
+def sentinels(name: str) -> Any:
+    if request.method == "GET":
+        rows = profile.sentinels(settings(), name)
+        return jsonify(sentinels=[{**json.loads(s.to_json()), "next_due": due, "seen": seen} for s, due, seen in rows])
+    form = request.get_json(silent=True)
+    if not isinstance(form, dict):
+        abort(400, "expected a JSON object: url, type, where, pattern, every, on, ignore")
+    fields = {k: "\n".join(v) if k == "ignore" and isinstance(v, list) else str(v) for k, v in form.items()
+              if v is not None}
+    try:
+        added = profile.add_sentinel(settings(), name, fields)
+    except profile.ProfileError as exc:
+        return _refused(exc)
+    return jsonify(added=added.id), 201
+
+
+@blueprint.route("/owners/<name>/sentinels/<sentinel_id>", methods=["DELETE"])
+@owner_api
+def remove_sentinel(name: str, sentinel_id: str) -> Any:
+    if not profile.remove_sentinel(settings(), name, sentinel_id):
+        abort(404, f"{name} has no sentinel {sentinel_id}")
+    return jsonify(removed=sentinel_id)
+
+
+def _urd_dict(urd: Any) -> dict[str, Any]:
+    return {"id": urd.id, "owner": urd.owner, "url": urd.url, "depth": urd.depth, "scope": urd.scope,
+            "timing": urd.timing, "lastcheck": urd.lastcheck, "next_due": urd.next_due, "urgent": urd.urgent,
+            "keywords": {k.key: float(k.weight) for k in urd.keywords}, "xml": urd.to_xml()}

@@ -1,0 +1,99 @@
+"""The web app of the user tier, made with Flask: :func:`create_app` from the Scrapy settings.
+
+Flask rather than Django because the app is made from a settings object, per data
+directory, and several live in one process (the tests start one per data directory);
+Django's settings are one per process. What a framework must do here is done by
+maintained code: sessions (Flask's signed cookie, HttpOnly, SameSite=Lax, Secure), CSRF
+(Flask-WTF), the Host check (Flask's ``TRUSTED_HOSTS``: another Host header gets 400, so a
+DNS-rebinding page cannot talk to the app), templates (Jinja2, autoescaped), password hashing
+(argon2-cffi, in ``accounts``). Every response says ``no-store`` and carries a strict
+Content-Security-Policy; the stored pages a stricter one of their own (``pages``).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from flask import Flask, Response, jsonify, render_template
+from flask_wtf.csrf import CSRFError
+from werkzeug.exceptions import HTTPException, SecurityError, ServiceUnavailable
+
+from webrace import __version__
+from webrace.backends import RedisUnavailable
+from webrace.web import api, pages
+from webrace.web.auth import api_request, csrf, identify
+from webrace.web.config import WebConfig
+
+APP_CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+           "frame-ancestors 'none'; base-uri 'none'")
+
+
+def create_app(settings: Any, host: str = "127.0.0.1") -> Flask:
+    """The app over the stores ``settings`` name, answering the Host names allowed for ``host``."""
+    web = WebConfig.from_settings(settings, host)
+    app = Flask(__name__)
+    app.config.update(
+        WEBRACE_SETTINGS=settings,
+        WEBRACE_WEB=web,
+        SECRET_KEY=web.secret_key,
+        TRUSTED_HOSTS=list(web.allowed_hosts),
+        SESSION_COOKIE_NAME="webrace_session",
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        SESSION_COOKIE_SECURE=web.secure_cookies,
+        PERMANENT_SESSION_LIFETIME=timedelta(hours=web.session_hours),
+        MAX_CONTENT_LENGTH=web.max_body,
+        MAX_FORM_MEMORY_SIZE=web.max_body,
+        WTF_CSRF_CHECK_DEFAULT=False,  # checked in auth.identify, where bearer tokens are told apart
+        WTF_CSRF_TIME_LIMIT=int(web.session_hours * 3600),
+        JSON_SORT_KEYS=False,
+    )
+    csrf.init_app(app)
+    app.before_request(identify)
+    app.after_request(_headers)
+    app.register_error_handler(HTTPException, _error)
+    app.register_error_handler(RedisUnavailable, _unavailable)
+    app.register_blueprint(pages.blueprint)
+    app.register_blueprint(api.blueprint)
+    app.jinja_env.globals.update(version=__version__)
+    app.jinja_env.filters["when"] = _when
+    return app
+
+
+def _headers(response: Any) -> Any:
+    headers = response.headers
+    headers.setdefault("Content-Security-Policy", APP_CSP)
+    headers.setdefault("X-Frame-Options", "DENY")
+    headers.setdefault("X-Content-Type-Options", "nosniff")
+    headers.setdefault("Referrer-Policy", "same-origin")
+    headers.setdefault("Cache-Control", "no-store")  # every page is someone's private data
+    return response
+
+
+def _error(exc: HTTPException) -> Any:
+    """Errors as JSON under /api/, else as a page; a CSRF failure says what to do."""
+    message = exc.description or exc.name
+    if isinstance(exc, SecurityError):  # a Host not allowed: no page (no URL can be built for it)
+        return Response(f"400 Bad Request: {message}\n", 400, content_type="text/plain; charset=utf-8")
+    if isinstance(exc, CSRFError):
+        message = f"{exc.description} Reload the page and try again."
+    if api_request():
+        response = jsonify(error=message)
+        response.status_code = exc.code or 500
+        if exc.code == 401:
+            response.headers["WWW-Authenticate"] = 'Bearer realm="webrace"'
+        return response
+    return render_template("error.html", code=exc.code, name=exc.name, message=message), exc.code
+
+
+def _unavailable(exc: RedisUnavailable) -> Any:
+    """The distributed mode's Redis is down: 503, saying so (the message never holds a password)."""
+    return _error(ServiceUnavailable(f"The shared store is unreachable: {exc}"))
+
+
+def _when(ms: int | None) -> str:
+    """Epoch ms as ``2026-11-21 18:52 UTC``."""
+    if ms is None:
+        return "never"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")

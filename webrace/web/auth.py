@@ -1,0 +1,83 @@
+"""Who is asking, and what they may see: every request is identified once (the session's
+login, or for the JSON API an ``Authorization: Bearer`` token), and every view of an
+owner's data goes through :func:`may_see`: the owner themself, or an admin.
+
+Sessions are Flask's (a cookie signed with itsdangerous) holding the id of a login kept in
+the account store, so that logging out ends it on the server too. CSRF is Flask-WTF's,
+checked on every state-changing request that is not authenticated by a bearer token (a
+token is not sent by a browser on its own, so it cannot be forged across sites).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import current_app, g, request, session
+from flask_wtf.csrf import CSRFProtect
+from werkzeug.exceptions import SecurityError
+
+from webrace.web.accounts import open_accounts
+from webrace.web.config import WebConfig
+
+csrf = CSRFProtect()
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+def settings() -> Any:
+    """The Scrapy settings the app was made with."""
+    return current_app.config["WEBRACE_SETTINGS"]
+
+
+def config() -> WebConfig:
+    return current_app.config["WEBRACE_WEB"]
+
+
+def api_request() -> bool:
+    return request.path.startswith("/api/")
+
+
+def identify() -> None:
+    """Set ``g.user`` (None: nobody), ``g.admin`` and ``g.by_token``; check CSRF on a
+    state-changing request that a session authenticates."""
+    if isinstance(request.routing_exception, SecurityError):  # a Host not allowed: 400 before anything else
+        raise request.routing_exception
+    g.user, g.admin, g.by_token, g.bad_token = None, False, False, False
+    header = request.headers.get("Authorization", "")
+    with open_accounts(settings()) as accounts:
+        if api_request() and header[:7].lower() == "bearer ":
+            g.by_token = True
+            g.user = accounts.owner_for_token(header[7:].strip())
+            g.bad_token = g.user is None
+        elif "login" in session:
+            g.user = accounts.login_owner(str(session["login"]))
+            if g.user is None:  # logged out elsewhere, expired, new password, account removed
+                session.clear()
+        g.admin = g.user is not None and accounts.is_admin(g.user)
+    if request.method not in SAFE_METHODS and not g.by_token:
+        csrf.protect()
+
+
+def log_in(name: str) -> None:
+    session.clear()  # a new session, and a new CSRF token with it
+    with open_accounts(settings()) as accounts:
+        session["login"] = accounts.open_login(name, config().session_hours * 3600)
+    session.permanent = True
+
+
+def log_out() -> None:
+    if "login" in session:
+        with open_accounts(settings()) as accounts:
+            accounts.close_login(str(session["login"]))
+    session.clear()
+
+
+def may_see(owner: str) -> bool:
+    """Whether the user asking may see and change ``owner``'s data."""
+    return g.user is not None and (g.user == owner or g.admin)
+
+
+def local_path(target: str | None) -> str | None:
+    """``target`` when it is a path on this site (after a login, go there), else None."""
+    if not target or not target.startswith("/") or target.startswith(("//", "/\\")) or len(target) > 2048:
+        return None
+    return target

@@ -1,0 +1,274 @@
+"""The pages: login, each owner's page (ACIs and notifications), a notification with what
+changed, the profile (URDs and sentinels: listed, added, edited, removed), the stored
+versions, and the admin's list of owners. Another owner's page answers 403; a logged-out
+visitor is sent to ``/login``.
+
+Stored versions are served from their own path, never inlined, under a Content-Security-
+Policy ``sandbox`` that runs none of their scripts and loads nothing from elsewhere.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from flask import Blueprint, Response, abort, flash, g, redirect, render_template, request, url_for
+
+from webrace.annotation.feed import atom_feed
+from webrace.records.sentinel import ON, TYPES
+from webrace.web import owners, profile
+from webrace.web.accounts import MAX_PASSWORD, open_accounts
+from webrace.web.auth import config, local_path, log_in, log_out, may_see, settings
+
+try:
+    from webrace.delivery.channels import open_channels
+    from webrace.records.channel import ChannelError
+except ImportError:  # the pages do not need the delivery package: without it, no channels section
+    open_channels, ChannelError = None, ValueError
+
+blueprint = Blueprint("pages", __name__)
+
+STORED_CSP = ("sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'none'; "
+              "object-src 'none'")
+MAX_FEED = 100  # entries of an owner's Atom feed
+
+
+def _to_login() -> Response:
+    return redirect(url_for("pages.login", next=request.full_path.rstrip("?")))
+
+
+def logged_in(view: Callable) -> Callable:
+    @functools.wraps(view)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        return _to_login() if g.user is None else view(*args, **kwargs)
+    return guarded
+
+
+def owner_view(view: Callable) -> Callable:
+    """A view of owner ``name``'s data: the owner or an admin; others get 403."""
+    @functools.wraps(view)
+    def guarded(name: str, **kwargs: Any) -> Any:
+        if g.user is None:
+            return _to_login()
+        if not may_see(name):
+            abort(403, "These pages belong to another owner.")
+        return view(name, **kwargs)
+    return guarded
+
+
+# -- login -----------------------------------------------------------------------------------
+
+@blueprint.route("/login", methods=["GET", "POST"])
+def login() -> Any:
+    target = local_path(request.values.get("next")) or url_for("pages.home")
+    if request.method == "GET":
+        return render_template("login.html", next=target)
+    name = request.form.get("username", "")[:200]
+    password = request.form.get("password", "")[:MAX_PASSWORD + 1]
+    with open_accounts(settings()) as accounts:
+        good = bool(name and password) and accounts.check(name, password)
+    if not good:  # never which of the two was wrong
+        return render_template("login.html", next=target, error="Wrong name or password.", username=name), 401
+    log_in(name)
+    return redirect(target)
+
+
+@blueprint.route("/logout", methods=["POST"])
+def logout() -> Any:
+    log_out()
+    return redirect(url_for("pages.login"))
+
+
+@blueprint.route("/")
+@logged_in
+def home() -> Any:
+    return redirect(url_for("pages.owner_page", name=g.user))
+
+
+@blueprint.route("/owners/")
+@logged_in
+def all_owners() -> Any:
+    if not g.admin:
+        abort(403, "Only an admin sees every owner.")
+    with open_accounts(settings()) as accounts:
+        names = accounts.names()
+    return render_template("owners.html", owners=owners.owners(settings(), names))
+
+
+# -- an owner's page ---------------------------------------------------------------------------
+
+@blueprint.route("/owner/<name>/")
+@owner_view
+def owner_page(name: str) -> Any:
+    number = request.args.get("page", "1")
+    page = owners.acis(settings(), name, int(number) if number.isdigit() else 1, config().page_size)
+    notes = owners.notifications(settings(), name)
+    return render_template("owner.html", owner=name, page=page, notes=notes)
+
+
+@blueprint.route("/owner/<name>/feed.atom")
+@owner_view
+def feed(name: str) -> Any:
+    acis = owners.acis(settings(), name, 1, MAX_FEED).items
+    return Response(atom_feed(name, acis, link_base=request.host_url.rstrip("/")),
+                    content_type="application/atom+xml; charset=utf-8")
+
+
+@blueprint.route("/owner/<name>/notifications/<note_id>")
+@owner_view
+def notification(name: str, note_id: str) -> Any:
+    found = owners.notification(settings(), name, note_id)
+    if found is None:
+        abort(404, f"{name} has no notification {note_id}.")
+    note, segments = found
+    return render_template("notification.html", owner=name, note=note, diff=owners.segments_html(segments))
+
+
+@blueprint.route("/stored/<aci_id>")
+@logged_in
+def stored(aci_id: str) -> Any:
+    item = owners.aci(settings(), aci_id)
+    if item is None:
+        abort(404, f"No ACI {aci_id}.")
+    if not may_see(item.owner):
+        abort(403, "This stored version belongs to another owner's ACI.")
+    try:
+        content_type, body = owners.stored_version(settings(), item)
+    except owners.StoredUnavailable as exc:
+        abort(exc.status, str(exc))
+    response = Response(body, content_type=content_type)
+    response.headers["Content-Security-Policy"] = STORED_CSP  # none of the archived page's scripts run
+    return response
+
+
+@blueprint.route("/aci/<aci_id>")
+def old_stored_link(aci_id: str) -> Any:
+    """Where the Atom feeds of `scrapy aci feed --link-base` and the old PIR pointed."""
+    return redirect(url_for("pages.stored", aci_id=aci_id), code=308)
+
+
+# -- the profile: URDs and sentinels ---------------------------------------------------------------
+
+def _profile(name: str, status: int = 200, **state: Any) -> Any:
+    channels = []
+    if open_channels is not None:
+        with open_channels(settings()) as store:
+            channels = store.list(name)
+    return render_template("profile.html", owner=name, urds=profile.urds(settings(), name),
+                           sentinels=profile.sentinels(settings(), name), channels=channels,
+                           delivery=open_channels is not None,
+                           types=TYPES, ons=ON, form=state.pop("form", {}), **state), status
+
+
+@blueprint.route("/owner/<name>/profile")
+@owner_view
+def profile_page(name: str) -> Any:
+    return _profile(name)
+
+
+@blueprint.route("/owner/<name>/urds", methods=["POST"])
+@owner_view
+def add_urds(name: str) -> Any:
+    xml = request.form.get("urd_xml", "")
+    try:
+        added = profile.add_urds(settings(), name, xml.encode())
+    except profile.ProfileError as exc:
+        return _profile(name, 400, urd_xml=xml, urd_problems=exc.problems)
+    flash(f"Added {len(added)} URD(s): {', '.join(u.id for u in added[:10])}" + ("..." if len(added) > 10 else ""))
+    return redirect(url_for("pages.profile_page", name=name))
+
+
+@blueprint.route("/owner/<name>/urds/<urd_id>/edit", methods=["GET", "POST"])
+@owner_view
+def edit_urd(name: str, urd_id: str) -> Any:
+    current = profile.urd(settings(), name, urd_id)
+    if current is None:
+        abort(404, f"{name} has no URD {urd_id}.")
+    if request.method == "GET":
+        return render_template("urd_edit.html", owner=name, urd=current, urd_xml=current.to_xml())
+    xml = request.form.get("urd_xml", "")
+    try:
+        profile.add_urds(settings(), name, xml.encode(), editing=urd_id)
+    except profile.ProfileError as exc:
+        return render_template("urd_edit.html", owner=name, urd=current, urd_xml=xml, problems=exc.problems), 400
+    flash(f"Saved URD {urd_id}")
+    return redirect(url_for("pages.profile_page", name=name))
+
+
+@blueprint.route("/owner/<name>/urds/<urd_id>/remove", methods=["POST"])
+@owner_view
+def remove_urd(name: str, urd_id: str) -> Any:
+    if not profile.remove_urd(settings(), name, urd_id):
+        abort(404, f"{name} has no URD {urd_id}.")
+    flash(f"Removed URD {urd_id}")
+    return redirect(url_for("pages.profile_page", name=name))
+
+
+@blueprint.route("/owner/<name>/sentinels", methods=["POST"])
+@owner_view
+def add_sentinel(name: str) -> Any:
+    try:
+        added = profile.add_sentinel(settings(), name, request.form)
+    except profile.ProfileError as exc:
+        return _profile(name, 400, form=request.form, sentinel_problems=exc.problems)
+    flash(f"Added sentinel {added.id}")
+    return redirect(url_for("pages.profile_page", name=name))
+
+
+@blueprint.route("/owner/<name>/sentinels/<sentinel_id>/edit", methods=["GET", "POST"])
+@owner_view
+def edit_sentinel(name: str, sentinel_id: str) -> Any:
+    current = profile.sentinel(settings(), name, sentinel_id)
+    if current is None:
+        abort(404, f"{name} has no sentinel {sentinel_id}.")
+    if request.method == "GET":
+        form = {"url": current.url, "type": current.type, "where": current.where or "",
+                "pattern": current.pattern or "", "every": f"{current.every // 1000}s", "on": current.on,
+                "ignore": "\n".join(current.ignore)}
+        return render_template("sentinel_edit.html", owner=name, sentinel=current, form=form, types=TYPES, ons=ON)
+    try:
+        saved = profile.add_sentinel(settings(), name, request.form, replacing=sentinel_id)
+    except profile.ProfileError as exc:
+        return render_template("sentinel_edit.html", owner=name, sentinel=current, form=request.form, types=TYPES,
+                               ons=ON, problems=exc.problems), 400
+    flash(f"Saved sentinel {saved.id}")
+    return redirect(url_for("pages.profile_page", name=name))
+
+
+@blueprint.route("/owner/<name>/sentinels/<sentinel_id>/remove", methods=["POST"])
+@owner_view
+def remove_sentinel(name: str, sentinel_id: str) -> Any:
+    if not profile.remove_sentinel(settings(), name, sentinel_id):
+        abort(404, f"{name} has no sentinel {sentinel_id}.")
+    flash(f"Removed sentinel {sentinel_id}")
+    return redirect(url_for("pages.profile_page", name=name))
+
+
+# -- delivery channels (webrace.delivery) ------------------------------------------------------------
+
+@blueprint.route("/owner/<name>/channels", methods=["POST"])
+@owner_view
+def add_channel(name: str) -> Any:
+    if open_channels is None:
+        abort(404, "Delivery is not installed.")
+    events = request.form.getlist("events")
+    try:
+        with open_channels(settings()) as store:
+            channel = store.add(name, request.form.get("channel_url", ""), events)
+    except ChannelError as exc:
+        return _profile(name, 400, channel_problems=[str(exc)], form={"channel_events": events})
+    flash(f"Added channel {channel}")
+    return redirect(url_for("pages.profile_page", name=name))
+
+
+@blueprint.route("/owner/<name>/channels/<channel_id>/remove", methods=["POST"])
+@owner_view
+def remove_channel(name: str, channel_id: str) -> Any:
+    if open_channels is None:
+        abort(404, "Delivery is not installed.")
+    with open_channels(settings()) as store:
+        if not store.remove(name, channel_id):
+            abort(404, f"{name} has no channel {channel_id}.")
+    flash(f"Removed channel {channel_id}")
+    return redirect(url_for("pages.profile_page", name=name))
