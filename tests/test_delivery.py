@@ -506,3 +506,35 @@ def test_the_crawl_delivers_after_its_round_and_a_dead_channel_does_not_stop_it(
     log = run.stderr
     assert log.index("Round ") < log.index("done") < log.index("Delivery: 1 message(s) sent") < log.index("1 failed")
     assert "'delivery/messages': 1" in log and "'delivery/failed': 1" in log  # the crawl's stats
+
+
+def test_a_last_pass_stuck_in_its_store_does_not_hold_the_crawl_open() -> None:
+    """The crawl waits for its last pass at most CLOSE_WAIT send timeouts (plus CLOSE_GRACE),
+    then ends without it, counting it; the pass runs in a daemon thread, so nothing joins it."""
+    from scrapy.utils.test import get_crawler
+    from twisted.internet import defer, task
+
+    from webrace.delivery.extension import CLOSE_GRACE, CLOSE_WAIT, DeliveryExtension
+
+    release = threading.Event()
+    entered = threading.Event()
+
+    class StuckAgent:  # a pass that never returns until released (a store that stopped answering)
+        config = argparse.Namespace(timeout=2.0)
+
+        def run_pass(self) -> None:
+            entered.set()
+            release.wait(60)
+
+    crawler = get_crawler(settings_dict={"WEBRACE_DELIVERY_INTERVAL": 0})
+    extension = DeliveryExtension(crawler, StuckAgent())
+    extension.clock = task.Clock()
+    try:
+        closing = defer.ensureDeferred(extension.spider_closed(spider=None, reason="finished"))
+        assert entered.wait(10) and not closing.called
+        extension.clock.advance(CLOSE_WAIT * 2.0 + CLOSE_GRACE - 0.5)
+        assert not closing.called
+        extension.clock.advance(1.0)
+        assert closing.called and crawler.stats.get_value("delivery/abandoned") == 1
+    finally:
+        release.set()
