@@ -414,3 +414,12 @@ def redis_space(request: pytest.FixtureRequest) -> tuple[redis.Redis, str]:
     """A client of the session's Redis and a key prefix of the test's own, for fixtures
     parametrised over backends: asked for only in their Redis case, so the others need no Redis."""
     return redis.Redis.from_url(request.getfixturevalue("redis_url")), request.getfixturevalue("redis_prefix")
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: two test processes a core. Most of the suite's time is spent waiting (on
+    `scrapy` subprocesses starting and idling out, on servers, on pacing), not computing:
+    with one process a core the cores were busy about three quarters of the time. At most 8
+    more than the cores (each process and its crawls take a few hundred MB)."""
+    cores = os.cpu_count() or 1
+    return min(2 * cores, cores + 8)

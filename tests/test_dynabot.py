@@ -126,7 +126,8 @@ def test_probe_budgets_are_respected(services, project):
 def test_linkhint_frontier_fetches_hinted_urls_first(services, project):
     services.reset()
     done, items = dynabot(project, [services.base + "/"], "nucleotide_blast", "-a", "frontier=linkhint",
-                          "-a", "hints=blastn", "-a", "max_pages=60", "-s", "CONCURRENT_REQUESTS=1")
+                          "-a", "hints=blastn", "-a", "max_pages=60", "-s", "CONCURRENT_REQUESTS=1",
+                          "-s", "WEBRACE_DYNABOT_MAX_REFRESH_WAIT=1")
     assert done.returncode == 0, done.stderr[-3000:]
     starts = [h["path"] for h in services.hits() if h["method"] == "GET" and h["path"].count("/") == 2
               and h["path"].endswith("/") and h["path"] != "/"]
@@ -141,7 +142,7 @@ def test_linkhint_frontier_fetches_hinted_urls_first(services, project):
 
 def test_randomwalk_frontier_finds_members_by_following_links(services, project):
     done, items = dynabot(project, [services.base + "/"], "nucleotide_blast", "-a", "frontier=randomwalk",
-                          "-a", "seed=7", "-a", "max_pages=40")
+                          "-a", "seed=7", "-a", "max_pages=40", "-s", "WEBRACE_DYNABOT_MAX_REFRESH_WAIT=1")
     assert done.returncode == 0, done.stderr[-3000:]
     matched = {t["source"] for t in items if t["kind"] == "trace" and t["outcome"] == "match"}
     assert matched == findable(services.members["nucleotide_blast"])

@@ -55,7 +55,10 @@ class Handle:
     def stop(self, timeout: float = 10.0) -> None:
         """Close the listening socket and every connection (in the server's own loop), then
         end the request threads."""
-        self.server.trigger.pull_trigger(functools.partial(close_all, self.server._map))
+        try:
+            self.server.trigger.pull_trigger(functools.partial(close_all, self.server._map))
+        except OSError:  # its wake-up pipe is closed already (seen once under load): close from here
+            close_all(self.server._map)
         self.thread.join(timeout)
         self.server.task_dispatcher.shutdown(timeout=timeout)
 
