@@ -27,6 +27,7 @@ from webrace.sentinels.baseline import of_version
 from webrace.sentinels.evaluate import evaluate
 from webrace.web import owners
 from webrace.web.accounts import AccountError, Accounts, open_accounts
+from webrace.web.config import WebConfig
 from webrace.web.server import start
 
 PASSWORDS = {"alice": "alice-secret", "bob": "bob-secret", "root": "root-secret"}
@@ -213,6 +214,28 @@ def test_a_wrong_password_and_an_unknown_name_get_the_same_answer(web):
     assert wrong.status == unknown.status == 401
     assert "Wrong name or password." in wrong.text and "Wrong name or password." in unknown.text
     assert "login" not in Client(web.base).cookies
+
+
+def test_failed_logins_past_the_limit_are_refused_with_429_even_with_the_right_password(tmp_path):
+    """WEBRACE_WEB_LOGIN_LIMIT failures for one name from one address: the next attempt, even
+    with the right password, answers 429 with Retry-After; another name is not held back."""
+    settings = Settings({"WEBRACE_DATA_DIR": str(tmp_path), "WEBRACE_WEB_LOGIN_LIMIT": "3/hour"})
+    with open_accounts(settings) as accounts:
+        accounts.add("kim", "kim-pw")
+        accounts.add("lee", "lee-pw")
+    server = start(settings)
+    try:
+        assert [Client(server.base_url).login("kim", "guess").status for _ in range(3)] == [401] * 3
+        held = Client(server.base_url).login("kim", "kim-pw")
+        assert held.status == 429 and int(held.headers["Retry-After"]) > 0 and "Too many failed logins" in held.text
+        assert Client(server.base_url).login("lee", "lee-pw").status == 302
+    finally:
+        server.stop()
+
+
+def test_a_bad_login_limit_setting_is_one_clear_error():
+    with pytest.raises(ValueError, match="WEBRACE_WEB_LOGIN_LIMIT must be a rate"):
+        WebConfig.from_settings(Settings({"WEBRACE_WEB_LOGIN_LIMIT": "lots", "WEBRACE_WEB_SECRET_KEY": "k"}))
 
 
 def test_login_sets_a_secure_httponly_samesite_session_and_lands_on_the_owners_page(web):

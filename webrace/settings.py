@@ -99,6 +99,8 @@ WEBRACE_WEB_CHANNEL_TIMEOUT = 30
 WEBRACE_WEB_MAX_BODY = 1024 * 1024
 # ACIs shown per page of an owner's page and of the API.
 WEBRACE_WEB_PAGE_SIZE = 50
+# Failed logins allowed per client address and account name in a moving window; more: 429.
+WEBRACE_WEB_LOGIN_LIMIT = "5/minute"
 # Address of a reverse proxy (TLS in front of the app) whose X-Forwarded-Proto/-For are
 # believed; None = none.
 WEBRACE_WEB_TRUSTED_PROXY = None

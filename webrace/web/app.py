@@ -50,6 +50,7 @@ def create_app(settings: Any, host: str = "127.0.0.1") -> Flask:
         JSON_SORT_KEYS=False,
     )
     csrf.init_app(app)
+    app.extensions["webrace_logins"] = _login_window()
     app.before_request(identify)
     app.after_request(_headers)
     app.register_error_handler(HTTPException, _error)
@@ -59,6 +60,14 @@ def create_app(settings: Any, host: str = "127.0.0.1") -> Flask:
     app.jinja_env.globals.update(version=__version__)
     app.jinja_env.filters["when"] = _when
     return app
+
+
+def _login_window() -> Any:
+    """Failed logins counted in a moving window (the ``limits`` library, in this app's memory)."""
+    from limits.storage import MemoryStorage
+    from limits.strategies import MovingWindowRateLimiter
+
+    return MovingWindowRateLimiter(MemoryStorage())
 
 
 def _headers(response: Any) -> Any:

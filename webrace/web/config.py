@@ -35,6 +35,7 @@ class WebConfig:
     max_body: int
     page_size: int
     trusted_proxy: str | None
+    login_limit: Any  # failed logins allowed per address and name (a `limits` rate item)
 
     @classmethod
     def from_settings(cls, settings: Any, host: str = "127.0.0.1") -> WebConfig:
@@ -59,7 +60,18 @@ class WebConfig:
             max_body=number("WEBRACE_WEB_MAX_BODY"),
             page_size=number("WEBRACE_WEB_PAGE_SIZE"),
             trusted_proxy=setting(settings, "WEBRACE_WEB_TRUSTED_PROXY") or None,
+            login_limit=login_limit(setting(settings, "WEBRACE_WEB_LOGIN_LIMIT")),
         )
+
+
+def login_limit(value: Any) -> Any:
+    """``WEBRACE_WEB_LOGIN_LIMIT`` ("5/minute", "20 per hour") as a rate of the ``limits`` library."""
+    from limits import parse
+
+    try:
+        return parse(str(value))
+    except ValueError:
+        raise ValueError(f"WEBRACE_WEB_LOGIN_LIMIT must be a rate such as '5/minute', not {value!r}") from None
 
 
 def allowed_hosts(value: Any, host: str) -> tuple[str, ...]:

@@ -10,10 +10,11 @@ Policy ``sandbox`` that runs none of their scripts and loads nothing from elsewh
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from typing import Any
 
-from flask import Blueprint, Response, abort, flash, g, redirect, render_template, request, url_for
+from flask import Blueprint, Response, abort, current_app, flash, g, redirect, render_template, request, url_for
 
 from webrace.annotation.feed import atom_feed
 from webrace.records.sentinel import ON, TYPES
@@ -66,9 +67,18 @@ def login() -> Any:
         return render_template("login.html", next=target)
     name = request.form.get("username", "")[:200]
     password = request.form.get("password", "")[:MAX_PASSWORD + 1]
+    window, limit = current_app.extensions["webrace_logins"], config().login_limit
+    who = (request.remote_addr or "?", name.lower())
+    if not window.test(limit, "login", *who):  # too many failures: not even a right password opens it
+        stats = window.get_window_stats(limit, "login", *who)
+        wait = max(1, int(stats.reset_time - time.time()) + 1)
+        error = f"Too many failed logins: try again in {wait} s."
+        response = render_template("login.html", next=target, error=error, username=name)
+        return response, 429, {"Retry-After": str(wait)}
     with open_accounts(settings()) as accounts:
         good = bool(name and password) and accounts.check(name, password)
     if not good:  # never which of the two was wrong
+        window.hit(limit, "login", *who)
         return render_template("login.html", next=target, error="Wrong name or password.", username=name), 401
     log_in(name)
     return redirect(target)
