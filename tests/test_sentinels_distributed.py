@@ -166,7 +166,8 @@ def test_redis_store_handles_batches_larger_than_a_chunk(redis_url, redis_prefix
 
 def distributed_settings(redis_url, redis_prefix, tmp_path, **extra):
     return Settings({"REDIS_URL": redis_url, "WEBRACE_REDIS_PREFIX": redis_prefix,
-                     "WEBRACE_DATA_DIR": str(tmp_path / "data"), **extra})
+                     "WEBRACE_DATA_DIR": str(tmp_path / "data"),
+                     "WEBRACE_OBJECTS_DIR": str(tmp_path / "shared-objects"), **extra})
 
 
 def test_redis_url_switches_the_sentinel_store_to_redis(redis_url, redis_prefix, tmp_path):
@@ -223,7 +224,8 @@ def test_two_workers_one_change_exactly_one_notification(site, tmp_path, redis_u
     the feeds, whichever worker fetched its page."""
     from test_distributed import finish, start_worker
 
-    env = {"REDIS_URL": redis_url, "WEBRACE_REDIS_PREFIX": redis_prefix}
+    env = {"REDIS_URL": redis_url, "WEBRACE_REDIS_PREFIX": redis_prefix,
+           "WEBRACE_OBJECTS_DIR": str(tmp_path / "shared-objects")}
     settings = distributed_settings(redis_url, redis_prefix, tmp_path)
     paths = [f"/s{i}.html" for i in range(4)]
     old = of_version(news_page("Exams on Monday").encode(), "text/html")

@@ -13,7 +13,7 @@ import pytest
 from webrace.backends.sqlite import SqliteMetaInfoStore
 from webrace.records.metainfo import MetaInfo
 from webrace.store.cache import ObjectCache
-from webrace.store.objects import ObjectCorrupt, ObjectMissing, ObjectStore, digest_of
+from webrace.store.objects import ObjectCorrupt, ObjectMissing, ObjectStore, ObjectStoreUnwritable, digest_of
 from webrace.xmlutil import schema
 
 
@@ -81,8 +81,8 @@ def test_a_failed_write_leaves_the_store_as_it_was(cache, monkeypatch):
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "replace", disk_full)
-    with pytest.raises(OSError):
+    monkeypatch.setattr(os, "link", disk_full)
+    with pytest.raises(ObjectStoreUnwritable, match="object store .*: the disk is full"):
         record(cache, "http://a.test/", b"v2")
     monkeypatch.undo()
     assert [v.number for v in cache.versions("http://a.test/")] == [1]

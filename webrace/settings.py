@@ -75,6 +75,18 @@ WEBRACE_TEMPLATE_MAX_EXPANSION = 1024 * 1024
 WEBRACE_SENTINEL_TICK = 60
 # `scrapy store gc` keeps this many newest versions of each URL.
 WEBRACE_KEEP_VERSIONS = 3
+# `scrapy store gc` spares bodies and temporary files younger than this many seconds, so it
+# may run while workers crawl (a body is written just before the version pointing to it).
+WEBRACE_STORE_GC_GRACE = 3600
+# The body store (loaded with load_object, built with its from_settings(settings)): a directory,
+# content-addressed, atomic writes. In the distributed mode every worker must mount the same one
+# (WEBRACE_OBJECTS_DIR on a network filesystem); "webrace.backends.redis.RedisObjectStore"
+# keeps bodies in Redis instead (bounded by its RAM: small crawls only).
+WEBRACE_OBJECT_STORE = "webrace.store.objects.ObjectStore"
+# Where the directory store keeps bodies; None = WEBRACE_DATA_DIR/objects.
+WEBRACE_OBJECTS_DIR = os.environ.get("WEBRACE_OBJECTS_DIR") or None
+# 304 answers remembered per URL (for WARC revisit records), newest first; 0 = none.
+WEBRACE_STORE_REVISITS = 50
 # Store versions with an XML media type (text/xml, application/xml, application/*+xml, e.g.
 # XHTML, RSS, Atom) XPack-encoded: smaller, and `scrapy store query` answers XPath from them
 # without unpacking. They read back equal under canonical XML, not byte for byte (see README).

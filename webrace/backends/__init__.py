@@ -11,12 +11,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+from scrapy.utils.misc import load_object
+
 from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore, Version
 from webrace.backends.delivery import DeliveryStore, RedisDeliveryStore, SqliteDeliveryStore
 from webrace.backends.redis import (
     RedisAciStore,
     RedisMetaInfoStore,
-    RedisObjectStore,
     RedisResultsStore,
     RedisUnavailable,
     connect_url,
@@ -36,7 +37,7 @@ from webrace.rounds.engine import Limits, RoundEngine
 from webrace.rounds.local import LocalRounds
 from webrace.rounds.redis import RedisRounds
 from webrace.store.cache import ObjectCache
-from webrace.store.objects import ObjectStore
+from webrace.store.objects import CompressedObjects, ObjectStore
 
 
 def data_dir(settings: Any) -> Path:
@@ -52,12 +53,52 @@ def open_urd_store(settings: Any) -> UrdStore:
     return SqliteUrdStore(data_dir(settings) / "urd.sqlite")
 
 
-def open_metainfo_store(settings: Any) -> MetaInfoStore:
+def open_metainfo_store(settings: Any, objects: CompressedObjects | None = None) -> MetaInfoStore:
     """The object cache's index and meta-info store: shared in Redis when ``REDIS_URL`` is
-    set (a page stored by one worker is re-crawled conditionally by any other)."""
+    set (a page stored by one worker is re-crawled conditionally by any other; the headers
+    and links of its records go to ``objects``, default :func:`open_object_store`)."""
     if distributed(settings):
-        return RedisMetaInfoStore(connect(settings), prefix(settings))
+        return RedisMetaInfoStore(connect(settings), prefix(settings),
+                                  objects if objects is not None else open_object_store(settings))
     return SqliteMetaInfoStore(data_dir(settings) / "cache.sqlite")
+
+
+def objects_dir(settings: Any) -> Path:
+    """Where page bodies go: ``WEBRACE_OBJECTS_DIR`` (in the distributed mode, a directory every
+    worker mounts), else ``WEBRACE_DATA_DIR/objects``."""
+    value = settings.get("WEBRACE_OBJECTS_DIR")
+    return Path(value).expanduser().resolve() if value else data_dir(settings) / "objects"
+
+
+def open_object_store(settings: Any) -> CompressedObjects:
+    """The body store ``WEBRACE_OBJECT_STORE`` names (loaded with ``load_object``; built with
+    its ``from_settings(settings)``): by default a directory (:class:`ObjectStore` on
+    :func:`objects_dir`) in both modes. In the distributed mode every worker must use the same
+    one: a directory store carries an id, recorded in Redis by the first worker; a worker whose
+    directory has another id (a share not mounted, a typo) is refused with
+    :class:`SharedStoreMismatch` before it stores anything."""
+    cls = load_object(settings.get("WEBRACE_OBJECT_STORE") or "webrace.store.objects.ObjectStore")
+    store = cls.from_settings(settings)
+    store.xpack = settings.getbool("WEBRACE_STORE_XPACK")
+    if distributed(settings) and isinstance(store, ObjectStore):
+        _check_shared(store, connect(settings), prefix(settings))
+    return store
+
+
+class SharedStoreMismatch(RuntimeError):
+    """A worker's object store is not the one the other workers of this Redis use."""
+
+
+def _check_shared(store: ObjectStore, client: Any, key_prefix: str) -> None:
+    mine = store.identity()
+    key = f"{key_prefix}objects:id"
+    client.set(key, mine, nx=True)
+    shared = client.get(key)
+    shared = shared.decode() if isinstance(shared, bytes) else shared
+    if shared != mine:
+        raise SharedStoreMismatch(
+            f"the object store {store.root} (id {mine}) is not the one the other workers of this Redis use "
+            f"(id {shared}): mount the shared directory and point WEBRACE_OBJECTS_DIR at it")
 
 
 def open_aci_store(settings: Any) -> AciStore:
@@ -105,15 +146,11 @@ def connect(settings: Any) -> Any:
 
 
 def open_object_cache(settings: Any) -> ObjectCache:
-    """The object cache: the meta-info index (:func:`open_metainfo_store`) and the bodies, in
-    ``WEBRACE_DATA_DIR/objects`` or, distributed, in Redis too (any worker reads what another
-    stored)."""
-    if distributed(settings):
-        objects: ObjectStore = RedisObjectStore(connect(settings), prefix(settings))
-    else:
-        objects = ObjectStore(data_dir(settings) / "objects")
-    objects.xpack = settings.getbool("WEBRACE_STORE_XPACK")
-    return ObjectCache(open_metainfo_store(settings), objects)
+    """The object cache: the meta-info index (:func:`open_metainfo_store`) and the bodies
+    (:func:`open_object_store`: a directory, shared by the workers in the distributed mode)."""
+    objects = open_object_store(settings)
+    return ObjectCache(open_metainfo_store(settings, objects), objects,
+                       revisits_kept=settings.getint("WEBRACE_STORE_REVISITS", 50))
 
 
 def open_round_engine(settings: Any, stats: Any = None, sentinels: Any = None,
@@ -137,7 +174,8 @@ def open_round_engine(settings: Any, stats: Any = None, sentinels: Any = None,
     return engine
 
 
-__all__ = ["AciStore", "DeliveryStore", "MetaInfoStore", "RedisUnavailable", "ResultsStore", "SentinelStore",
-           "UrdStore", "Version", "connect", "data_dir", "distributed", "open_aci_store", "open_delivery_store",
-           "open_metainfo_store", "open_object_cache", "open_results_store", "open_round_engine", "open_sentinel_store",
-           "open_urd_store"]
+__all__ = [
+    "AciStore", "DeliveryStore", "MetaInfoStore", "RedisUnavailable", "ResultsStore", "SentinelStore",
+    "SharedStoreMismatch", "UrdStore", "Version", "connect", "data_dir", "distributed", "objects_dir",
+    "open_aci_store", "open_delivery_store", "open_metainfo_store", "open_object_cache", "open_object_store",
+    "open_results_store", "open_round_engine", "open_sentinel_store", "open_urd_store"]

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from webrace.records.aci import Aci
-from webrace.records.metainfo import MetaInfo, Version
+from webrace.records.metainfo import MetaInfo, Revisit, Version
 from webrace.urd import Urd
 
 
@@ -72,6 +72,14 @@ class MetaInfoStore(ABC):
     @abstractmethod
     def versions(self, url: str) -> list[Version]:
         """The URL's stored versions, oldest first."""
+
+    @abstractmethod
+    def add_revisit(self, revisit: Revisit, keep: int) -> None:
+        """Record a 304 answer; keep only the URL's newest ``keep`` of them."""
+
+    @abstractmethod
+    def revisits(self, url: str) -> list[Revisit]:
+        """The URL's recorded 304 answers, oldest first."""
 
     @abstractmethod
     def urls(self) -> list[str]: ...

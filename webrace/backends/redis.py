@@ -6,10 +6,14 @@ log or a message.
 
 Keys (``P`` is the prefix, default ``webrace:``):
 
-- ``P meta``              hash: URL -> meta-info XML (the seed's record, as in SQLite)
-- ``P versions:<URL>``    list: the URL's versions, oldest first, one JSON object each
-- ``P object:<sha256>``   string: a stored body, zlib-compressed
-- ``P refs``              hash: digest -> number of versions pointing to it (drops, prune)
+- ``P url:<URL>``         string: the URL's meta-info, versions and last 304 answers, compact
+                          JSON, raw-deflated (``RedisMetaInfoStore``); its header and links are
+                          a small object in the object store
+- bodies                  not in Redis: in the object store (``WEBRACE_OBJECT_STORE``, default a
+                          directory every worker mounts, ``WEBRACE_OBJECTS_DIR``); with
+                          ``RedisObjectStore`` chosen, ``P object:<sha256>`` strings
+- ``P objects:id``        string: the id of the object store the workers share (a worker that
+                          mounted another directory is refused)
 - ``P aci`` / ``P aci:owner:<owner>`` / ``P aci:undelivered``  the ACI store (``RedisAciStore``)
 - ``P results:doc`` / ``P results:rule:<name>`` / ``P results:rules``  Scout's results table
 - ``P round:<id>:...``    a round's URDs and shared frontier (``webrace.distributed``)
@@ -17,9 +21,12 @@ Keys (``P`` is the prefix, default ``webrace:``):
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
 import re
-from collections.abc import Iterable, Iterator
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import redis
@@ -27,8 +34,10 @@ from scrapy_redis.connection import get_redis_from_settings
 
 from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, Version
 from webrace.records.aci import Aci
-from webrace.records.metainfo import MetaInfo
-from webrace.store.objects import CompressedObjects, ObjectMissing
+from webrace.records.metainfo import MetaInfo, Revisit
+from webrace.store.objects import CompressedObjects, ObjectCorrupt, ObjectMissing, digest_of
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_PREFIX = "webrace:"
 
@@ -99,81 +108,245 @@ def prefix(settings: Any) -> str:
 
 
 class RedisMetaInfoStore(MetaInfoStore):
-    def __init__(self, client: redis.Redis, key_prefix: str = DEFAULT_PREFIX) -> None:
+    """The meta-info index in Redis, one key per URL (``P url:<URL>``, so a Redis Cluster can
+    spread them): a compact JSON record (deflated) of the seed's meta-info fields, the URL's versions and
+    its last 304 answers. What can be long (the response header, the page's links) is not
+    kept in Redis: it goes to the object store as a small content-addressed object per fetch
+    (its digest in the record), so Redis holds a few hundred bytes per page however long the
+    page's header and link list are. Without an object store (``objects=None``) the header
+    and links stay in the record.
+
+    Records are updated with optimistic transactions (WATCH/MULTI), one key each. Whether an
+    object is still pointed to is not counted here (a count shared by every worker would race
+    with a worker about to point at the same body): :meth:`drop_version` answers that it may
+    be, and ``store gc`` removes what no version points to."""
+
+    def __init__(self, client: redis.Redis, key_prefix: str = DEFAULT_PREFIX,
+                 objects: CompressedObjects | None = None) -> None:
         self.client = client
         self.prefix = key_prefix
-        self.meta_key = f"{key_prefix}meta"
-        self.refs_key = f"{key_prefix}refs"
-        self._drop = client.register_script(_DROP_VERSION)
+        self.url_prefix = f"{key_prefix}url:"
+        self.objects = objects
 
-    def _versions_key(self, url: str) -> str:
-        return f"{self.prefix}versions:{url}"
+    def _key(self, url: str) -> str:
+        return self.url_prefix + url
+
+    # -- records ---------------------------------------------------------------------------
+
+    def _side(self, header: str, links: Iterable[str], write: bool) -> str | None:
+        """The digest of the object holding ``header`` and ``links`` (stored when ``write``)."""
+        if self.objects is None:
+            return None
+        data = json.dumps({"header": header, "links": list(links)}, separators=(",", ":"),
+                          ensure_ascii=False).encode()
+        if write:
+            return self.objects.put(data)[0]
+        return digest_of(data)
+
+    def _read_side(self, digest: str) -> tuple[str, list[str]] | None:
+        try:
+            side = json.loads(self.objects.get(digest))
+            return side["header"], side["links"]
+        except (ObjectMissing, ObjectCorrupt, ValueError, KeyError, TypeError, OSError) as exc:
+            logger.warning("Meta-info side object %s unreadable (%s): the page will be fetched in full",
+                           digest, type(exc).__name__)
+            return None
+
+    def _meta_record(self, meta: MetaInfo, write: bool) -> dict[str, Any]:
+        record: dict[str, Any] = {"s": meta.status, "f": meta.fetched, "z": meta.size}
+        for key, value in (("i", meta.ip), ("lm", meta.lastmodified), ("e", meta.etag), ("d", _b64(meta.digest)),
+                           ("n", meta.version), ("c", meta.objcrc)):
+            if value is not None:
+                record[key] = value
+        if meta.dropped:
+            record["x"] = 1
+        side = self._side(meta.header, meta.links, write)
+        if side is None:
+            record["H"], record["L"] = meta.header, list(meta.links)
+        else:
+            record["h"] = _b64(side)
+        return record
+
+    def _meta(self, url: str, r: dict[str, Any]) -> MetaInfo:
+        header, links, etag, lastmodified = r.get("H", ""), r.get("L", []), r.get("e"), r.get("lm")
+        if "h" in r:
+            side = self._read_side(_hex(r["h"]))
+            if side is None:  # no header: no validators either, so the next request is unconditional
+                header, links, etag, lastmodified = "", [], None, None
+            else:
+                header, links = side
+        return MetaInfo(url, r["s"], r["f"], header, tuple(links), r.get("i"), size=r["z"],
+                        lastmodified=lastmodified, etag=etag, digest=_hex(r.get("d")), version=r.get("n"),
+                        objcrc=r.get("c"), dropped=bool(r.get("x")))
+
+    def _version_entry(self, v: Version, side: str | None = None) -> list[Any]:
+        entry: list[Any] = [v.number, _b64(v.digest), v.fetched, v.size, v.status]
+        if v.header is not None:
+            side = side or _b64(self._side(v.header, (), write=True))
+            entry.append(side if side is not None else {"H": v.header})
+        return entry
+
+    def _version(self, url: str, e: list[Any]) -> Version:
+        header = None
+        if len(e) > 5:
+            if isinstance(e[5], dict):
+                header = e[5].get("H")
+            else:
+                side = self._read_side(_hex(e[5]))
+                header = side[0] if side else None
+        return Version(url, e[0], _hex(e[1]), e[2], e[3], e[4], header)
+
+    def _load(self, url: str) -> dict[str, Any] | None:
+        raw = self.client.get(self._key(url))
+        return _loads(raw) if raw else None
+
+    def _update(self, url: str, change: Callable[[dict[str, Any] | None], dict[str, Any] | None]) -> bool:
+        """Apply ``change`` to the URL's record atomically (retried while another client
+        writes the same key); ``change`` returns the new record, or None to leave it."""
+        key = self._key(url)
+        with self.client.pipeline(transaction=True) as pipe:
+            for _ in range(_MAX_RETRIES):
+                try:
+                    pipe.watch(key)
+                    raw = pipe.get(key)
+                    record = change(_loads(raw) if raw else None)
+                    if record is None:
+                        pipe.unwatch()
+                        return False
+                    pipe.multi()
+                    pipe.set(key, _dumps(record))
+                    pipe.execute()
+                    return True
+                except redis.WatchError:
+                    continue
+        raise RuntimeError(f"meta-info of {url} changed {_MAX_RETRIES} times while being updated")
+
+    # -- the interface ---------------------------------------------------------------------
 
     def get(self, url: str) -> MetaInfo | None:
-        xml = self.client.hget(self.meta_key, url)
-        return MetaInfo.from_xml(_text(xml)) if xml else None
+        record = self._load(url)
+        return self._meta(url, record["m"]) if record else None
 
     def put(self, meta: MetaInfo, new_version: Version | None = None) -> None:
-        pipe = self.client.pipeline(transaction=True)  # MULTI/EXEC: both or neither
-        pipe.hset(self.meta_key, meta.url, meta.to_xml())
-        if new_version is not None:
-            pipe.rpush(self._versions_key(meta.url), json.dumps(_as_record(new_version)))
-            pipe.hincrby(self.refs_key, new_version.digest, 1)
-        pipe.execute()
+        m = self._meta_record(meta, write=True)  # side objects first: a crash leaves garbage, not a dangling record
+        entry = None
+        if new_version is not None:  # the version's fetch is usually the record's: one side object for both
+            same = new_version.header == meta.header and "h" in m
+            entry = self._version_entry(new_version, m["h"] if same else None)
+
+        def change(record: dict[str, Any] | None) -> dict[str, Any]:
+            record = record or {}
+            record["m"] = m
+            if entry is not None:
+                record.setdefault("v", []).append(entry)
+            return record
+
+        self._update(meta.url, change)
 
     def versions(self, url: str) -> list[Version]:
-        return [_version(url, raw) for raw in self.client.lrange(self._versions_key(url), 0, -1)]
+        record = self._load(url)
+        return [self._version(url, e) for e in record.get("v", [])] if record else []
+
+    def add_revisit(self, revisit: Revisit, keep: int) -> None:
+        def change(record: dict[str, Any] | None) -> dict[str, Any] | None:
+            if record is None:
+                return None
+            revisits = record.get("r", []) + [[revisit.fetched, revisit.number]]
+            record["r"] = revisits[-keep:] if keep > 0 else []
+            return record
+
+        self._update(revisit.url, change)
+
+    def revisits(self, url: str) -> list[Revisit]:
+        record = self._load(url)
+        if not record:
+            return []
+        digests = {e[0]: _hex(e[1]) for e in record.get("v", [])}
+        return [Revisit(url, t, n, digests[n]) for t, n in record.get("r", []) if n in digests]
 
     def urls(self) -> list[str]:
-        return sorted(_text(url) for url in self.client.hkeys(self.meta_key))
+        start = len(self.url_prefix)
+        return sorted(_text(key)[start:] for key in self.client.scan_iter(match=_glob_escape(self.url_prefix) + "*",
+                                                                           count=1000))
 
     def prune(self, keep: int, protected: set[str] = frozenset()) -> list[Version]:
-        dropped = []
+        dropped: list[Version] = []
         for url in self.urls():
-            versions = self.versions(url)
-            old = [v for v in versions[: max(len(versions) - max(keep, 1), 0)] if v.digest not in protected]
-            if not old:
-                continue
-            pipe = self.client.pipeline(transaction=True)
-            for v in old:
-                pipe.lrem(self._versions_key(url), 1, json.dumps(_as_record(v)))
-                pipe.hincrby(self.refs_key, v.digest, -1)
-            pipe.execute()
+            old: list[Version] = []
+
+            def change(record: dict[str, Any] | None, url: str = url, old: list[Version] = old) -> dict | None:
+                old.clear()
+                entries = (record or {}).get("v", [])
+                cut = {e[0] for e in entries[: max(len(entries) - max(keep, 1), 0)] if _hex(e[1]) not in protected}
+                if not cut:
+                    return None
+                old.extend(Version(url, e[0], _hex(e[1]), *e[2:5]) for e in entries if e[0] in cut)
+                record["v"] = [e for e in entries if e[0] not in cut]
+                record["r"] = [r for r in record.get("r", []) if r[1] not in cut]
+                return record
+
+            self._update(url, change)
             dropped.extend(old)
         return dropped
 
     def referenced_digests(self) -> set[str]:
-        return {v.digest for url in self.urls() for v in self.versions(url)}
+        """Bodies a version points to, and the side objects of the records and versions."""
+        found: set[str] = set()
+        for url in self.urls():
+            record = self._load(url)
+            if not record:
+                continue
+            if "h" in record["m"]:
+                found.add(_hex(record["m"]["h"]))
+            for e in record.get("v", []):
+                found.add(_hex(e[1]))
+                if len(e) > 5 and isinstance(e[5], str):
+                    found.add(_hex(e[5]))
+        return found
 
     def drop_version(self, expected: MetaInfo, meta: MetaInfo, version: Version) -> bool | None:
-        result = self._drop(keys=[self.meta_key, self._versions_key(meta.url), self.refs_key],
-                            args=[meta.url, expected.to_xml(), meta.to_xml(), json.dumps(_as_record(version)),
-                                  version.digest])
-        return None if result is None or int(result) < 0 else int(result) > 0
+        want = self._meta_record(expected, write=False)
+        new = self._meta_record(meta, write=True)
+
+        def change(record: dict[str, Any] | None) -> dict[str, Any] | None:
+            if record is None or record["m"] != want:
+                return None
+            record["m"] = new
+            record["v"] = [e for e in record.get("v", []) if e[0] != version.number]
+            record["r"] = [r for r in record.get("r", []) if r[1] != version.number]
+            return record
+
+        # Whether another version still points to the body is not known here: "maybe", so
+        # the body stays until gc finds it unreferenced (see the class docstring).
+        return True if self._update(meta.url, change) else None
 
 
-# KEYS: meta hash, the URL's versions list, refs hash. ARGV: url, expected meta XML, new meta
-# XML, the version's JSON record, its digest. Returns -1 when the record changed, else how
-# many versions still point to the digest.
-_DROP_VERSION = """
-if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return -1 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-if redis.call('LREM', KEYS[2], 1, ARGV[4]) > 0 then
-  local left = redis.call('HINCRBY', KEYS[3], ARGV[5], -1)
-  if left <= 0 then redis.call('HDEL', KEYS[3], ARGV[5]) end
-  return math.max(left, 0)
-end
-return tonumber(redis.call('HGET', KEYS[3], ARGV[5]) or '0')
-"""
+_MAX_RETRIES = 100
 
 
-def _as_record(v: Version) -> dict[str, Any]:
-    return {"n": v.number, "digest": v.digest, "fetched": v.fetched, "size": v.size, "status": v.status}
+def _b64(digest: str | None) -> str | None:
+    """A SHA-256 in hex (64 characters) as the record keeps it: base64url, 43 characters."""
+    return base64.urlsafe_b64encode(bytes.fromhex(digest)).decode().rstrip("=") if digest else digest
 
 
-def _version(url: str, raw: bytes | str) -> Version:
-    r = json.loads(raw)
-    return Version(url, r["n"], r["digest"], r["fetched"], r["size"], r["status"])
+def _hex(value: str | None) -> str | None:
+    return base64.urlsafe_b64decode(value + "=").hex() if value else value
+
+
+def _dumps(record: dict[str, Any]) -> bytes:
+    """A record as Redis keeps it: compact JSON, raw-deflated (the newest version repeats the
+    record's digests and times, which deflate stores once: about 230 bytes instead of 370)."""
+    packer = zlib.compressobj(6, zlib.DEFLATED, -15)
+    return packer.compress(json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode()) + packer.flush()
+
+
+def _loads(raw: bytes) -> dict[str, Any]:
+    return json.loads(zlib.decompress(raw, -15))
+
+
+def _glob_escape(text: str) -> str:
+    """``text`` matched literally in a SCAN MATCH pattern."""
+    return re.sub(r"([\\*?\[\]])", r"\\\1", text)
 
 
 def _text(value: bytes | str) -> str:
@@ -182,12 +355,23 @@ def _text(value: bytes | str) -> str:
 
 class RedisObjectStore(CompressedObjects):
     """Objects in Redis, under ``<prefix>object:<sha256>``, so that every worker on every
-    machine reads what any worker stored. A SET is atomic: no half-written object."""
+    machine reads what any worker stored. A SET is atomic: no half-written object.
+
+    Not the default: Redis keeps its whole data set in memory, so bodies there bound the
+    archive by the Redis machine's RAM. Choose it (``WEBRACE_OBJECT_STORE =
+    "webrace.backends.redis.RedisObjectStore"``) for small crawls without a shared disk."""
 
     def __init__(self, client: redis.Redis, key_prefix: str = DEFAULT_PREFIX, level: int = 6) -> None:
         self.client = client
         self.prefix = f"{key_prefix}object:"
         self.level = level
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> RedisObjectStore:
+        return cls(connect_url(settings.get("REDIS_URL") or "", settings), prefix(settings))
+
+    def __repr__(self) -> str:
+        return f"RedisObjectStore({self.prefix!r})"
 
     def _load(self, digest: str) -> bytes:
         data = self.client.get(self.prefix + digest)
@@ -210,7 +394,7 @@ class RedisObjectStore(CompressedObjects):
         for key in self.client.scan_iter(match=f"{self.prefix}*"):
             yield _text(key)[len(self.prefix):]
 
-    def sweep(self) -> int:
+    def sweep(self, grace: float = 0.0) -> int:
         return 0  # nothing half-written can exist
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore, Version
 from webrace.records.aci import Aci
-from webrace.records.metainfo import MetaInfo
+from webrace.records.metainfo import MetaInfo, Revisit
 from webrace.records.sentinel import Sentinel
 from webrace.urd import Urd
 
@@ -44,9 +44,18 @@ CREATE TABLE IF NOT EXISTS version (
     fetched  INTEGER NOT NULL,
     size     INTEGER NOT NULL,
     status   INTEGER NOT NULL,
+    header   TEXT,
     PRIMARY KEY (url, number)
 );
 CREATE INDEX IF NOT EXISTS version_digest ON version(digest);
+CREATE TABLE IF NOT EXISTS revisit (
+    url      TEXT NOT NULL,
+    fetched  INTEGER NOT NULL,
+    number   INTEGER NOT NULL,
+    digest   TEXT NOT NULL,
+    header   TEXT
+);
+CREATE INDEX IF NOT EXISTS revisit_url ON revisit(url, fetched);
 """
 
 
@@ -148,6 +157,9 @@ class SqliteMetaInfoStore(MetaInfoStore):
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.conn = connect(self.path)
+        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(version)")}
+        if columns and "header" not in columns:  # a cache written before versions kept their headers
+            self.conn.execute("ALTER TABLE version ADD COLUMN header TEXT")
         self.conn.executescript(_CACHE_SCHEMA)
 
     def get(self, url: str) -> MetaInfo | None:
@@ -160,22 +172,38 @@ class SqliteMetaInfoStore(MetaInfoStore):
             if new_version is not None:
                 v = new_version
                 self.conn.execute(
-                    "INSERT INTO version (url, number, digest, fetched, size, status) VALUES (?, ?, ?, ?, ?, ?)",
-                    (v.url, v.number, v.digest, v.fetched, v.size, v.status),
+                    "INSERT INTO version (url, number, digest, fetched, size, status, header) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (v.url, v.number, v.digest, v.fetched, v.size, v.status, v.header),
                 )
 
     def versions(self, url: str) -> list[Version]:
         rows = self.conn.execute(
-            "SELECT url, number, digest, fetched, size, status FROM version WHERE url = ? ORDER BY number", (url,)
-        )
+            "SELECT url, number, digest, fetched, size, status, header FROM version WHERE url = ? ORDER BY number",
+            (url,))
         return [Version(*row) for row in rows]
+
+    def add_revisit(self, revisit: Revisit, keep: int) -> None:
+        r = revisit
+        with _Transaction(self.conn):
+            self.conn.execute("INSERT INTO revisit (url, fetched, number, digest, header) VALUES (?, ?, ?, ?, ?)",
+                              (r.url, r.fetched, r.number, r.digest, r.header))
+            self.conn.execute(
+                "DELETE FROM revisit WHERE url = ? AND rowid NOT IN "
+                "(SELECT rowid FROM revisit WHERE url = ? ORDER BY fetched DESC, rowid DESC LIMIT ?)",
+                (r.url, r.url, max(keep, 0)))
+
+    def revisits(self, url: str) -> list[Revisit]:
+        rows = self.conn.execute(
+            "SELECT url, fetched, number, digest, header FROM revisit WHERE url = ? ORDER BY fetched, rowid", (url,))
+        return [Revisit(*row) for row in rows]
 
     def urls(self) -> list[str]:
         return [url for (url,) in self.conn.execute("SELECT url FROM metainfo ORDER BY url")]
 
     def prune(self, keep: int, protected: set[str] = frozenset()) -> list[Version]:
         rows = self.conn.execute(
-            "SELECT url, number, digest, fetched, size, status FROM ("
+            "SELECT url, number, digest, fetched, size, status, header FROM ("
             " SELECT *, ROW_NUMBER() OVER (PARTITION BY url ORDER BY number DESC) AS age FROM version"
             ") WHERE age > ?",
             (max(keep, 1),),
@@ -185,6 +213,9 @@ class SqliteMetaInfoStore(MetaInfoStore):
             self.conn.executemany(
                 "DELETE FROM version WHERE url = ? AND number = ?", [(v.url, v.number) for v in dropped]
             )
+            # a 304 confirming a version no longer kept confirms nothing that can be shown
+            self.conn.execute("DELETE FROM revisit WHERE NOT EXISTS (SELECT 1 FROM version v "
+                              "WHERE v.url = revisit.url AND v.number = revisit.number)")
         return dropped
 
     def referenced_digests(self) -> set[str]:

@@ -36,7 +36,8 @@ class Command(ScrapyCrawl):
         error lines."""
         super().process_options(args, opts)
         spider, spargs = (args[0] if args else ""), (opts.spargs or {})
-        problems = self._redis_problems(spider) or self._argument_problems(spider, spargs)
+        problems = (self._redis_problems(spider) or self._store_problems(spider)
+                    or self._argument_problems(spider, spargs))
         if problems:
             configure_logging(self.settings)  # Scrapy's own starts with the crawl, and there will be none
             self._error([f"error: {problem}" for problem in problems] + ["Nothing was crawled."])
@@ -49,6 +50,8 @@ class Command(ScrapyCrawl):
         super().run(args, opts)
         stats = self.run_crawler.stats.get_stats() if self.run_crawler is not None else {}
         failure = nothing_fetched(stats) if spider == "urd" else None
+        if stats.get("finish_reason") == "store_unwritable":
+            failure = stats.get("webrace/store_unwritable") or "the object store could not be written"
         if failure and not self.exitcode:
             self._error([f"error: {failure}"])
             self.exitcode = 1
@@ -66,6 +69,20 @@ class Command(ScrapyCrawl):
     def _create_crawler(self, spidercls: Any) -> Crawler:
         self.run_crawler = super()._create_crawler(spidercls)  # its stats decide the exit status
         return self.run_crawler
+
+    def _store_problems(self, spider: str) -> list[str]:
+        """The body store opens (a directory it can create; distributed, the one the other
+        workers share), before any request."""
+        if spider != "urd":
+            return []
+        from webrace.backends import SharedStoreMismatch, open_object_store
+        from webrace.store.objects import ObjectStoreUnwritable
+
+        try:
+            open_object_store(self.settings)
+        except (SharedStoreMismatch, ObjectStoreUnwritable) as exc:
+            return [str(exc)]
+        return []
 
     def _redis_problems(self, spider: str) -> list[str]:
         if not distributed(self.settings):

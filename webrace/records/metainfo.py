@@ -145,3 +145,17 @@ class Version:
     fetched: int  # epoch ms
     size: int  # body bytes
     status: int
+    header: str | None = None  # that fetch's status line and headers as received (None: stored before versions kept it)
+
+
+@dataclass(frozen=True)
+class Revisit:
+    """A 304 answer: at ``fetched`` (epoch ms) the server confirmed that version ``number``
+    (body ``digest``) of ``url`` was still current. ``header`` is the 304's status line and
+    headers (None where the store keeps only the time: the distributed mode)."""
+
+    url: str
+    fetched: int
+    number: int
+    digest: str
+    header: str | None = None

@@ -75,7 +75,8 @@ class PageRecorder:
             self._inc("failed/unexpected_304")
             return None
         meta = self.cache.record_not_modified(
-            conditional["meta"], now_millis(), _header(response, b"ETag"), _header(response, b"Last-Modified"))
+            conditional["meta"], now_millis(), _header(response, b"ETag"), _header(response, b"Last-Modified"),
+            header=_header_text(response))
         node.links = list(meta.links)
         for url in node.links:  # the stored links were found on the page too
             self.discover(url)

@@ -21,7 +21,7 @@ from typing import Any
 import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DontCloseSpider
+from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.http import Response
 from twisted.internet import task, threads
 from twisted.python.failure import Failure
@@ -37,6 +37,7 @@ from webrace.scout.crawl import CrawlRules
 from webrace.sentinels.crawl import StoredSentinels
 from webrace.signals import round_closed, round_opened
 from webrace.spiders.responses import CrawlStats, PageRecorder, failure_reason, run_rules
+from webrace.store.objects import ObjectStoreUnwritable
 from webrace.urd import now_millis
 
 logger = logging.getLogger(__name__)
@@ -174,7 +175,12 @@ class UrdSpider(scrapy.Spider):
                 yield out
             return
         recorder = self.recorder
-        item = recorder.not_modified(node, response) if response.status == 304 else recorder.fetched(node, response)
+        try:
+            item = recorder.not_modified(node, response) if response.status == 304 else recorder.fetched(node, response)
+        except ObjectStoreUnwritable as exc:  # full, read-only, gone: the crawl cannot keep what it fetches
+            logger.error("%s: the crawl stops (%s not recorded)", exc, response.url)
+            self.crawler.stats.set_value("webrace/store_unwritable", str(exc))
+            raise CloseSpider("store_unwritable") from None
         if item is None:
             for out in self._emit(rnd, self.engine.finish(rnd, node, FAILED)):
                 yield out

@@ -11,10 +11,11 @@ fetched in full again.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from webrace.records.metainfo import MetaInfo, Version
+from webrace.records.metainfo import MetaInfo, Revisit, Version
 from webrace.store.objects import ObjectMissing, ObjectStore, digest_of, is_xml_type
 from webrace.xpack import PackedDocument
 
@@ -40,12 +41,19 @@ class GcReport:
     objects_deleted: int = 0
     bytes_freed: int = 0
     temporary_files: int = 0
+    objects_young: int = 0  # unreferenced, but younger than the grace period: kept this time
+
+
+class IndexLost(RuntimeError):
+    """gc found objects but no meta-info at all: the index was lost (a Redis that came back
+    empty, another data directory), so every body would look unreferenced."""
 
 
 class ObjectCache:
-    def __init__(self, index: MetaInfoStore, objects: ObjectStore) -> None:
+    def __init__(self, index: MetaInfoStore, objects: ObjectStore, revisits_kept: int = 50) -> None:
         self.index = index
         self.objects = objects
+        self.revisits_kept = revisits_kept  # 304 answers kept per URL (WEBRACE_STORE_REVISITS)
 
     def close(self) -> None:
         self.index.close()
@@ -117,17 +125,22 @@ class ObjectCache:
             self.index.put(meta)
             return Recorded(meta, newest.number, False, True)
         _, _, crc = self.objects.put(body, digest, xml=xml)
-        version = Version(url, (newest.number + 1) if newest else 1, digest, fetched, len(body), status)
+        version = Version(url, (newest.number + 1) if newest else 1, digest, fetched, len(body), status, header)
         meta = replace(meta, version=version.number, objcrc=crc)
         self.index.put(meta, version)
         return Recorded(meta, version.number, True, False)
 
-    def record_not_modified(self, meta: MetaInfo, fetched: int, etag: str | None, lastmodified: str | None) -> MetaInfo:
-        """A 304: nothing is stored (the seed's altered step 3), unless the 304 refreshed the
-        validators. ``fetched`` stays the time of the last full fetch."""
+    def record_not_modified(self, meta: MetaInfo, fetched: int, etag: str | None, lastmodified: str | None,
+                            header: str | None = None) -> MetaInfo:
+        """A 304: no body is stored (the seed's altered step 3); the answer is logged as a
+        :class:`Revisit` of the version it confirmed (a WARC ``revisit`` record on export;
+        the newest ``revisits_kept`` per URL), and the validators are updated if the 304
+        refreshed them. ``fetched`` of the meta-info stays the time of the last full fetch."""
         updated = meta.revalidated(etag, lastmodified)
         if updated != meta:
             self.index.put(updated)
+        if meta.version is not None and meta.digest and not meta.dropped and self.revisits_kept > 0:
+            self.index.add_revisit(Revisit(meta.url, fetched, meta.version, meta.digest, header), self.revisits_kept)
         return updated
 
     def drop(self, meta: MetaInfo) -> bool:
@@ -155,6 +168,10 @@ class ObjectCache:
     def versions(self, url: str) -> list[Version]:
         return self.index.versions(url)
 
+    def revisits(self, url: str) -> list[Revisit]:
+        """The URL's 304 answers, oldest first."""
+        return self.index.revisits(url)
+
     def get(self, url: str, number: int | None = None) -> tuple[Version, bytes]:
         """The body of version ``number`` of ``url`` (default: the newest). Raises
         LookupError when there is no such version, ObjectCorrupt when it is damaged."""
@@ -179,15 +196,31 @@ class ObjectCache:
         version = self._version(url, number)
         return version, self.objects.packed(version.digest)
 
-    def gc(self, keep: int, protected: set[str] = frozenset()) -> GcReport:
+    def gc(self, keep: int, protected: set[str] = frozenset(), grace: float = 0.0, force: bool = False) -> GcReport:
         """Drop versions beyond the newest ``keep`` per URL (never a protected digest), then
-        every object no version points to, and temporary files of interrupted writes."""
+        every object no version points to, and temporary files of interrupted writes.
+
+        ``grace`` (seconds): objects and temporary files younger than that are spared, so a
+        gc may run while workers crawl (a body is written before the version that points to
+        it, and an existing body is re-dated when a new version is about to point to it).
+        Raises :class:`IndexLost`, deleting nothing, when the index is empty but objects are
+        stored, unless ``force``."""
+        started = time.time()
+        if not force and not self.index.urls() and next(iter(self.objects.digests()), None) is not None:
+            raise IndexLost("the meta-info index is empty but the object store holds bodies: the index was "
+                            "lost (a Redis that came back empty?) or belongs to another store; nothing deleted "
+                            "(--force deletes every body)")
         report = GcReport()
         report.versions_dropped = len(self.index.prune(keep, protected))
         referenced = self.index.referenced_digests() | set(protected)
         for digest in list(self.objects.digests()):
-            if digest not in referenced:
-                report.bytes_freed += self.objects.delete(digest)
-                report.objects_deleted += 1
-        report.temporary_files = self.objects.sweep()
+            if digest in referenced:
+                continue
+            stored = self.objects.mtime(digest)
+            if stored is not None and stored > started - grace:
+                report.objects_young += 1
+                continue
+            report.bytes_freed += self.objects.delete(digest)
+            report.objects_deleted += 1
+        report.temporary_files = self.objects.sweep(grace)
         return report

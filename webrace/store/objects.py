@@ -12,16 +12,25 @@ setting; an HTML page is never stored XPack-encoded (an HTML parser would read X
 ``<script/>`` differently).
 
 Writes are atomic: the compressed body goes to a temporary file in the store, is flushed
-and fsynced, then renamed into place (``os.replace``), so a reader never sees half an
-object. A crash leaves at most a stray temporary file, which :meth:`ObjectStore.sweep`
-removes. Reads check the hash, so a damaged file is reported, never returned.
+and fsynced, then linked into place under its name (``os.link``, which fails when the name
+exists: two workers storing the same body at once store it once, and neither sees a partial
+file; a repair replaces with ``os.replace``). A crash leaves at most a stray temporary file,
+which :meth:`ObjectStore.sweep` removes once it is older than the grace period. Reads check
+the hash, so a damaged file is reported, never returned.
+
+The directory may be shared by every worker of the distributed mode (a network filesystem
+mounted at ``WEBRACE_OBJECTS_DIR``): nothing in it is per process. A store that cannot be
+written (full, read-only, gone) raises :class:`ObjectStoreUnwritable`, one line naming the
+directory and the reason, after removing its temporary file.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import tempfile
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +52,11 @@ class ObjectMissing(LookupError):
 
 class ObjectCorrupt(ValueError):
     """The stored file does not decompress to a body with its digest."""
+
+
+class ObjectStoreUnwritable(OSError):
+    """The object store cannot take a write (disk full, read-only, permissions, gone): the
+    crawl stops with this one line rather than record pages whose bodies are not kept."""
 
 
 def digest_of(body: bytes) -> str:
@@ -78,7 +92,7 @@ class CompressedObjects:
         back correctly is replaced. ``xml``: the body has an XML media type (XPack-encoded
         when the store says so and it is well-formed)."""
         digest = digest or digest_of(body)
-        present = self.exists(digest)
+        present = self._claim(digest)
         replace = repair and present and not self._readable(digest)
         if present and not replace:
             return digest, False, self.checksum(digest)
@@ -164,15 +178,62 @@ class CompressedObjects:
     def exists(self, digest: str) -> bool:
         raise NotImplementedError
 
+    def _claim(self, digest: str) -> bool:
+        """Whether the object is stored (a store with times refreshes its time)."""
+        return self.exists(digest)
+
+    def mtime(self, digest: str) -> float | None:
+        """When the object was last stored or found present by a write (epoch seconds);
+        None when the store does not know (then gc treats it as old)."""
+        return None
+
 
 class ObjectStore(CompressedObjects):
-    """Objects as files under ``root`` (``root/ab/abcdef....z``)."""
+    """Objects as files under ``root`` (``root/ab/abcdef....z``): a directory of this machine
+    or one every worker mounts (``WEBRACE_OBJECTS_DIR``)."""
 
     def __init__(self, root: str | Path, level: int = 6) -> None:
         self.root = Path(root)
         self.level = level
         self.tmp = self.root / "tmp"
-        self.tmp.mkdir(parents=True, exist_ok=True)
+        try:
+            self.tmp.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ObjectStoreUnwritable(_unwritable(self.root, exc)) from None
+
+    @classmethod
+    def from_settings(cls, settings: object) -> ObjectStore:
+        """The store ``WEBRACE_OBJECT_STORE`` names by default: ``WEBRACE_OBJECTS_DIR``, else
+        ``WEBRACE_DATA_DIR/objects``."""
+        from webrace.backends import objects_dir
+
+        return cls(objects_dir(settings))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.root)!r})"
+
+    def identity(self) -> str:
+        """The store's id (``root/.webrace-store``, made on first use): workers sharing a
+        store see the same id, so a worker that mounted something else can be told."""
+        marker = self.root / ".webrace-store"
+        try:
+            return marker.read_text().strip()
+        except FileNotFoundError:
+            pass
+        import uuid
+
+        fresh = self.tmp / f"id-{uuid.uuid4().hex}.part"
+        try:
+            fresh.write_text(uuid.uuid4().hex + "\n")
+            try:
+                os.link(fresh, marker)  # the first worker's id wins
+            except FileExistsError:
+                pass
+        except OSError as exc:
+            raise ObjectStoreUnwritable(_unwritable(self.root, exc)) from None
+        finally:
+            fresh.unlink(missing_ok=True)
+        return marker.read_text().strip()
 
     def path(self, digest: str) -> Path:
         return self.root / digest[:2] / f"{digest}{SUFFIX}"
@@ -185,22 +246,53 @@ class ObjectStore(CompressedObjects):
 
     def _write(self, digest: str, data: bytes, replace: bool) -> bool:
         path = self.path(digest)
-        path.parent.mkdir(exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=self.tmp, prefix=digest[:8], suffix=".part")
+        tmp_name = None
         try:
+            path.parent.mkdir(exist_ok=True)
+            fd, tmp_name = tempfile.mkstemp(dir=self.tmp, prefix=digest[:8], suffix=".part")
             with os.fdopen(fd, "wb") as tmp:
                 tmp.write(data)
                 tmp.flush()
                 os.fsync(tmp.fileno())
-            os.replace(tmp_name, path)
-        except BaseException:
-            Path(tmp_name).unlink(missing_ok=True)
-            raise
-        _fsync_dir(path.parent)
-        return True
+            if replace:
+                os.replace(tmp_name, path)
+                tmp_name = None
+                written = True
+            else:
+                try:
+                    os.link(tmp_name, path)  # fails if another writer got there first: stored once
+                    written = True
+                except FileExistsError:
+                    written = False
+            _fsync_dir(path.parent)
+        except OSError as exc:
+            raise ObjectStoreUnwritable(_unwritable(self.root, exc)) from None
+        finally:
+            if tmp_name is not None:
+                Path(tmp_name).unlink(missing_ok=True)
+        return written
 
     def exists(self, digest: str) -> bool:
         return self.path(digest).exists()
+
+    def _claim(self, digest: str) -> bool:
+        """Whether the object is stored, its time refreshed when it is: a gc running now
+        (which spares objects younger than its grace period) then does not remove a body a
+        writer is about to point a new version at."""
+        path = self.path(digest)
+        try:
+            os.utime(path)
+        except FileNotFoundError:
+            return False
+        except OSError:  # not ours to touch (read-only): existence is all that is asked
+            return path.exists()
+        return True
+
+    def mtime(self, digest: str) -> float | None:
+        try:
+            return self.path(digest).stat().st_mtime
+        except FileNotFoundError:
+            return None
 
     def delete(self, digest: str) -> int:
         """Remove an object; return the bytes freed (0 if it was not there)."""
@@ -216,13 +308,26 @@ class ObjectStore(CompressedObjects):
         for path in self.root.glob(f"??/*{SUFFIX}"):
             yield path.name[: -len(SUFFIX)]
 
-    def sweep(self) -> int:
-        """Remove temporary files left by interrupted writes; return how many."""
+    def sweep(self, grace: float = 0.0) -> int:
+        """Remove temporary files left by interrupted writes, older than ``grace`` seconds
+        (another worker may be writing the younger ones); return how many."""
         removed = 0
+        cutoff = time.time() - grace
         for path in self.tmp.glob("*.part"):
-            path.unlink(missing_ok=True)
-            removed += 1
+            try:
+                if path.stat().st_mtime <= cutoff:
+                    path.unlink()
+                    removed += 1
+            except FileNotFoundError:
+                pass
         return removed
+
+
+def _unwritable(root: Path, exc: OSError) -> str:
+    reason = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exhausted",
+              errno.EROFS: "the filesystem is read-only", errno.EFBIG: "the file size limit is reached",
+              }.get(exc.errno or 0, exc.strerror or str(exc))
+    return f"cannot write to the object store {root}: {reason}"
 
 
 def _fsync_dir(path: Path) -> None:
