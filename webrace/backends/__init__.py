@@ -7,8 +7,6 @@ the mode (the URD spider configures the lease scheduler from :func:`distributed`
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 from scrapy.utils.misc import load_object
@@ -18,6 +16,7 @@ from webrace.backends.delivery import DeliveryStore, RedisDeliveryStore, SqliteD
 from webrace.backends.redis import (
     RedisAciStore,
     RedisMetaInfoStore,
+    RedisObjectStore,
     RedisResultsStore,
     RedisUnavailable,
     connect_url,
@@ -31,6 +30,7 @@ from webrace.backends.sqlite import (
     SqliteSentinelStore,
     SqliteUrdStore,
 )
+from webrace.datadir import data_dir, objects_dir
 from webrace.distributed.delegation import RedisDelegation
 from webrace.distributed.registry import RoundRegistry
 from webrace.rounds.engine import Limits, RoundEngine
@@ -38,14 +38,6 @@ from webrace.rounds.local import LocalRounds
 from webrace.rounds.redis import RedisRounds
 from webrace.store.cache import ObjectCache
 from webrace.store.objects import CompressedObjects, ObjectStore
-
-
-def data_dir(settings: Any) -> Path:
-    """``WEBRACE_DATA_DIR`` (setting, else environment variable, else ``.webrace``), created."""
-    value = settings.get("WEBRACE_DATA_DIR") or os.environ.get("WEBRACE_DATA_DIR") or ".webrace"
-    path = Path(value).expanduser().resolve()
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def open_urd_store(settings: Any) -> UrdStore:
@@ -63,13 +55,6 @@ def open_metainfo_store(settings: Any, objects: CompressedObjects | None = None)
     return SqliteMetaInfoStore(data_dir(settings) / "cache.sqlite")
 
 
-def objects_dir(settings: Any) -> Path:
-    """Where page bodies go: ``WEBRACE_OBJECTS_DIR`` (in the distributed mode, a directory every
-    worker mounts), else ``WEBRACE_DATA_DIR/objects``."""
-    value = settings.get("WEBRACE_OBJECTS_DIR")
-    return Path(value).expanduser().resolve() if value else data_dir(settings) / "objects"
-
-
 def open_object_store(settings: Any) -> CompressedObjects:
     """The body store ``WEBRACE_OBJECT_STORE`` names (loaded with ``load_object``; built with
     its ``from_settings(settings)``): by default a directory (:class:`ObjectStore` on
@@ -78,7 +63,10 @@ def open_object_store(settings: Any) -> CompressedObjects:
     directory has another id (a share not mounted, a typo) is refused with
     :class:`SharedStoreMismatch` before it stores anything."""
     cls = load_object(settings.get("WEBRACE_OBJECT_STORE") or "webrace.store.objects.ObjectStore")
-    store = cls.from_settings(settings)
+    if issubclass(cls, RedisObjectStore):  # the mode's own Redis: the factory connects
+        store = cls(connect(settings), prefix(settings))
+    else:
+        store = cls.from_settings(settings)
     store.xpack = settings.getbool("WEBRACE_STORE_XPACK")
     if distributed(settings) and isinstance(store, ObjectStore):
         _check_shared(store, connect(settings), prefix(settings))

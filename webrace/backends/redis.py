@@ -366,10 +366,6 @@ class RedisObjectStore(CompressedObjects):
         self.prefix = f"{key_prefix}object:"
         self.level = level
 
-    @classmethod
-    def from_settings(cls, settings: Any) -> RedisObjectStore:
-        return cls(connect_url(settings.get("REDIS_URL") or "", settings), prefix(settings))
-
     def __repr__(self) -> str:
         return f"RedisObjectStore({self.prefix!r})"
 
@@ -411,11 +407,16 @@ class RedisAciStore(AciStore):
         self._add = client.register_script(_ADD_ACI)
 
     def add(self, acis: Iterable[Aci]) -> int:
-        added = 0
+        """One script call for all of ``acis`` (a page's, for every owner): stored together
+        or not at all, in one round trip."""
+        acis = list(acis)
+        if not acis:
+            return 0
+        args: list[Any] = []
         for a in acis:
-            added += int(self._add(keys=[self.key, self.owner_prefix + a.owner, self.undelivered],
-                                   args=[a.id, a.to_xml(), a.updatetime, a.docbase]))
-        return added
+            args += [a.id, a.to_xml(), a.updatetime, a.docbase]
+        keys = [self.key, self.undelivered, *(self.owner_prefix + a.owner for a in acis)]
+        return int(self._add(keys=keys, args=args))
 
     def list(self, owner: str, since: int = 0, min_relevance: float = 0.0) -> list[Aci]:
         ids = self.client.zrangebyscore(self.owner_prefix + owner, since, "+inf")
@@ -440,12 +441,27 @@ class RedisAciStore(AciStore):
         return {_text(d) for d in self.client.hvals(self.undelivered)}
 
 
-# KEYS: ACI hash, the owner's sorted set, undelivered hash. ARGV: id, XML, update time, digest.
+# KEYS: ACI hash, undelivered hash, then each ACI's owner's sorted set. ARGV: per ACI, its
+# id, XML, update time and digest. Returns how many were new (a repeated id is left as it was).
+# Every key's type is checked before the first write: a script that failed half-way would
+# keep what it wrote, and a page's ACIs are stored all or none.
 _ADD_ACI = """
-if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-redis.call('HSET', KEYS[3], ARGV[1], ARGV[4])
-return 1
+for i = 1, #KEYS do
+  local t = redis.call('TYPE', KEYS[i]).ok
+  if t ~= 'none' and t ~= (i <= 2 and 'hash' or 'zset') then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[i] .. ' holds a ' .. t .. ': no ACI of this page stored')
+  end
+end
+local added = 0
+for i = 3, #KEYS do
+  local n = (i - 3) * 4
+  if redis.call('HSETNX', KEYS[1], ARGV[n + 1], ARGV[n + 2]) == 1 then
+    redis.call('ZADD', KEYS[i], ARGV[n + 3], ARGV[n + 1])
+    redis.call('HSET', KEYS[2], ARGV[n + 1], ARGV[n + 4])
+    added = added + 1
+  end
+end
+return added
 """
 
 

@@ -36,6 +36,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from webrace.datadir import objects_dir
+
 if TYPE_CHECKING:
     from webrace.xpack import PackedDocument
 
@@ -205,8 +207,6 @@ class ObjectStore(CompressedObjects):
     def from_settings(cls, settings: object) -> ObjectStore:
         """The store ``WEBRACE_OBJECT_STORE`` names by default: ``WEBRACE_OBJECTS_DIR``, else
         ``WEBRACE_DATA_DIR/objects``."""
-        from webrace.backends import objects_dir
-
         return cls(objects_dir(settings))
 
     def __repr__(self) -> str:
