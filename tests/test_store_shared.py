@@ -330,3 +330,34 @@ def test_two_workers_on_one_shared_directory_store_500_pages_in_a_few_hundred_re
             for i in (0, 123, 499):
                 assert f"<p>page {i}</p>".encode() in c.get(site.url(f"/p{i}.html"))[1]
             assert len(c.index.urls()) == 501
+
+
+# -- the layout before bodies left Redis ----------------------------------------------------------------
+
+
+def test_the_earlier_redis_layout_migrates_bodies_to_the_shared_store_and_records_to_one_key_each(
+        tmp_path, redis_url, redis_prefix):
+    import json
+    import zlib
+
+    from webrace.backends.redis import legacy_layout, migrate_legacy
+    from webrace.records.metainfo import MetaInfo
+
+    client = redis.Redis.from_url(redis_url)
+    url = "http://a.test/"
+    for n, body in ((1, b"first"), (2, b"second")):  # what the earlier code wrote
+        client.set(f"{redis_prefix}object:{digest_of(body)}", zlib.compress(body))
+        client.rpush(f"{redis_prefix}versions:{url}", json.dumps(
+            {"n": n, "digest": digest_of(body), "fetched": n * 1000, "size": len(body), "status": 200}))
+    meta = MetaInfo(url, 200, 2000, "HTTP/1.1 200 OK", ("http://a.test/x",), etag='"e"', size=6,
+                    digest=digest_of(b"second"), version=2)
+    client.hset(f"{redis_prefix}meta", url, meta.to_xml())
+    client.hset(f"{redis_prefix}refs", digest_of(b"first"), 1)
+    assert legacy_layout(client, redis_prefix)
+    with open_object_cache(settings(tmp_path, redis_url, redis_prefix)) as c:
+        assert migrate_legacy(client, redis_prefix, c.index, c.objects) == (1, 2, 2)
+        assert not legacy_layout(client, redis_prefix)
+        assert not list(client.scan_iter(match=f"{redis_prefix}object:*"))
+        assert c.lookup(url) == meta
+        assert [(v.number, c.get(url, v.number)[1]) for v in c.versions(url)] == [(1, b"first"), (2, b"second")]
+        assert migrate_legacy(client, redis_prefix, c.index, c.objects) == (0, 0, 0)  # again: nothing to do

@@ -87,10 +87,18 @@ WEBRACE_OBJECT_STORE = "webrace.store.objects.ObjectStore"
 WEBRACE_OBJECTS_DIR = os.environ.get("WEBRACE_OBJECTS_DIR") or None
 # 304 answers remembered per URL (for WARC revisit records), newest first; 0 = none.
 WEBRACE_STORE_REVISITS = 50
+# Threads doing the object cache's I/O during a crawl (bodies written and fsynced, Redis round
+# trips, reads on a shared mount), so that none of it blocks the reactor.
+WEBRACE_STORE_THREADS = 4
 # Store versions with an XML media type (text/xml, application/xml, application/*+xml, e.g.
 # XHTML, RSS, Atom) XPack-encoded: smaller, and `scrapy store query` answers XPath from them
 # without unpacking. They read back equal under canonical XML, not byte for byte (see README).
 WEBRACE_STORE_XPACK = False
+# A directory: the crawl writes its own WARC files there as it goes (request + response per full
+# fetch, revisit per 304; webrace/archive.py), rotated by size. None = off.
+WEBRACE_STORE_WARC = None
+# Size at which a WARC file of WEBRACE_STORE_WARC is closed and the next one begun.
+WEBRACE_STORE_WARC_MAX_BYTES = 1024 ** 3
 
 # The web app (`scrapy web serve`, webrace/web/): Host names it answers (others get 400: DNS
 # rebinding); None = 127.0.0.1, localhost and the address it is bound to.
@@ -226,6 +234,7 @@ SPIDER_MIDDLEWARES = {
 EXTENSIONS = {
     "webrace.summary.CrawlSummary": 500,
     "webrace.delivery.extension.DeliveryExtension": 510,  # pushes ACIs, notifications (WEBRACE_DELIVERY)
+    "webrace.archive.WarcArchiver": 520,  # the crawl's own WARC files (WEBRACE_STORE_WARC)
 }
 FEED_EXPORT_ENCODING = "utf-8"
 FEED_EXPORTERS = {"csv": "webrace.exporters.CsvItemExporter"}  # one item type per CSV file (webrace/exporters.py)

@@ -7,6 +7,7 @@ the mode (the URD spider configures the lease scheduler from :func:`distributed`
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from scrapy.utils.misc import load_object
@@ -20,6 +21,7 @@ from webrace.backends.redis import (
     RedisResultsStore,
     RedisUnavailable,
     connect_url,
+    legacy_layout,
     prefix,
 )
 from webrace.backends.redis_sentinels import RedisSentinelStore
@@ -39,6 +41,8 @@ from webrace.rounds.redis import RedisRounds
 from webrace.store.cache import ObjectCache
 from webrace.store.objects import CompressedObjects, ObjectStore
 
+logger = logging.getLogger(__name__)
+
 
 def open_urd_store(settings: Any) -> UrdStore:
     """The URD-DB. It stays where the scheduler runs, so it is SQLite in both modes."""
@@ -50,7 +54,12 @@ def open_metainfo_store(settings: Any, objects: CompressedObjects | None = None)
     set (a page stored by one worker is re-crawled conditionally by any other; the headers
     and links of its records go to ``objects``, default :func:`open_object_store`)."""
     if distributed(settings):
-        return RedisMetaInfoStore(connect(settings), prefix(settings),
+        client = connect(settings)
+        if legacy_layout(client, prefix(settings)):
+            logger.warning("Redis holds meta-info and bodies in the layout before bodies left Redis (%smeta, "
+                           "%sobject:...), which is not read any more: `scrapy store migrate` moves them",
+                           prefix(settings), prefix(settings))
+        return RedisMetaInfoStore(client, prefix(settings),
                                   objects if objects is not None else open_object_store(settings))
     return SqliteMetaInfoStore(data_dir(settings) / "cache.sqlite")
 

@@ -139,8 +139,8 @@ class RedisMetaInfoStore(MetaInfoStore):
             return None
         data = json.dumps({"header": header, "links": list(links)}, separators=(",", ":"),
                           ensure_ascii=False).encode()
-        if write:
-            return self.objects.put(data)[0]
+        if write:  # not fsynced: a side object lost in a crash reads as unreadable, the page is fetched in
+            return self.objects.put(data, repair=True, durable=False)[0]  # full and its side written again
         return digest_of(data)
 
     def _read_side(self, digest: str) -> tuple[str, list[str]] | None:
@@ -324,6 +324,46 @@ class RedisMetaInfoStore(MetaInfoStore):
 _MAX_RETRIES = 100
 
 
+def legacy_layout(client: redis.Redis, key_prefix: str) -> bool:
+    """Whether Redis holds meta-info in the layout before bodies left Redis (``P meta``)."""
+    return bool(client.exists(f"{key_prefix}meta"))
+
+
+def migrate_legacy(client: redis.Redis, key_prefix: str, index: RedisMetaInfoStore,
+                   objects: CompressedObjects) -> tuple[int, int, int]:
+    """Move the earlier layout (``P meta`` hash of meta-info XML, ``P versions:<URL>`` lists,
+    ``P object:<sha256>`` bodies, ``P refs``) into the current one: bodies into ``objects``,
+    one record per URL into ``index``. Each URL is written before its old keys are deleted,
+    so an interrupted migration is resumed by running it again. Returns (URLs, versions,
+    bodies moved); a body that is missing is counted out, its version kept (reads of it
+    report it missing, as before)."""
+    meta_key, old_objects = f"{key_prefix}meta", f"{key_prefix}object:"
+    urls = versions = bodies = 0
+    for url, xml in client.hscan_iter(meta_key, count=500):
+        url = _text(url)
+        meta = MetaInfo.from_xml(_text(xml))
+        old = [json.loads(raw) for raw in client.lrange(f"{key_prefix}versions:{url}", 0, -1)]
+        record = index._load(url) or {}
+        have = {e[0] for e in record.get("v", [])}
+        for r in old:
+            data = client.get(old_objects + r["digest"])
+            if data is not None and not objects.exists(r["digest"]):
+                objects._write(r["digest"], data, replace=False)  # the stored bytes, as they were
+                bodies += 1
+            if r["n"] not in have:
+                index.put(meta, Version(url, r["n"], r["digest"], r["fetched"], r["size"], r["status"]))
+                versions += 1
+        index.put(meta)
+        client.delete(f"{key_prefix}versions:{url}")
+        client.hdel(meta_key, url)
+        urls += 1
+    leftover = [key for key in client.scan_iter(match=_glob_escape(old_objects) + "*", count=1000)]
+    for key in leftover:  # bodies no version pointed to any more
+        client.delete(key)
+    client.delete(f"{key_prefix}refs")
+    return urls, versions, bodies
+
+
 def _b64(digest: str | None) -> str | None:
     """A SHA-256 in hex (64 characters) as the record keeps it: base64url, 43 characters."""
     return base64.urlsafe_b64encode(bytes.fromhex(digest)).decode().rstrip("=") if digest else digest
@@ -375,7 +415,7 @@ class RedisObjectStore(CompressedObjects):
             raise ObjectMissing(digest)
         return data
 
-    def _write(self, digest: str, data: bytes, replace: bool) -> bool:
+    def _write(self, digest: str, data: bytes, replace: bool, durable: bool = True) -> bool:
         return bool(self.client.set(self.prefix + digest, data, nx=not replace))
 
     def exists(self, digest: str) -> bool:

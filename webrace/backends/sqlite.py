@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from itertools import islice
 from pathlib import Path
@@ -59,9 +61,11 @@ CREATE INDEX IF NOT EXISTS revisit_url ON revisit(url, fetched);
 """
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: Path, threads: bool = False) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), WAL. ``threads``: usable
+    from any thread (its store then serialises calls with a lock of its own)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+    conn = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=not threads)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     return conn
@@ -153,19 +157,35 @@ def _urd(xml: str, next_due: int) -> Urd:
     return urd if urd.next_due == next_due else replace(urd, due_at=next_due)
 
 
+def _serialised(method: Callable[..., Any]) -> Callable[..., Any]:
+    """One call at a time on the store's connection, from whichever thread."""
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return call
+
+
 class SqliteMetaInfoStore(MetaInfoStore):
+    """The embedded meta-info store. Usable from several threads (the crawl does its store
+    work in a thread pool, off the reactor): calls are serialised by a lock."""
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.conn = connect(self.path)
+        self.lock = threading.RLock()
+        self.conn = connect(self.path, threads=True)
         columns = {row[1] for row in self.conn.execute("PRAGMA table_info(version)")}
         if columns and "header" not in columns:  # a cache written before versions kept their headers
             self.conn.execute("ALTER TABLE version ADD COLUMN header TEXT")
         self.conn.executescript(_CACHE_SCHEMA)
 
+    @_serialised
     def get(self, url: str) -> MetaInfo | None:
         row = self.conn.execute("SELECT xml FROM metainfo WHERE url = ?", (url,)).fetchone()
         return MetaInfo.from_xml(row[0]) if row else None
 
+    @_serialised
     def put(self, meta: MetaInfo, new_version: Version | None = None) -> None:
         with _Transaction(self.conn):
             self.conn.execute("INSERT OR REPLACE INTO metainfo (url, xml) VALUES (?, ?)", (meta.url, meta.to_xml()))
@@ -177,12 +197,14 @@ class SqliteMetaInfoStore(MetaInfoStore):
                     (v.url, v.number, v.digest, v.fetched, v.size, v.status, v.header),
                 )
 
+    @_serialised
     def versions(self, url: str) -> list[Version]:
         rows = self.conn.execute(
             "SELECT url, number, digest, fetched, size, status, header FROM version WHERE url = ? ORDER BY number",
             (url,))
         return [Version(*row) for row in rows]
 
+    @_serialised
     def add_revisit(self, revisit: Revisit, keep: int) -> None:
         r = revisit
         with _Transaction(self.conn):
@@ -193,14 +215,17 @@ class SqliteMetaInfoStore(MetaInfoStore):
                 "(SELECT rowid FROM revisit WHERE url = ? ORDER BY fetched DESC, rowid DESC LIMIT ?)",
                 (r.url, r.url, max(keep, 0)))
 
+    @_serialised
     def revisits(self, url: str) -> list[Revisit]:
         rows = self.conn.execute(
             "SELECT url, fetched, number, digest, header FROM revisit WHERE url = ? ORDER BY fetched, rowid", (url,))
         return [Revisit(*row) for row in rows]
 
+    @_serialised
     def urls(self) -> list[str]:
         return [url for (url,) in self.conn.execute("SELECT url FROM metainfo ORDER BY url")]
 
+    @_serialised
     def prune(self, keep: int, protected: set[str] = frozenset()) -> list[Version]:
         rows = self.conn.execute(
             "SELECT url, number, digest, fetched, size, status, header FROM ("
@@ -218,9 +243,11 @@ class SqliteMetaInfoStore(MetaInfoStore):
                               "WHERE v.url = revisit.url AND v.number = revisit.number)")
         return dropped
 
+    @_serialised
     def referenced_digests(self) -> set[str]:
         return {d for (d,) in self.conn.execute("SELECT DISTINCT digest FROM version")}
 
+    @_serialised
     def drop_version(self, expected: MetaInfo, meta: MetaInfo, version: Version) -> bool | None:
         with _Transaction(self.conn):
             row = self.conn.execute("SELECT xml FROM metainfo WHERE url = ?", (meta.url,)).fetchone()
@@ -231,6 +258,7 @@ class SqliteMetaInfoStore(MetaInfoStore):
             return self.conn.execute("SELECT 1 FROM version WHERE digest = ? LIMIT 1",
                                      (version.digest,)).fetchone() is not None
 
+    @_serialised
     def close(self) -> None:
         self.conn.close()
 

@@ -12,6 +12,11 @@ The spider (which records fetches, knowing their links) and the annotation and s
 middlewares reach it with ``crawler.get_downloader_middleware(RecrawlMiddleware).cache``
 (see :func:`object_cache`). ``WEBRACE_RECRAWL = False`` only stops the conditional GETs.
 
+The object cache's work is disk and network I/O (a body written and fsynced, a Redis round
+trip, a file read on a shared mount): it never runs on the reactor thread. This middleware
+keeps a thread pool for it (``WEBRACE_STORE_THREADS``); :meth:`RecrawlMiddleware.offload`
+(and :func:`store_io` for the spider) runs a call there and awaits it.
+
 When in doubt, fetch in full: no validators, an invalid date, a stored body that is missing
 or damaged (counted, and its validators forgotten), a ``304`` to a request that asked
 nothing (retried once unconditionally with ``Cache-Control: no-cache``).
@@ -26,11 +31,16 @@ The spider adds ``recrawl/modified`` and ``recrawl/unchanged_body``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
+from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import load_object
+from twisted.internet import threads
+from twisted.python.threadpool import ThreadPool
 
 from webrace.store.cache import ObjectCache
 
@@ -49,7 +59,18 @@ class RecrawlMiddleware:
         self.conditional = crawler.settings.getbool("WEBRACE_RECRAWL")
         self._factory = load_object(crawler.settings["WEBRACE_OBJECT_CACHE"])
         self._cache: ObjectCache | None = None
+        self._threads = max(1, crawler.settings.getint("WEBRACE_STORE_THREADS", 4))
+        self._pool: ThreadPool | None = None
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    async def offload(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` in the store's thread pool, awaited (its exception raised here)."""
+        from twisted.internet import reactor  # the one Scrapy installed (never at import time)
+
+        if self._pool is None:
+            self._pool = ThreadPool(1, self._threads, name="webrace-store")
+            self._pool.start()
+        return await maybe_deferred_to_future(threads.deferToThreadPool(reactor, self._pool, fn, *args, **kwargs))
 
     @property
     def cache(self) -> ObjectCache:
@@ -58,6 +79,9 @@ class RecrawlMiddleware:
         return self._cache
 
     def spider_closed(self) -> None:
+        if self._pool is not None:  # after the work it was given (stop() waits for it)
+            self._pool.stop()
+            self._pool = None
         if self._cache is not None:
             self._cache.close()
             self._cache = None
@@ -66,7 +90,7 @@ class RecrawlMiddleware:
     def from_crawler(cls, crawler: Crawler) -> RecrawlMiddleware:
         return cls(crawler)
 
-    def process_request(self, request: Request) -> None:
+    async def process_request(self, request: Request) -> None:
         if "webrace" not in request.meta:
             return
         # A redirect copies the original request's headers: its validators are not ours.
@@ -76,17 +100,14 @@ class RecrawlMiddleware:
         request.meta.pop(LOOKED_UP, None)
         if not self.conditional or request.meta.get(UNCONDITIONAL):
             return
-        cache = self.cache
-        meta = cache.lookup(request.url)
+        meta, problem = await self.offload(self._look_up, request.url)
         request.meta[LOOKED_UP] = {"url": request.url, "meta": meta}
         if meta is None:
             self.stats.inc_value("recrawl/first_fetch")
             return
-        problem = cache.check(meta)
         if problem:
             self.stats.inc_value(f"recrawl/object_{problem}")
             logger.warning("Stored body of %s is %s: fetching it in full", request.url, problem)
-            cache.forget_validators(meta)
             return
         if not (200 <= meta.status < 300 and meta.digest and meta.validators):
             self.stats.inc_value("recrawl/no_validators")
@@ -97,6 +118,16 @@ class RecrawlMiddleware:
             request.headers[b"If-Modified-Since"] = meta.lastmodified
         request.meta[CONDITIONAL] = {"url": request.url, "meta": meta}
         self.stats.inc_value("recrawl/conditional")
+
+    def _look_up(self, url: str) -> tuple[Any, str | None]:
+        """The URL's meta-info and what is wrong with its stored body (store thread); a
+        damaged or missing body's validators are forgotten, so the request is unconditional."""
+        cache = self.cache
+        meta = cache.lookup(url)
+        problem = cache.check(meta) if meta is not None else None
+        if problem:
+            cache.forget_validators(meta)
+        return meta, problem
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
         if "webrace" not in request.meta:
@@ -127,3 +158,8 @@ class RecrawlMiddleware:
 def object_cache(crawler: Crawler) -> ObjectCache:
     """The crawl's object cache, from its owner (the crawl must have started)."""
     return crawler.get_downloader_middleware(RecrawlMiddleware).cache
+
+
+def store_io(crawler: Crawler) -> Callable[..., Any]:
+    """The crawl's way to run object-cache work off the reactor: ``await store_io(c)(fn, *args)``."""
+    return crawler.get_downloader_middleware(RecrawlMiddleware).offload

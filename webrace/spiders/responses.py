@@ -6,7 +6,7 @@ fills them in when it releases the item); the rules run over it. Used by the URD
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import Any
@@ -39,13 +39,14 @@ logger = logging.getLogger(__name__)
 
 class PageRecorder:
     def __init__(self, cache: ObjectCache, extractor: UrlExtractor, stats: object,
-                 discover: Callable[[str], bool]) -> None:
+                 discover: Callable[[str], bool], offload: Callable[..., Awaitable[Any]] | None = None) -> None:
         self.cache = cache
         self.extractor = extractor
         self.stats = stats
         self.discover = discover  # counts a URL the first time the crawl sees it
+        self.offload = offload or _inline  # runs the object cache's I/O off the reactor (store_io)
 
-    def fetched(self, node: Node, response: Response) -> Page:
+    async def fetched(self, node: Node, response: Response) -> Page:
         """A full response: extract its links (into ``node.links``), store it, describe it."""
         status = response.status
         if status >= 400:
@@ -55,8 +56,8 @@ class PageRecorder:
         else:
             node.links = self._extract(response)
         looked_up = response.request.meta.get(LOOKED_UP)
-        recorded = self.cache.record_fetch(
-            response.url, status, response.body,
+        recorded = await self.offload(
+            self.cache.record_fetch, response.url, status, response.body,
             fetched=now_millis(), header=_header_text(response), links=node.links,
             ip=str(response.ip_address) if response.ip_address else None,
             etag=_header(response, b"ETag"), lastmodified=_header(response, b"Last-Modified"),
@@ -67,16 +68,16 @@ class PageRecorder:
         return _page(node, response.url, status, media_type(response.headers.get(b"Content-Type")),
                      len(response.body), recorded.meta, recorded.version, recorded.new_version, False)
 
-    def not_modified(self, node: Node, response: Response) -> Page | None:
+    async def not_modified(self, node: Node, response: Response) -> Page | None:
         """A 304: answered from the meta-info store, its stored links followed (seed 003
         section 5.1); the body is neither downloaded nor parsed. None: a 304 nobody asked for."""
         conditional = response.request.meta.get(CONDITIONAL)
         if not conditional or conditional["url"] != response.url:
             self._inc("failed/unexpected_304")
             return None
-        meta = self.cache.record_not_modified(
-            conditional["meta"], now_millis(), _header(response, b"ETag"), _header(response, b"Last-Modified"),
-            header=_header_text(response))
+        meta = await self.offload(
+            self.cache.record_not_modified, conditional["meta"], now_millis(), _header(response, b"ETag"),
+            _header(response, b"Last-Modified"), header=_header_text(response))
         node.links = list(meta.links)
         for url in node.links:  # the stored links were found on the page too
             self.discover(url)
@@ -134,6 +135,10 @@ async def run_rules(scout: Any, response: Response, item: Page, cache: ObjectCac
             return None
 
     return await scout.process(response.url, stored, meta.headers(), meta.status, meta.version)
+
+
+async def _inline(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return fn(*args, **kwargs)
 
 
 class CrawlStats:

@@ -30,7 +30,7 @@ from webrace.backends import distributed, open_round_engine
 from webrace.extractor import UrlExtractor
 from webrace.items import Page
 from webrace.middlewares.exclusion import IGNORED
-from webrace.middlewares.recrawl import UNCONDITIONAL, object_cache
+from webrace.middlewares.recrawl import UNCONDITIONAL, object_cache, store_io
 from webrace.records.rounds import DONE, FAILED, Node
 from webrace.rounds.engine import Round, Step
 from webrace.scout.crawl import CrawlRules
@@ -86,7 +86,8 @@ class UrdSpider(scrapy.Spider):
     def on_opened(self, spider: scrapy.Spider) -> None:
         if spider is self:
             self.cache = object_cache(self.crawler)  # owned by the recrawl middleware
-            self.recorder = PageRecorder(self.cache, self.extractor, CrawlStats(self.crawler), self.engine.discover)
+            self.recorder = PageRecorder(self.cache, self.extractor, CrawlStats(self.crawler), self.engine.discover,
+                                         store_io(self.crawler))
 
     def serve_probes(self) -> None:
         """IPMicra without a latency table: answer other workers' probe requests every
@@ -176,7 +177,10 @@ class UrdSpider(scrapy.Spider):
             return
         recorder = self.recorder
         try:
-            item = recorder.not_modified(node, response) if response.status == 304 else recorder.fetched(node, response)
+            if response.status == 304:
+                item = await recorder.not_modified(node, response)
+            else:
+                item = await recorder.fetched(node, response)
         except ObjectStoreUnwritable as exc:  # full, read-only, gone: the crawl cannot keep what it fetches
             logger.error("%s: the crawl stops (%s not recorded)", exc, response.url)
             self.crawler.stats.set_value("webrace/store_unwritable", str(exc))

@@ -83,16 +83,18 @@ class CompressedObjects:
         """The stored (compressed) bytes; raises ObjectMissing."""
         raise NotImplementedError
 
-    def _write(self, digest: str, data: bytes, replace: bool) -> bool:
-        """Store ``data`` atomically; False when it was there already (and not replaced)."""
+    def _write(self, digest: str, data: bytes, replace: bool, durable: bool = True) -> bool:
+        """Store ``data`` atomically; False when it was there already (and not replaced).
+        ``durable=False``: no fsync (what a crash loses is noticed and made again)."""
         raise NotImplementedError
 
     def put(self, body: bytes, digest: str | None = None, repair: bool = False,
-            xml: bool = False) -> tuple[str, bool, int]:
+            xml: bool = False, durable: bool = True) -> tuple[str, bool, int]:
         """Store ``body``; return its digest, whether it was written, and the CRC-32 of the
         stored bytes (for :meth:`intact`). With ``repair``, a stored copy that does not read
         back correctly is replaced. ``xml``: the body has an XML media type (XPack-encoded
-        when the store says so and it is well-formed)."""
+        when the store says so and it is well-formed). ``durable=False`` skips the fsyncs,
+        for objects whose loss is noticed and repaired (the meta-info's side objects)."""
         digest = digest or digest_of(body)
         present = self._claim(digest)
         replace = repair and present and not self._readable(digest)
@@ -108,7 +110,7 @@ class CompressedObjects:
                 data = None  # not well-formed: kept byte for byte, zlib-compressed
         if data is None:
             data = zlib.compress(body, self.level)
-        written = self._write(digest, data, replace)
+        written = self._write(digest, data, replace, durable)
         return digest, written, zlib.crc32(data) if written else self.checksum(digest)
 
     def get(self, digest: str) -> bytes:
@@ -244,7 +246,7 @@ class ObjectStore(CompressedObjects):
         except FileNotFoundError:
             raise ObjectMissing(digest) from None
 
-    def _write(self, digest: str, data: bytes, replace: bool) -> bool:
+    def _write(self, digest: str, data: bytes, replace: bool, durable: bool = True) -> bool:
         path = self.path(digest)
         tmp_name = None
         try:
@@ -253,7 +255,8 @@ class ObjectStore(CompressedObjects):
             with os.fdopen(fd, "wb") as tmp:
                 tmp.write(data)
                 tmp.flush()
-                os.fsync(tmp.fileno())
+                if durable:
+                    os.fsync(tmp.fileno())
             if replace:
                 os.replace(tmp_name, path)
                 tmp_name = None
@@ -264,7 +267,8 @@ class ObjectStore(CompressedObjects):
                     written = True
                 except FileExistsError:
                     written = False
-            _fsync_dir(path.parent)
+            if durable:
+                _fsync_dir(path.parent)
         except OSError as exc:
             raise ObjectStoreUnwritable(_unwritable(self.root, exc)) from None
         finally:
