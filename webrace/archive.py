@@ -48,7 +48,7 @@ from webrace.conf import conf_list
 from webrace.distributed.delegation import worker_id
 from webrace.extractor import UrlExtractor
 from webrace.middlewares.recrawl import CONDITIONAL
-from webrace.spiders.responses import _header_text, _is_binary
+from webrace.spiders.responses import header_text, is_binary
 from webrace.store.warc import (
     SERVER_NOT_MODIFIED,
     Capture,
@@ -89,10 +89,10 @@ class CrawlView:
         verdict = self.media_types.judge((headers.get(b"Content-Type") or b"").decode("latin-1"), url)
         if verdict == REFUSE or (verdict == SNIFF and looks_binary(body)):
             return "mime"
-        return Capture(_header_text(response), self.links(response))
+        return Capture(header_text(response), self.links(response))
 
     def links(self, response: Response) -> list[str]:
-        if response.status >= 400 or _is_binary(response) or not isinstance(response, HtmlResponse):
+        if response.status >= 400 or is_binary(response) or not isinstance(response, HtmlResponse):
             return []
         try:
             return self.extractor.extract(response.selector, get_base_url(response)).links
@@ -176,7 +176,7 @@ def exchange_records(request: Request, response: Response) -> list[tuple[str, st
     """The records of one exchange: a revisit (for an expected 304) or a response, then the
     request that was sent, pointing at it with ``WARC-Concurrent-To``."""
     url, date = response.url, warc_date(int(datetime.now(UTC).timestamp() * 1000))
-    status_line, fields = split_header(_header_text(response))
+    status_line, fields = split_header(header_text(response))
     status = status_line.partition(" ")[2]
     main_id = _record_id()
     conditional = request.meta.get(CONDITIONAL)

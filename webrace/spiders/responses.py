@@ -51,14 +51,14 @@ class PageRecorder:
         status = response.status
         if status >= 400:
             self._inc(f"failed/http_{status}")
-        elif _is_binary(response) or not isinstance(response, HtmlResponse):
+        elif is_binary(response) or not isinstance(response, HtmlResponse):
             self._inc("not_html")
         else:
             node.links = self._extract(response)
         looked_up = response.request.meta.get(LOOKED_UP)
         recorded = await self.offload(
             self.cache.record_fetch, response.url, status, response.body,
-            fetched=now_millis(), header=_header_text(response), links=node.links,
+            fetched=now_millis(), header=header_text(response), links=node.links,
             ip=str(response.ip_address) if response.ip_address else None,
             etag=_header(response, b"ETag"), lastmodified=_header(response, b"Last-Modified"),
             previous=looked_up["meta"] if looked_up and looked_up["url"] == response.url else ...,
@@ -77,7 +77,7 @@ class PageRecorder:
             return None
         meta = await self.offload(
             self.cache.record_not_modified, conditional["meta"], now_millis(), _header(response, b"ETag"),
-            _header(response, b"Last-Modified"), header=_header_text(response))
+            _header(response, b"Last-Modified"), header=header_text(response))
         node.links = list(meta.links)
         for url in node.links:  # the stored links were found on the page too
             self.discover(url)
@@ -183,7 +183,7 @@ def _header(response: Response, name: bytes) -> str | None:
     return value.decode("latin-1") if value else None
 
 
-def _header_text(response: Response) -> str:
+def header_text(response: Response) -> str:
     """The response's status line and headers, as the seed's meta-info keeps them."""
     try:
         reason = HTTPStatus(response.status).phrase
@@ -193,7 +193,7 @@ def _header_text(response: Response) -> str:
     return f"HTTP/1.1 {response.status} {reason}\n{headers}".rstrip()
 
 
-def _is_binary(response: Response) -> bool:
+def is_binary(response: Response) -> bool:
     """A body that is not text whatever its headers say (NUL bytes near the start)."""
     return not isinstance(response, TextResponse) or b"\x00" in response.body[:2048]
 
