@@ -828,3 +828,53 @@ def test_simulated_worlds_have_the_shape_asked_for(world):
     assert any(s.network.prefixlen == 8 for s in hierarchy) == world.top_blocks
     org_depth = max(hierarchy.depth(hierarchy.smallest(D.target_ip(url))) for url in sim.urls)
     assert org_depth >= world.depth + (2 if world.top_blocks else 0)
+
+
+def test_crawlers_spread_over_the_countries_are_in_countries_of_their_own():
+    sim = D.simulate(16, 50, seed=5, world=D.World(regions=4, countries=4, orgs=120, spread=True))
+    hierarchy = sim.hierarchy()
+    countries = [hierarchy.smallest(c.ip).cc for c in sim.crawlers]
+    assert len(set(countries)) == 16
+
+
+def test_routes_between_countries_can_be_asymmetric_and_slow_inside_a_region():
+    from webrace.delegation.simulator import Place, _Links
+
+    here, there, abroad = Place(0, "a", (0.0, 0.0), (0, 0)), Place(0, "b", (0.0, 0.0), (0, 1)), \
+        Place(1, "c", (0.0, 0.0), (1, 0))
+    asymmetric = _Links(D.World(asymmetry=0.3), seed=1)
+    assert asymmetric.apply(here, there, 10.0) != asymmetric.apply(there, here, 10.0)
+    assert asymmetric.apply(here, there, 10.0) == asymmetric.apply(here, there, 10.0)  # one factor a pair
+    slow = _Links(D.World(slow_links=1.0), seed=1)
+    assert 40.0 <= slow.apply(here, there, 10.0) <= 90.0  # a detour inside the region
+    assert slow.apply(here, abroad, 10.0) == 10.0 and slow.apply(here, here, 10.0) == 10.0
+    assert _Links(D.World(), seed=1).apply(here, there, 10.0) == 10.0
+
+
+def test_noisy_probes_measure_the_table_with_an_error_the_table_itself_stays_the_truth():
+    quiet = D.simulate(4, 50, seed=3)
+    noisy = D.simulate(4, 50, seed=3, world=D.World(probe_noise=0.2))
+    assert noisy.latency_rows == quiet.latency_rows
+    crawler, ip, ms = noisy.latency_rows[0]
+    assert quiet.prober().probe(crawler, D.target_ip(ip)) == ms
+    readings = [noisy.prober().probe(crawler, D.target_ip(ip)) for _ in range(3)]
+    assert all(r != ms and ms / 3 < r < ms * 3 for r in readings)
+
+
+def test_a_probe_budget_raises_the_price_of_probes_once_spent_and_not_before():
+    sim = D.simulate(12, 400, seed=11, world=D.World(regions=5, orgs=400, zipf=0.0))
+    free = D.run_simulation(sim, probe_budget=None)
+    paced = D.run_simulation(sim, probe_budget=0.3, probe_credit=2.0)
+    assert paced["probes_per_url"] < free["probes_per_url"]
+    assert paced["over_capacity"] == 0 and sorted(paced["assignment"]) == sorted(sim.urls)
+    delegator = D.Delegator(sim.hierarchy(), sim.prober(), probe_budget=0.3, probe_credit=2.0)
+    for crawler in sim.crawlers:
+        delegator.register(crawler)
+    assert delegator.policy.price() == 1.0  # nothing spent yet
+    spent = sum(delegator.delegate(url).probes for url in sim.urls)
+    assert spent > 0.3 * 400 + 2.0 * 12 and delegator.policy.overspent > 0 and delegator.policy.price() > 1.0
+
+
+def test_a_negative_probe_budget_is_refused():
+    with pytest.raises(D.DelegationError, match="probe_budget"):
+        D.Delegator(D.Hierarchy(), D.TableProber(), probe_budget=-1)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import redis
 from conftest import Project, urd
 from scrapy.settings import Settings
 from test_distributed import finish, schedule, start_worker
 
+from webrace.delegation import Crawler, target_ip
 from webrace.distributed.delegation import RedisDelegation
 from webrace.distributed.registry import RoundRegistry
 
@@ -25,9 +27,9 @@ HOSTS = {"cy.test": "194.42.1.5", "gr.test": "195.251.9.9", "cy2.test": "194.42.
 WORKERS = {"cy": "194.42.0.10", "gr": "195.251.1.10"}
 
 
-def delegation_settings(tmp_path, worker: str, url: str, prefix: str) -> dict:
-    (tmp_path / "ripe.txt").write_text(RIR)
-    (tmp_path / "latency.csv").write_text(LATENCY)
+def delegation_settings(tmp_path, worker: str, url: str, prefix: str, rir: str = RIR, latency: str = LATENCY) -> dict:
+    (tmp_path / "ripe.txt").write_text(rir)
+    (tmp_path / "latency.csv").write_text(latency)
     return {"REDIS_URL": url, "WEBRACE_REDIS_PREFIX": prefix, "WEBRACE_DELEGATION": True,
             "WEBRACE_OBJECTS_DIR": str(tmp_path / "shared-objects"),
             "WEBRACE_WORKER_ID": worker, "WEBRACE_WORKER_IP": WORKERS[worker],
@@ -35,9 +37,9 @@ def delegation_settings(tmp_path, worker: str, url: str, prefix: str) -> dict:
             "WEBRACE_DELEGATION_LATENCY": str(tmp_path / "latency.csv"), "WEBRACE_DELEGATION_HOSTS": HOSTS}
 
 
-def delegation(tmp_path, worker: str, url: str, prefix: str) -> RedisDelegation:
+def delegation(tmp_path, worker: str, url: str, prefix: str, **files: str) -> RedisDelegation:
     settings = Settings({"WEBRACE_LEASE_TIMEOUT": 300.0, "WEBRACE_DELEGATION_THRESHOLD_MS": 50.0,
-                         **delegation_settings(tmp_path, worker, url, prefix)})
+                         **delegation_settings(tmp_path, worker, url, prefix, **files)})
     found = RedisDelegation(redis.Redis.from_url(url), prefix, settings)
     found.register()
     return found
@@ -130,3 +132,43 @@ def test_workers_measure_for_each_other_when_asked_through_redis(tmp_path, redis
         assert cy.ask([("127.0.0.1", port)]) == []  # already measured: nobody asked again
     finally:
         listener.close()
+
+
+def sharing(tmp_path, worker: str, url: str, prefix: str) -> RedisDelegation:
+    """A worker over the test's RIR file and table, with a third block of org-ucy (194.42.32.0/20)."""
+    return delegation(tmp_path, worker, url, prefix,
+                      rir=RIR + "ripencc|CY|ipv4|194.42.32.0|4096|20000101|allocated|org-ucy\n",
+                      latency=LATENCY + "cy,194.42.33.1,5\ngr,194.42.33.1,42\n")
+
+
+def test_a_probe_one_worker_paid_for_serves_the_other_workers_decisions(tmp_path, redis_url, redis_prefix):
+    cy, gr = sharing(tmp_path, "cy", redis_url, redis_prefix), sharing(tmp_path, "gr", redis_url, redis_prefix)
+    assert cy.route(["http://cy2.test/c"]) == ["cy"]
+    paid = cy.delegator.stats["delegation/probes"]
+    assert paid > 0  # nothing was known of org-ucy's second block: cy's coordinator probed
+    gr.route(["http://gr.test/b"])  # gr reads what cy paid for before it decides
+    assert gr.shared.learned == paid and gr.shared.skipped == 0
+    ucy = target_ip("194.42.16.7")
+    assert {c: gr.delegator.knowledge.estimate(c, ucy).ms for c in ("cy", "gr")} == \
+        {c: cy.delegator.knowledge.estimate(c, ucy).ms for c in ("cy", "gr")}
+    # the organisation's third block, new to both: gr decides it from cy's probes, where a
+    # worker that shares nothing (a prefix of its own) has to probe
+    before = gr.delegator.stats["delegation/probes"]
+    assert gr.route(["http://194.42.33.1/d"]) == ["cy"]
+    assert gr.delegator.stats["delegation/probes"] == before
+    alone = sharing(tmp_path, "gr", redis_url, f"{redis_prefix}alone:")
+    alone.delegator.register(Crawler("cy", WORKERS["cy"]))
+    assert alone.route(["http://194.42.33.1/d"]) == ["cy"] and alone.delegator.stats["delegation/probes"] > 0
+
+
+def test_malformed_shared_probe_results_are_counted_and_skipped(tmp_path, redis_url, redis_prefix):
+    cy = delegation(tmp_path, "cy", redis_url, redis_prefix)
+    client = redis.Redis.from_url(redis_url)
+    key = f"{redis_prefix}delegation:knowledge"
+    client.xadd(key, {"by": "gr", "crawler": "gr", "ip": "not-an-ip", "ms": "3"})
+    client.xadd(key, {"by": "gr", "crawler": "gr", "ip": "194.42.1.5", "ms": "nan"})
+    client.xadd(key, {"by": "gr", "ip": "194.42.1.5", "ms": "3"})
+    client.xadd(key, {"by": "gr", "crawler": "gr", "ip": "194.42.1.5", "ms": "40"})
+    assert cy.shared.pull() == 1 and cy.shared.skipped == 3
+    assert cy.delegator.knowledge.estimate("gr", target_ip("194.42.1.5")).ms == pytest.approx(40)
+    assert cy.shared.pull() == 0  # read once

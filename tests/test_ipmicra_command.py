@@ -89,3 +89,13 @@ def test_delegate_keeps_probes_as_knowledge_and_runs_the_seeds_search_on_request
         probes[strategy] = [line["probes"] for line in lines]
     assert probes["knowledge"] == [2, 0]  # the organisation's kept probes decide its third block
     assert probes["search"][1] >= 1  # the seed's search probes the organisation's crawler again
+
+
+def test_a_probe_budget_is_taken_and_a_negative_one_refused_before_any_output(project):
+    write_inputs(project)
+    done = delegate(project, "--probe-budget", "-2")
+    assert done.returncode != 0 and "--probe-budget" in done.stderr and "Traceback" not in done.stderr
+    assert not (project.root / "out.jsonl").exists()
+    done = delegate(project, "--probe-budget", "0", "--probe-credit", "0")
+    assert done.returncode == 0, done.stderr
+    assert len((project.root / "out.jsonl").read_text().splitlines()) == 4

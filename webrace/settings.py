@@ -87,6 +87,10 @@ WEBRACE_OBJECT_STORE = "webrace.store.objects.ObjectStore"
 WEBRACE_OBJECTS_DIR = os.environ.get("WEBRACE_OBJECTS_DIR") or None
 # 304 answers remembered per URL (for WARC revisit records), newest first; 0 = none.
 WEBRACE_STORE_REVISITS = 50
+# fsync each stored body before it gets its name (its bytes are on disk before anything points to
+# them); False: faster, and a power failure may leave damaged bodies, found by the crawl's check
+# and fetched again.
+WEBRACE_STORE_FSYNC = True
 # Threads doing the object cache's I/O during a crawl (bodies written and fsynced, Redis round
 # trips, reads on a shared mount), so that none of it blocks the reactor.
 WEBRACE_STORE_THREADS = 4

@@ -11,7 +11,9 @@ delegates every URL (one per line, host an IP literal) in order, probing through
 latency table (CSV ``crawler,ip,ms``: probing crawler c for a URL costs one probe and reads
 the row of c and the URL's IP). ``--strategy knowledge`` (the default) keeps every probe as
 knowledge and probes only where it cannot decide (``--regret``: the share of a page's latency
-a choice may lose rather than probe); ``--strategy search`` is the seed's bottom-up search
+a choice may lose rather than probe; ``--probe-budget``: the probes a URL it aims to spend,
+after ``--probe-credit`` probes a crawler, beyond which a probe must be worth more; ``-1``: no
+budget); ``--strategy search`` is the seed's bottom-up search
 (``--threshold-ms``, ``--lookahead``). ``OUT.jsonl`` gets one line per URL, ``{"url", "ip",
 "crawler", "probes"}``, in input order; a line that is not such a URL is skipped and
 counted; a summary goes to stderr. Any error in the inputs: a message naming the file and
@@ -77,6 +79,12 @@ class Command(ScrapyCommand):
         parser.add_argument("--regret", type=float, default=0.003,
                             help="knowledge: share of a page's latency a choice may lose rather than probe "
                                  "(default 0.003)")
+        parser.add_argument("--probe-budget", type=float, default=0.7,
+                            help="knowledge: probes a URL the run aims to spend, beyond which a probe must be "
+                                 "worth more (default 0.7; -1: no budget)")
+        parser.add_argument("--probe-credit", type=float, default=20.0,
+                            help="knowledge: probes a crawler for learning where the crawlers are, before the "
+                                 "budget counts (default 20)")
         parser.add_argument("--threshold-ms", type=float, default=50.0, help="search: probing threshold (default 50)")
         parser.add_argument("--lookahead", type=int, default=1,
                             help="search: levels looked at past the first probe under the threshold "
@@ -88,6 +96,10 @@ class Command(ScrapyCommand):
         if len(args) != 1 or args[0] not in ("delegate", "simulate"):
             raise UsageError("expected `delegate` or `simulate`")
         lookahead = None if opts.lookahead < 0 else opts.lookahead
+        if not (opts.regret >= 0 and opts.probe_credit >= 0 and (opts.probe_budget >= 0 or opts.probe_budget == -1)):
+            raise UsageError("--regret and --probe-credit must be 0 or more, --probe-budget 0 or more (-1: no budget)")
+        self.budget = {"regret": opts.regret, "probe_budget": None if opts.probe_budget == -1 else opts.probe_budget,
+                       "probe_credit": opts.probe_credit}
         try:
             if args[0] == "delegate":
                 self.delegate(opts, lookahead)
@@ -128,7 +140,7 @@ class Command(ScrapyCommand):
                     except ValueError as exc:
                         raise InputError(f"{opts.subnets}:{number}: {exc}") from None
         delegator = Delegator(hierarchy, TableProber(read_latency(opts.latency)), threshold_ms=opts.threshold_ms,
-                              lookahead=lookahead, strategy=opts.strategy, regret=opts.regret)
+                              lookahead=lookahead, strategy=opts.strategy, **self.budget)
         for crawler in read_crawlers(opts.crawlers):
             delegator.register(crawler)
         lines, skipped, reasons, probes = [], [], Counter(), 0
@@ -172,7 +184,7 @@ class Command(ScrapyCommand):
         rows = {"random": run_random(sim, opts.seed), "probe every crawler": run_probe_all(sim),
                 f"IPMicra {opts.threshold_ms:g} ms, the seed's search": run_simulation(
                     sim, threshold_ms=opts.threshold_ms, lookahead=lookahead, strategy="search"),
-                "IPMicra, kept knowledge": run_simulation(sim, regret=opts.regret)}
+                "IPMicra, kept knowledge": run_simulation(sim, **self.budget)}
         base, downloads = rows["random"]["crawl_time_ms"], rows["random"]["download_ms"]
         print(f"{crawlers} crawlers, {urls} URLs, world seed {opts.seed}")
         print(f"  {'method':<36} {'nearest':>8} {'probes/URL':>10} {'last 10%':>8} {'crawl s':>9} {'/random':>8} "

@@ -73,6 +73,17 @@ CAUTION = 1.0  # a page is moved by the latency it would have one deviation abov
 # the bench's range worlds (tight capacity: 1.39 -> 0.80 probes per URL in the last 10%, the
 # latency unchanged), checked on held-out draws it was not chosen on.
 CROWDED = 3.0
+# The price of a probe: ``regret`` while the run has spent no more than its budget (the
+# delegator's ``probe_budget`` probes a URL, and ``probe_credit`` probes a crawler for
+# learning where the crawlers are: probes early are an investment, a run that saves them
+# then pays for it later, with more probes and more latency); every PRICE_SCALE probes over
+# it multiply the price by e, up to MAX_PRICE times ``regret`` (over that, the latency lost
+# costs more than the probes saved: at 50, a world lost a fifth of its latency). A budget,
+# not a threshold, is what a run can promise: where every URL is in a new organisation and
+# many crawlers are near-tied, the regret of a choice stays over any fixed threshold, and so
+# would the probes.
+PRICE_SCALE = 50.0
+MAX_PRICE = 10.0
 REFRESH = 100  # pages placed (at least, and a tenth of all) between two estimations of the rows that may move
 
 
@@ -89,6 +100,8 @@ class KnowledgePolicy:
         self.ips: dict[str, IPAddress] = {}
         self.stale = 0  # pages placed since the rows were last estimated again
         self.pages: dict[tuple, int] = {}  # organisation (or subnet) -> pages delegated in it
+        self.urls = 0  # URLs decided
+        self.spent = 0  # probes sent for them
 
     def delegate(self, key: str, ip: IPAddress, subnet: Subnet | None) -> Decision:
         d = self.d
@@ -96,10 +109,12 @@ class KnowledgePolicy:
         session = Session(d.prober, ip, self.knowledge)
         anchor = self.knowledge.anchor(ip)
         self.pages[anchor] = self.pages.get(anchor, 0) + 1
+        self.urls += 1
         if owner is not None and d._room(owner, 1):
             return self._place(key, ip, subnet, owner, session, DELEGATED)
         room, via, cancelled = self.room()
         chosen, estimates = self.choose(ip, session, room)
+        self.spent += len(session.results)
         nearest = owner or min(((e.ms, n, c) for n, (c, e) in enumerate(estimates.items()) if e.known),
                                default=(0, 0, chosen))[2]
         if subnet is not None and owner is None:
@@ -111,6 +126,19 @@ class KnowledgePolicy:
 
     def probe_results(self, subnet: Subnet) -> dict[str, float]:
         return self.knowledge.measured(subnet)
+
+    def price(self) -> float:
+        """What a probe must be worth, as a multiple of the delegator's ``regret``: 1 while the
+        run has spent within its budget, e to the power of every PRICE_SCALE probes over it."""
+        return min(MAX_PRICE, math.exp(min(50.0, max(0.0, self.overspent) / PRICE_SCALE)))
+
+    @property
+    def overspent(self) -> float:
+        """Probes spent over the budget (negative: under it)."""
+        d = self.d
+        if d.probe_budget is None:
+            return -math.inf
+        return self.spent - d.probe_budget * self.urls - d.probe_credit * len(d.crawlers)
 
     # -- choosing -------------------------------------------------------------------------
 
@@ -126,7 +154,8 @@ class KnowledgePolicy:
         if not candidates:
             raise CapacityError(self.d._full_message())
         trusted = None  # the first choice, when its probe was a surprise
-        threshold = self.d.regret * (CROWDED if any(room[c] > 0 for c in candidates) else 1.0)
+        # a full crawler and an overspent budget are two reasons for a higher bar, not one on the other
+        threshold = self.d.regret * max(self.price(), CROWDED if any(room[c] > 0 for c in candidates) else 1.0)
         while True:
             best = self._cheapest(candidates, room)
             regrets = {c: regret * (1 if candidates[c].near else pages)

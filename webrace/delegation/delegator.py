@@ -69,15 +69,22 @@ class Delegator:
 
     ``regret`` (knowledge): the expected share of a page's latency a choice may lose rather
     than probe (0.003: three tenths of a percent).
+    ``probe_budget``, ``probe_credit`` (knowledge): the probes a URL the run aims to spend, after
+    ``probe_credit`` probes a crawler for learning where the crawlers are; spent beyond them, a
+    probe must be worth more than ``regret`` (:meth:`KnowledgePolicy.price`). ``None``: no budget.
     ``threshold_ms``, ``lookahead``, ``variance_ms``: the search strategy's.
     ``clock``: the time measurements are stamped with (seconds; default ``time.time``)."""
 
     def __init__(self, hierarchy: Hierarchy, prober: Prober, threshold_ms: float = 50.0, variance_ms: float = 25.0,
                  slow_after: int = 2, slow_factor: float = 2.0, slow_ms: float | None = None,
                  lookahead: int | None = 1, strategy: str = KNOWLEDGE, regret: float = 0.003,
-                 clock: Callable[[], float] | None = None) -> None:
+                 clock: Callable[[], float] | None = None, probe_budget: float | None = 0.7,
+                 probe_credit: float = 20.0) -> None:
         if slow_after < 1:
             raise DelegationError(f"slow_after={slow_after}: re-delegation needs at least one slow fetch")
+        if (probe_budget is not None and not probe_budget >= 0) or not probe_credit >= 0:
+            raise DelegationError(f"probe_budget={probe_budget}, probe_credit={probe_credit}: "
+                                  "probes cannot be fewer than none")
         if strategy not in STRATEGIES:
             raise DelegationError(f"strategy {strategy!r} is none of {', '.join(STRATEGIES)}")
         self.hierarchy = hierarchy
@@ -90,6 +97,8 @@ class Delegator:
         self.slow_ms = slow_ms
         self.strategy = strategy
         self.regret = regret
+        self.probe_budget = probe_budget
+        self.probe_credit = probe_credit
         self.knowledge = Knowledge(hierarchy, clock)
         self.crawlers: dict[str, Crawler] = {}
         self.stats: Counter[str] = Counter()

@@ -30,6 +30,17 @@ topological distance (organisation, region) and geographic distance. The table h
 per (crawler, URL IP); probes read it exactly, so the nearest crawler of an IP is the one with
 the smallest latency in the table.
 
+Worlds where latency is not a function of geography alone (all off by default): ``asymmetry``,
+the sigma of a log-normal factor per ordered pair of countries (the crawler's, the target's;
+drawn for A -> B and B -> A apart: routes are asymmetric, peering deals are not geography);
+``slow_links``, the share of ordered pairs of countries of one region whose traffic takes a
+detour (30 to 80 ms more: a slow link inside a region); ``probe_noise``, the sigma of a
+log-normal error on every probe (the table stays the truth a delegation is judged by: a probe
+is one noisy measurement of it). ``spread`` places crawlers in countries of their own (no two
+in one country while a country of their region has none), so every crawler is the nearest
+for a few countries only and must be learnt country by country. These draws come from a
+stream of their own: a world without them is the same as before they existed.
+
 Download time (the second crawl-time model, beside "latency stands for download time"): a
 32 KB page over TCP as the short-flow models have it (Cardwell, Savage and Anderson): one
 round trip for the handshake, then slow start from an initial window of 2 segments of
@@ -103,6 +114,10 @@ class World:
     path_noise: float = 0.15
     host_noise: float = 0.05
     crowded: float = 0.0  # share of the crawlers placed in one region
+    spread: bool = False  # crawlers in countries of their own
+    asymmetry: float = 0.0  # sigma of a log-normal factor per ordered (crawler's, target's) pair of countries
+    slow_links: float = 0.0  # share of ordered pairs of countries of one region with a slow route between them
+    probe_noise: float = 0.0  # sigma of a log-normal error on every probe
 
     def with_(self, **changes: object) -> World:
         return replace(self, **changes)
@@ -111,7 +126,8 @@ class World:
         default = World()
         parts = [f"{self.orgs} orgs", f"{self.regions} regions", f"depth {self.depth}"]
         for name in ("countries", "children", "non_cidr", "top_blocks", "second_block", "anomalous", "zipf",
-                     "pages_per_host", "ipv6", "path_noise", "host_noise", "crowded"):
+                     "pages_per_host", "ipv6", "path_noise", "host_noise", "crowded", "spread", "asymmetry",
+                     "slow_links", "probe_noise"):
             value = getattr(self, name)
             if value != getattr(default, name):
                 parts.append(f"{name} {value:g}" if isinstance(value, float) else f"{name} {value}")
@@ -123,6 +139,7 @@ class Place:
     region: int
     org: str
     xy: tuple[float, float]
+    country: object = None  # (registry index, country index) where it really is; None: unknown
 
 
 @dataclass
@@ -133,6 +150,8 @@ class Organisation:
     xy: tuple[float, float]
     leaves4: list[ipaddress.IPv4Network] = field(default_factory=list)
     leaves6: list[ipaddress.IPv6Network] = field(default_factory=list)
+    place: object = None  # (registry index, country index) where it really is
+    home: int = 0  # the registry it is in (``region`` is where it is hosted)
 
 
 @dataclass
@@ -168,6 +187,12 @@ class Simulation:
             self._hierarchy.add_rir(self.rir_lines)
         return self._hierarchy
 
+    def prober(self) -> TableProber:
+        """What probes read: the table, or the table with the world's ``probe_noise``."""
+        if self.world.probe_noise > 0:
+            return NoisyProber(self.latency_rows, self.world.probe_noise, self.seed)
+        return TableProber(self.latency_rows)
+
     def latency(self) -> dict[tuple[str, str], float]:
         return {(crawler_id, ip): ms for crawler_id, ip, ms in self.latency_rows}
 
@@ -198,11 +223,13 @@ def simulate(crawlers: int, urls: int, seed: int, capacity: int | None = None,
     crawler_list, places = _crawlers(rng, world, orgs, crawlers, capacity)
     url_list, url_places = _urls(rng, world, orgs, urls)
     rows, optimal, paths = [], {}, {}
+    links = _Links(world, seed)
     for ip, place in url_places.items():
         best = None
         for crawler in crawler_list:
             path = paths.setdefault((crawler.id, place.org), rng.lognormvariate(0, world.path_noise))
-            ms = round(_latency(places[crawler.id], place) * path * rng.lognormvariate(0, world.host_noise), 3)
+            ms = _latency(places[crawler.id], place) * path * rng.lognormvariate(0, world.host_noise)
+            ms = round(links.apply(places[crawler.id], place, ms), 3)
             rows.append((crawler.id, ip, ms))
             if best is None or ms < best[0]:
                 best = (ms, crawler.id)
@@ -252,8 +279,10 @@ def _topology(rng: random.Random, world: World, regions: list[Region], lines: li
                 continue
             c = home % world.countries
             org = Organisation(f"{region.registry}-org-{_cc(region, c)}-{k}", r, c, _around(rng, centres[c], 300))
+            org.place, org.home = (r, c), r
             if rng.random() < world.anomalous:
                 org.region = rng.randrange(len(regions))
+                org.place = ("elsewhere", org.id)
                 org.xy = _around(rng, _around(rng, regions[org.region].xy, COUNTRY_SPREAD_KM), 300)
             blocks = [c]
             if world.countries > 1 and rng.random() < world.second_block:
@@ -326,15 +355,21 @@ def _crawlers(rng: random.Random, world: World, orgs: list[Organisation], count:
     rng.shuffle(regions)
     crowded = round(world.crowded * count)
     crawlers, places, used = [], {}, set()
+    countries: dict[tuple[int, int], int] = {}  # (registry, country) -> crawlers placed there
     for n in range(count):
         registry = regions[0] if n < crowded else regions[(n - crowded) % len(regions)]
         mine = [o for o in orgs if o.id.startswith(registry + "-org-")]
-        org = rng.choice([o for o in mine if o.id not in used] or mine)
+        free = [o for o in mine if o.id not in used] or mine
+        if world.spread:  # the countries of the region with the fewest crawlers
+            fewest = min(countries.get((o.home, o.country), 0) for o in free)
+            free = [o for o in free if countries.get((o.home, o.country), 0) == fewest]
+        org = rng.choice(free)
         used.add(org.id)
+        countries[org.home, org.country] = countries.get((org.home, org.country), 0) + 1
         ip = _host(rng, rng.choice(org.leaves4))
         crawler_id = f"c{n + 1:02d}"
         crawlers.append(Crawler(crawler_id, ip, capacity))
-        places[crawler_id] = Place(org.region, org.id, _around(rng, org.xy, 20))
+        places[crawler_id] = Place(org.region, org.id, _around(rng, org.xy, 20), org.place)
     return crawlers, places
 
 
@@ -352,7 +387,7 @@ def _urls(rng: random.Random, world: World, orgs: list[Organisation], count: int
             leaves = org.leaves6 if org.leaves6 and rng.random() < world.ipv6 else org.leaves4
             ip = _host(rng, rng.choice(leaves))
             known.append(ip)
-        places.setdefault(str(ip), Place(org.region, org.id, _around(rng, org.xy, 20)))
+        places.setdefault(str(ip), Place(org.region, org.id, _around(rng, org.xy, 20), org.place))
         urls.append(f"http://[{ip}]/p{n}.html" if ip.version == 6 else f"http://{ip}/p{n}.html")
     return urls, places
 
@@ -367,6 +402,42 @@ def _host(rng: random.Random, network: ipaddress.IPv4Network | ipaddress.IPv6Net
 def _around(rng: random.Random, xy: tuple[float, float], radius: float) -> tuple[float, float]:
     angle, distance = rng.uniform(0, 2 * math.pi), radius * math.sqrt(rng.random())
     return xy[0] + distance * math.cos(angle), xy[1] + distance * math.sin(angle)
+
+
+class _Links:
+    """What a world's routes between countries add to geography (``asymmetry``, ``slow_links``),
+    drawn pair by pair from a stream of their own, the first time a pair is met."""
+
+    def __init__(self, world: World, seed: int) -> None:
+        self.world = world
+        self.rng = random.Random(f"{seed}/links")
+        self.factor: dict[tuple[object, object], tuple[float, float]] = {}
+
+    def apply(self, crawler: Place, target: Place, ms: float) -> float:
+        world = self.world
+        if not (world.asymmetry or world.slow_links) or crawler.country is None or target.country is None:
+            return ms
+        key = (crawler.country, target.country)
+        found = self.factor.get(key)
+        if found is None:
+            scale = self.rng.lognormvariate(0, world.asymmetry) if world.asymmetry else 1.0
+            same_region = crawler.country[0] == target.country[0] and crawler.country != target.country
+            slow = self.rng.uniform(30, 80) if same_region and self.rng.random() < world.slow_links else 0.0
+            found = self.factor[key] = (scale, slow)
+        return ms * found[0] + found[1]
+
+
+class NoisyProber(TableProber):
+    """A latency table read through noise: every probe is the table's latency times a
+    log-normal error of sigma ``noise`` (deterministic by ``seed``)."""
+
+    def __init__(self, rows: list[tuple[str, str, float]], noise: float, seed: int) -> None:
+        super().__init__(rows)
+        self.noise = noise
+        self.rng = random.Random(f"{seed}/probes")
+
+    def probe(self, crawler_id: str, ip: IPAddress) -> float:
+        return super().probe(crawler_id, ip) * self.rng.lognormvariate(0, self.noise)
 
 
 def _latency(a: Place, b: Place) -> float:
@@ -460,7 +531,7 @@ def run_simulation(sim: Simulation, threshold_ms: float = 50.0, variance_ms: flo
     ``latency_ratio`` to the best assignment within capacity, ``max_load``, ``reasons``,
     ``assignment``). ``strategy="search"`` is the seed's procedure (the baseline)."""
     now = [0.0]  # simulated time: one second a URL
-    delegator = Delegator(sim.hierarchy(), TableProber(sim.latency_rows), threshold_ms=threshold_ms,
+    delegator = Delegator(sim.hierarchy(), sim.prober(), threshold_ms=threshold_ms,
                           variance_ms=variance_ms, lookahead=lookahead, strategy=strategy,
                           clock=lambda: now[0], **options)
     for crawler in sim.crawlers:

@@ -9,7 +9,15 @@ writes it (``HSETNX``), the others adopt it, so a subnet has one crawler for eve
 Keys, under the prefix: ``delegation:workers`` (hash worker id -> JSON ``{ip, capacity,
 seen}``, ``seen`` refreshed while the worker runs), ``delegation:subnets`` (hash CIDR ->
 worker id), ``delegation:rtt`` (hash ``worker|ip`` -> ms, what workers measured),
-``delegation:probe:<worker>`` (probe requests waiting for that worker).
+``delegation:probe:<worker>`` (probe requests waiting for that worker), ``delegation:knowledge``
+(a stream of every probe result any worker's coordinator paid for).
+
+Knowledge is shared: each probe a worker's coordinator makes (``{by, crawler, ip, ms}``) is
+added to the ``delegation:knowledge`` stream, and before deciding, every worker reads what the
+others added since it last looked into its own :class:`~webrace.delegation.Knowledge`; so a
+probe one worker paid for serves every worker's later decisions in the same subnet,
+organisation and around it, and nobody probes that pair again. The stream keeps the last
+``KNOWLEDGE_MAXLEN`` results (a worker that joins late learns from those).
 
 Probes: with ``WEBRACE_DELEGATION_LATENCY`` (a ``crawler,ip,ms`` CSV) they read the table,
 as ``scrapy ipmicra delegate`` does; without it they are measured: before a page's links
@@ -55,6 +63,8 @@ from webrace.delegation.tables import InputError, read_latency
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_S = 1.0
+KNOWLEDGE_MAXLEN = 200_000  # probe results the shared stream keeps (about 100 bytes each)
+KNOWLEDGE_BATCH = 1_000  # results read from it in one round trip
 
 
 def worker_id(settings: Any) -> str:
@@ -84,6 +94,56 @@ class SharedMeasurements:
         self.client.hset(self.key, f"{self.me}|{ip}", f"{ms:.3f}")
 
 
+class SharedKnowledge:
+    """Probe results shared between workers' coordinators through a Redis stream: what this
+    one paid for is added (:meth:`publish`), what the others paid for is read into its
+    knowledge (:meth:`pull`)."""
+
+    def __init__(self, client: redis.Redis, key: str, me: str, delegator: Delegator) -> None:
+        self.client, self.key, self.me, self.delegator = client, key, me, delegator
+        self.last = "0-0"  # the last entry read
+        self.learned = 0  # results of other workers taken in
+        self.skipped = 0  # malformed entries passed over
+
+    def publish(self, ip: Any, results: dict[str, float]) -> None:
+        """Add one decision's probe results (crawler -> ms, ``inf``: unreachable)."""
+        if not results:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for crawler_id, ms in results.items():
+            pipe.xadd(self.key, {"by": self.me, "crawler": crawler_id, "ip": str(ip), "ms": repr(float(ms))},
+                      maxlen=KNOWLEDGE_MAXLEN, approximate=True)
+        pipe.execute()
+
+    def pull(self, most: int = 50 * KNOWLEDGE_BATCH) -> int:
+        """Read the results added since the last look (at most ``most``) into the knowledge;
+        this worker's own are skipped (it kept them when it probed). The number taken in."""
+        knowledge = self.delegator.knowledge
+        taken = 0
+        for _ in range(max(1, most // KNOWLEDGE_BATCH)):
+            found = self.client.xread({self.key: self.last}, count=KNOWLEDGE_BATCH)
+            entries = found[0][1] if found else []
+            for entry_id, fields in entries:
+                self.last = _text(entry_id)
+                fields = {_text(k): _text(v) for k, v in fields.items()}
+                if fields.get("by") == self.me:
+                    continue
+                try:
+                    ms = float(fields["ms"])
+                    if not ms >= 0:
+                        raise ValueError(f"latency {ms}")
+                    knowledge.observe(fields["crawler"], target_ip(fields["ip"]), ms)
+                except (KeyError, ValueError) as exc:
+                    self.skipped += 1
+                    logger.warning("ignored a malformed shared probe result %s: %s", entry_id, exc)
+                    continue
+                taken += 1
+            if len(entries) < KNOWLEDGE_BATCH:
+                break
+        self.learned += taken
+        return taken
+
+
 class RedisDelegation:
     def __init__(self, client: redis.Redis, key_prefix: str, settings: Any) -> None:
         self.client = client
@@ -93,7 +153,8 @@ class RedisDelegation:
             raise DelegationError("WEBRACE_DELEGATION needs WEBRACE_WORKER_IP: the address this worker crawls from")
         capacity = settings.get("WEBRACE_WORKER_CAPACITY")
         self.crawler = Crawler(self.me, my_ip, int(capacity) if capacity not in (None, "") else None)
-        self.keys = {name: f"{key_prefix}delegation:{name}" for name in ("workers", "subnets", "rtt", "probe")}
+        self.keys = {name: f"{key_prefix}delegation:{name}"
+                     for name in ("workers", "subnets", "rtt", "probe", "knowledge")}
         self.probe_timeout = settings.getfloat("WEBRACE_DELEGATION_PROBE_TIMEOUT", 2.0)
         self.stale_s = settings.getfloat("WEBRACE_LEASE_TIMEOUT")
         hierarchy = Hierarchy()
@@ -117,6 +178,7 @@ class RedisDelegation:
         prober = TableProber(rows) if rows is not None else self.measured
         self.delegator = Delegator(hierarchy, prober, threshold_ms=settings.getfloat("WEBRACE_DELEGATION_THRESHOLD_MS"),
                                    strategy=settings.get("WEBRACE_DELEGATION_STRATEGY") or "knowledge")
+        self.shared = SharedKnowledge(client, self.keys["knowledge"], self.me, self.delegator)
         self.pins = {host.lower(): str(target_ip(ip)) for host, ip in
                      (settings.getdict("WEBRACE_DELEGATION_HOSTS") or {}).items()}
         self.dns: dict[str, str | None] = {}
@@ -180,6 +242,8 @@ class RedisDelegation:
         """The worker each URL is delegated to (None: the shared queue)."""
         self.sync_workers()
         addresses = [self.address(url) for url in urls]
+        if addresses:
+            self.shared.pull()
         subnets = {ip: self.hierarchy.smallest(target_ip(ip)) for ip in set(filter(None, addresses))}
         cidrs = sorted({str(s.network) for s in subnets.values() if s is not None})
         shared = dict(zip(cidrs, self.client.hmget(self.keys["subnets"], cidrs), strict=True)) if cidrs else {}
@@ -202,6 +266,7 @@ class RedisDelegation:
                 logger.debug("not delegated, left to the shared queue: %s (%s)", ip, exc)
                 routes.append(None)
                 continue
+            self.shared.publish(ip, dict(decision.results))
             chosen = decision.crawler
             if subnet is not None:
                 key = str(subnet.network)
@@ -309,10 +374,16 @@ class RedisDelegation:
             decision = self.delegator.report_fetch(self.me, ip, ms)
         except DelegationError:
             return
+        if decision is not None:
+            self.shared.publish(ip, dict(decision.results))
         if decision is not None and decision.subnet is not None:
             self.client.hset(self.keys["subnets"], str(decision.subnet.network), decision.crawler)
             logger.info("IPMicra: %s re-delegated to %s after slow fetches", decision.subnet.network,
                         decision.crawler)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _literal(host: str) -> bool:
