@@ -276,7 +276,8 @@ class KnowledgePolicy:
             return {}
         rows = np.vstack([self._row(self.rows, key, len(ids)) for key in keys])
         cautious = np.vstack([self._row(self.cautious, key, len(ids)) for key in keys])
-        extra = cautious - rows[:, ids.index(crawler_id)][:, None]
+        with np.errstate(invalid="ignore"):  # inf - inf (nothing known either way): made inf below
+            extra = cautious - rows[:, ids.index(crawler_id)][:, None]
         extra[~np.isfinite(extra)] = np.inf
         cheapest = extra.argmin(axis=0)
         return {b: (float(extra[cheapest[j], j]), keys[cheapest[j]]) for j, b in enumerate(ids)
