@@ -1,4 +1,9 @@
-"""CSV feeds: one item type per file, every cell readable back.
+"""Feeds: one ACI per line or row however the crawl batches them; CSV feeds with one item
+type per file, every cell readable back.
+
+:class:`FeedExporter` (in ``EXTENSIONS`` in place of Scrapy's) writes each ACI of an
+:class:`~webrace.items.AciBatch` (the ACIs of one page, one item in the crawl) as an item of
+its own, so feeds, ``item_classes`` filters and ``batch_item_count`` see ACIs as before.
 
 A crawl emits several item types (``scrapy crawl urd``: pages, ACIs, rule results,
 notifications; ``scrapy crawl dynabot``: profiles and traces). Scrapy's CSV exporter takes
@@ -24,6 +29,9 @@ from collections import Counter
 from typing import Any
 
 from scrapy.exporters import CsvItemExporter as ScrapyCsvItemExporter
+from scrapy.extensions.feedexport import FeedExporter as ScrapyFeedExporter
+
+from webrace.items import AciBatch
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +46,17 @@ ITEM_TYPES: dict[str, dict[str, str]] = {
     },
     "dynabot": {"": "webrace.items.ServiceProfile", "traces": "webrace.items.ServiceTrace"},
 }
+
+
+class FeedExporter(ScrapyFeedExporter):
+    """Scrapy's feed exports, with a page's batch of ACIs written one ACI at a time."""
+
+    def item_scraped(self, item: Any, spider: Any) -> None:
+        if isinstance(item, AciBatch):
+            for aci in item.acis:
+                super().item_scraped(aci, spider)
+        else:
+            super().item_scraped(item, spider)
 
 
 class CsvItemExporter(ScrapyCsvItemExporter):

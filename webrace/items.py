@@ -1,6 +1,12 @@
 """Items the crawl emits (so Scrapy's feed exports write them)."""
 
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
 import scrapy
+
+from webrace.records.aci import Aci
 
 
 class Page(scrapy.Item):
@@ -25,6 +31,18 @@ class Page(scrapy.Item):
     kept = scrapy.Field()  # True: that body is in the object store (False: dropped as irrelevant, or none)
     relevant_to = scrapy.Field()  # owners who got an ACI for this version (only on new versions judged)
     round = scrapy.Field()  # id of the crawl round that fetched it
+
+
+@dataclass
+class AciBatch:
+    """The ACIs of one new version of one page, leaving the crawl as one item however many
+    owners they are for: Scrapy's item machinery (signals, pipelines) costs per item, so a
+    page relevant to 10,000 owners costs it one item, not 10,000. Feed exports still write
+    one ACI per line or row (:class:`webrace.exporters.FeedExporter` unrolls the batch);
+    each owner's list is split out by the ACI store and by delivery."""
+
+    url: str  # the page's URL
+    acis: list[Aci] = field(default_factory=list)
 
 
 class ServiceProfile(scrapy.Item):

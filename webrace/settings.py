@@ -236,6 +236,9 @@ SPIDER_MIDDLEWARES = {
     "webrace.annotation.middleware.AnnotationMiddleware": 950,
 }
 EXTENSIONS = {
+    # a page's ACIs leave the crawl as one item; feeds still write one ACI per line (webrace/exporters.py)
+    "scrapy.extensions.feedexport.FeedExporter": None,
+    "webrace.exporters.FeedExporter": 0,
     "webrace.summary.CrawlSummary": 500,
     "webrace.delivery.extension.DeliveryExtension": 510,  # pushes ACIs, notifications (WEBRACE_DELIVERY)
     "webrace.archive.WarcArchiver": 520,  # the crawl's own WARC files (WEBRACE_STORE_WARC)

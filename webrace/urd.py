@@ -11,13 +11,15 @@ whole, and refused unread when over a size limit.
 from __future__ import annotations
 
 import io
+import json
 import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import urlsplit, urlunsplit
 
 from lxml import etree
@@ -101,6 +103,28 @@ class Urd:
     def to_xml(self) -> str:
         return etree.tostring(self.to_element(), encoding="unicode", pretty_print=True)
 
+    def to_record(self) -> dict[str, Any]:
+        """The URD as plain values (JSON-able), read back by :meth:`from_record` without
+        parsing XML or normalising its URL again: what stores and rounds keep once a URD has
+        been validated at add."""
+        return {"id": self.id, "owner": self.owner, "url": self.url, "timing": self.timing, "depth": self.depth,
+                "lastcheck": self.lastcheck, "scope": self.scope, "urgent": self.urgent,
+                "keywords": keywords_text(self.keywords),
+                "threshold": None if self.threshold is None else str(self.threshold),
+                "type": [self.protocol, self.method, self.processtype]}
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Urd:
+        """A URD from :meth:`to_record`'s values (already validated when it was added)."""
+        protocol, method, processtype = record.get("type") or ("http", "pull", "filter")
+        threshold, lastcheck = record.get("threshold"), record.get("lastcheck")
+        return cls(id=record["id"], owner=record["owner"], url=record["url"], timing=int(record["timing"]),
+                   depth=int(record["depth"]), lastcheck=None if lastcheck is None else int(lastcheck),
+                   scope=record.get("scope") or "host",
+                   keywords=keywords_from_text(record.get("keywords") or ""),
+                   threshold=None if threshold is None else Decimal(threshold), urgent=bool(record.get("urgent")),
+                   protocol=protocol, method=method, processtype=processtype)
+
     @classmethod
     def from_xml(cls, text: str | bytes) -> Urd:
         """Parse one stored ``<urd>`` (already validated when it was added)."""
@@ -118,6 +142,35 @@ class UrdError(ValueError):
 
 def now_millis() -> int:
     return int(time.time() * 1000)
+
+
+def keywords_text(keywords: Sequence[Keyword]) -> str:
+    """Keywords as one text, ``key US weight RS key US weight...`` (ASCII unit and record
+    separators: no XML text can hold them), weights as decimal text (exact). Read back by
+    :func:`keywords_from_text` with two splits: 100,000 URDs are read at a round's start.
+    A key holding a separator anyway (a URD not made from XML) makes JSON after an RS."""
+    if any(_US in kw.key or _RS in kw.key for kw in keywords):
+        return _RS + json.dumps([[kw.key, str(kw.weight)] for kw in keywords])
+    return _RS.join(f"{kw.key}{_US}{kw.weight}" for kw in keywords)
+
+
+def keywords_from_text(text: str) -> tuple[Keyword, ...]:
+    """:func:`keywords_text` read back."""
+    if not text:
+        return ()
+    if text.startswith(_RS):
+        return tuple(Keyword(key, Decimal(weight)) for key, weight in json.loads(text[1:]))
+    return tuple(map(_keyword, text.split(_RS)))
+
+
+_US, _RS = "\x1f", "\x1e"
+
+
+@lru_cache(maxsize=65536)
+def _keyword(pair: str) -> Keyword:
+    """One ``key US weight`` (URDs naming the same keyword with the same weight share it)."""
+    key, weight = pair.split(_US)
+    return Keyword(key, Decimal(weight))
 
 
 def load_files(paths: Iterable[str | Path], max_bytes: int = MAX_XML_BYTES) -> list[Urd]:

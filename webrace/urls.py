@@ -145,6 +145,21 @@ def in_scope(url: str, anchor_url: str, scope: str) -> bool:
     raise ValueError(f"unknown scope {scope!r}; expected one of {', '.join(SCOPES)}")
 
 
+def scope_anchor(anchor_url: str, scope: str) -> tuple[str, str]:
+    """What a URL must share with ``anchor_url`` to lie within ``scope`` of it: ``("host",
+    its host)``, ``("domain", its registrable domain)`` or ``("any", "")``. URDs with the
+    same anchor take the same decision on every link, so it is made once for them all
+    (``in_scope(url, a, s)`` is the host, or its domain, of ``url`` equal to the anchor's)."""
+    if scope == "any":
+        return ("any", "")
+    host = hostname(anchor_url)
+    if scope == "host":
+        return ("host", host)
+    if scope == "domain":
+        return ("domain", registered_domain(host))
+    raise ValueError(f"unknown scope {scope!r}; expected one of {', '.join(SCOPES)}")
+
+
 def read_list(source: str | Path | Iterable[str] | None) -> list[str]:
     """Entries of a one-per-line configuration list (``#`` starts a comment).
 

@@ -113,17 +113,21 @@ class FilteringProcessor:
             return Judgement([], False, archived)
         text, title = text_and_title(version.body, version.content_type)
         matches = index.keywords.match(text.matched, text.reading) if text else Matches("")
+        # Only an owner with a URD whose keywords the page matched can be relevant: the others
+        # are passed over in C-speed set work, so the loop below is as long as the ACIs made.
+        relevant = {u.owner for u in filtering if u.id in matches.keywords}
         by_owner: dict[str, list[Urd]] = defaultdict(list)
         for urd in filtering:
-            by_owner[urd.owner].append(urd)
+            if urd.owner in relevant:
+                by_owner[urd.owner].append(urd)
         extension, fmt = extension_of(version.url, version.media_type)
+        counts = matches.counts
         acis = []
         for owner, owned in sorted(by_owner.items()):
             relevance, weights = _relevance(matches, owned, index)
             if relevance <= 0 or not _passes(relevance, owned):
                 continue
-            matched = sorted((k for k, w in weights.items() if matches.counts.get(k)),
-                             key=lambda k: (-weights[k] * matches.counts[k], k))
+            matched = sorted((k for k in weights if counts.get(k)), key=lambda k: (-weights[k] * counts[k], k))
             acis.append(Aci(
                 owner=owner, uri=version.url, relevance=relevance, updatetime=version.fetched,
                 filesize=version.size, version=version.number, docbase=version.digest,

@@ -43,6 +43,39 @@ class Matches:
 
     _spans: dict[str, list[tuple[int, int]]] = field(default_factory=dict, repr=False)  # first spans found
     _first: dict[str | tuple[str, str], tuple[int, int]] | None = field(default=None, repr=False)
+    # summaries of thousands of owners quote the same few places: each found and cut once
+    _windows: dict[str, tuple[int, int] | None] = field(default_factory=dict, repr=False)
+    _snippets: dict[tuple[int, int], str] = field(default_factory=dict, repr=False)
+    _summaries: dict[tuple, str] = field(default_factory=dict, repr=False)  # (keywords, limit) -> summary
+
+    def window(self, keyword: str) -> tuple[int, int] | None:
+        """The text around ``keyword``'s first occurrence that a summary quotes: ``SNIPPET``
+        characters each side, cut back to whole words (None: it does not occur)."""
+        if keyword in self._windows:
+            return self._windows[keyword]
+        span = self.first_span(keyword)
+        window = None
+        if span is not None:
+            text = self.reading if self.reading is not None else self.text
+            start, end = span
+            lo, hi = max(0, start - SNIPPET), min(len(text), end + SNIPPET)
+            while 0 < lo < start and not text[lo - 1].isspace():  # whole words at the edges
+                lo += 1
+            while end < hi < len(text) and not text[hi].isspace():
+                hi -= 1
+            window = (lo, hi)
+        self._windows[keyword] = window
+        return window
+
+    def snippet(self, window: tuple[int, int]) -> str:
+        """The text of ``window`` as a summary quotes it (spaces collapsed, "..." where cut)."""
+        quoted = self._snippets.get(window)
+        if quoted is None:
+            text = self.reading if self.reading is not None else self.text
+            lo, hi = window
+            quoted = self._snippets[window] = (("..." if lo > 0 else "") + " ".join(text[lo:hi].split())
+                                               + ("..." if hi < len(text) else ""))
+        return quoted
 
     def first_span(self, keyword: str) -> tuple[int, int] | None:
         """Where ``keyword`` first occurs. One pass over the page's words answers every one-
@@ -182,25 +215,20 @@ MAX_SNIPPETS = 3
 def summary(matches: Matches, keywords: list[str], limit: int = 300) -> str:
     """Snippets of the text around the first occurrence of each matched keyword (in the
     order given, e.g. heaviest first), joined with " ... ", quoted as the page reads."""
-    text = matches.reading if matches.reading is not None else matches.text
+    memo = (tuple(keywords), limit)
+    known = matches._summaries.get(memo)
+    if known is not None:  # owners who matched the same keywords in the same order
+        return known
     windows: list[tuple[int, int]] = []
     for key in keywords:
-        span = matches.first_span(key)
-        if span is None:
+        window = matches.window(key)
+        if window is None:
             continue
-        start, end = span
-        lo, hi = max(0, start - SNIPPET), min(len(text), end + SNIPPET)
-        while 0 < lo < start and not text[lo - 1].isspace():  # whole words at the edges
-            lo += 1
-        while end < hi < len(text) and not text[hi].isspace():
-            hi -= 1
+        lo, hi = window
         if not any(lo < b and a < hi for a, b in windows):
-            windows.append((lo, hi))
+            windows.append(window)
         if len(windows) == MAX_SNIPPETS:
             break
-    parts = []
-    for lo, hi in sorted(windows):
-        snippet = " ".join(text[lo:hi].split())
-        parts.append(("..." if lo > 0 else "") + snippet + ("..." if hi < len(text) else ""))
-    joined = " ".join(parts)
-    return joined if len(joined) <= limit else joined[: limit - 3].rstrip() + "..."
+    joined = " ".join(matches.snippet(window) for window in sorted(windows))
+    made = matches._summaries[memo] = joined if len(joined) <= limit else joined[: limit - 3].rstrip() + "..."
+    return made

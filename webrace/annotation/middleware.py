@@ -6,8 +6,9 @@ unchanged body makes none) is judged by the filtering processor for the owners o
 store and matched in a worker thread, so the reactor keeps downloading while a large page is
 judged. Then, on the reactor thread:
 
-- each ACI is kept in the ACI store and emitted as an item after its page (feed exports
-  write both; ``FEEDS`` ``item_classes`` can split them);
+- the page's ACIs are kept in the ACI store in one transaction and leave as one item after
+  their page (an :class:`~webrace.items.AciBatch`); feed exports write each ACI as its own
+  line or row (``FEEDS`` ``item_classes`` can split pages from ACIs);
 - a page relevant to no owner has its body dropped from the object store when
   ``WEBRACE_DROP_IRRELEVANT`` is on (the meta-info stays, so the next re-crawl is still a
   conditional GET);
@@ -28,7 +29,7 @@ from scrapy.crawler import Crawler
 
 from webrace.annotation.filtering import FilteringProcessor, Judgement, Version
 from webrace.backends import open_aci_store
-from webrace.items import Page
+from webrace.items import AciBatch, Page
 from webrace.middlewares.recrawl import object_cache
 from webrace.middlewares.threaded import ThreadedItemMiddleware
 from webrace.signals import RoundBook
@@ -107,7 +108,8 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
                 self.stats.inc_value("webrace/bodies_dropped")
                 page["kept"] = False
         yield page
-        yield from judgement.acis
+        if judgement.acis:
+            yield AciBatch(page["url"], judgement.acis)  # one item for the page, however many owners
 
     @property
     def store(self) -> Any:

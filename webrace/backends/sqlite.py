@@ -13,23 +13,42 @@ from pathlib import Path
 from typing import Any
 
 from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore, Version
-from webrace.records.aci import Aci
+from webrace.records.aci import Aci, _xml_safe
 from webrace.records.metainfo import MetaInfo, Revisit
 from webrace.records.sentinel import Sentinel
 from webrace.urd import Urd
 
+# A URD is parsed once, when it is added: the crawl reads its fields from the columns (xml
+# keeps the URD as it was added; lastcheck and next_due are in their columns).
 _URD_SCHEMA = """
 CREATE TABLE IF NOT EXISTS urd (
     id        TEXT PRIMARY KEY,
     owner     TEXT NOT NULL,
     url       TEXT NOT NULL,
     next_due  INTEGER NOT NULL,
-    xml       TEXT NOT NULL
+    xml       TEXT NOT NULL,
+    timing,
+    depth     INTEGER,
+    lastcheck,
+    scope     TEXT,
+    urgent    INTEGER,
+    keywords  TEXT,
+    threshold TEXT,
+    type      TEXT
 );
 CREATE INDEX IF NOT EXISTS urd_next_due ON urd(next_due);
 """
+# The columns a URD-DB written before them gets on open (filled from each row's XML, once).
+_URD_FIELDS = ("timing", "depth", "lastcheck", "scope", "urgent", "keywords", "threshold", "type")
+# timing and lastcheck have no type: a URD stored before the bounds existed may hold more
+# than an SQLite INTEGER does, kept then as its decimal text (read back with int()).
+_URD_FIELD_TYPES = {"timing": "", "depth": "INTEGER", "lastcheck": "", "urgent": "INTEGER"}
+_URD_COLUMNS = "id, owner, url, next_due, " + ", ".join(_URD_FIELDS)
+# Rows an older WebRACE added after the migration have no fields: read from their XML.
+_URD_SELECT = f"SELECT {_URD_COLUMNS}, CASE WHEN timing IS NULL THEN xml END FROM urd"
+_SET_FIELDS = f"({', '.join(_URD_FIELDS)}) = ({', '.join('?' * len(_URD_FIELDS))})"
 # URDs being added, before they are stored together (SQLite keeps temporary tables on disk).
-_STAGE = "CREATE TEMP TABLE staged (id TEXT, owner TEXT, url TEXT, next_due INTEGER, xml TEXT)"
+_STAGE = f"CREATE TEMP TABLE staged ({_URD_COLUMNS}, xml)"
 _BATCH = 1000  # rows staged per statement
 SQLITE_MAX_INTEGER = 2**63 - 1
 
@@ -76,20 +95,42 @@ class SqliteUrdStore(UrdStore):
         self.path = Path(path)
         self.conn = connect(self.path)
         self.conn.executescript(_URD_SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """A URD-DB from before the field columns: add them and fill them from each row's
+        XML, once, in one transaction (then no crawl parses XML again)."""
+        if not self._unmigrated():
+            return
+        with self._transaction():
+            have = {row[1] for row in self.conn.execute("PRAGMA table_info(urd)")}
+            for name in _URD_FIELDS:
+                if name not in have:  # another process may have added them meanwhile
+                    self.conn.execute(f"ALTER TABLE urd ADD COLUMN {name} {_URD_FIELD_TYPES.get(name, 'TEXT')}")
+            rows = self.conn.execute("SELECT xml FROM urd WHERE timing IS NULL").fetchall()
+            urds = (Urd.from_xml(xml) for (xml,) in rows)
+            self.conn.executemany(f"UPDATE urd SET {_SET_FIELDS} WHERE id = ?",
+                                  ((*_fields(urd), urd.id) for urd in urds))
+
+    def _unmigrated(self) -> bool:
+        have = {row[1] for row in self.conn.execute("PRAGMA table_info(urd)")}
+        return not set(_URD_FIELDS) <= have or self.conn.execute(
+            "SELECT 1 FROM urd WHERE timing IS NULL LIMIT 1").fetchone() is not None
 
     def put_many(self, urds: Iterable[Urd]) -> None:
         """``urds`` may be a long iterator (a large ``urd add``): it is staged in a temporary
         table in batches, with no list of it in memory and no lock on the URD-DB while it
         runs, then stored in one short transaction. An exception from it stores nothing."""
-        rows = ((u.id, u.owner, u.url, _fits(u.next_due), u.to_xml()) for u in urds)
+        rows = ((u.id, u.owner, u.url, _fits(u.next_due), *_fields(u), u.to_xml()) for u in urds)
         self.conn.execute(_STAGE)
+        marks = ", ".join("?" * (len(_URD_FIELDS) + 5))
         try:
             while batch := list(islice(rows, _BATCH)):
                 with _Transaction(self.conn, immediate=False):  # writes the temporary table only
-                    self.conn.executemany("INSERT INTO temp.staged VALUES (?, ?, ?, ?, ?)", batch)
+                    self.conn.executemany(f"INSERT INTO temp.staged VALUES ({marks})", batch)
             with self._transaction():
-                self.conn.execute("INSERT OR REPLACE INTO urd (id, owner, url, next_due, xml) "
-                                  "SELECT id, owner, url, next_due, xml FROM temp.staged ORDER BY rowid")
+                self.conn.execute(f"INSERT OR REPLACE INTO urd ({_URD_COLUMNS}, xml) "
+                                  f"SELECT {_URD_COLUMNS}, xml FROM temp.staged ORDER BY rowid")
         finally:
             self.conn.execute("DROP TABLE temp.staged")
 
@@ -102,15 +143,15 @@ class SqliteUrdStore(UrdStore):
         return removed
 
     def get(self, urd_id: str) -> Urd | None:
-        row = self.conn.execute("SELECT xml, next_due FROM urd WHERE id = ?", (urd_id,)).fetchone()
-        return _urd(*row) if row else None
+        row = self.conn.execute(f"{_URD_SELECT} WHERE id = ?", (urd_id,)).fetchone()
+        return _urd(row) if row else None
 
     def all(self) -> list[Urd]:
-        return [_urd(*row) for row in self.conn.execute("SELECT xml, next_due FROM urd ORDER BY id")]
+        return [_urd(row) for row in self.conn.execute(f"{_URD_SELECT} ORDER BY id")]
 
     def due(self, now_ms: int) -> list[Urd]:
-        rows = self.conn.execute("SELECT xml, next_due FROM urd WHERE next_due <= ? ORDER BY next_due, id", (now_ms,))
-        return [_urd(*row) for row in rows]
+        rows = self.conn.execute(f"{_URD_SELECT} WHERE next_due <= ? ORDER BY next_due, id", (now_ms,))
+        return [_urd(row) for row in rows]
 
     def next_due(self) -> int | None:
         return self.conn.execute("SELECT MIN(next_due) FROM urd").fetchone()[0]  # the next_due index answers
@@ -129,16 +170,15 @@ class SqliteUrdStore(UrdStore):
     def mark_checked(self, ids: Iterable[str], at_ms: int) -> None:
         with self._transaction():
             for urd_id in ids:
-                row = self.conn.execute("SELECT xml, next_due FROM urd WHERE id = ?", (urd_id,)).fetchone()
+                row = self.conn.execute(f"{_URD_SELECT} WHERE id = ?", (urd_id,)).fetchone()
                 if row is None:  # removed while it was being crawled
                     continue
-                asked = _urd(*row).due_at
-                urd = Urd.from_xml(row[0]).checked(at_ms)
+                asked = _urd(row).due_at
+                urd = _urd(row).checked(at_ms)
                 # `scrapy urd due` after the round opened (at_ms): that request still stands
                 next_due = asked if asked is not None and asked > at_ms else urd.next_due
-                self.conn.execute(
-                    "UPDATE urd SET next_due = ?, xml = ? WHERE id = ?", (_fits(next_due), urd.to_xml(), urd_id)
-                )
+                self.conn.execute(f"UPDATE urd SET next_due = ?, {_SET_FIELDS} WHERE id = ?",
+                                  (_fits(next_due), *_fields(urd), urd_id))
 
     def close(self) -> None:
         self.conn.close()
@@ -152,8 +192,31 @@ def _fits(ms: int) -> int:
     return min(ms, SQLITE_MAX_INTEGER)
 
 
-def _urd(xml: str, next_due: int) -> Urd:
-    urd = Urd.from_xml(xml)
+_PLAIN = ["http", "pull", "filter"]  # the seed's type of nearly every URD: stored as NULL
+
+
+def _integer(value: int | None) -> int | str | None:
+    """``value`` as an SQLite INTEGER, or as its text when it is larger than one."""
+    return str(value) if value is not None and not -SQLITE_MAX_INTEGER - 1 <= value <= SQLITE_MAX_INTEGER else value
+
+
+def _fields(urd: Urd) -> tuple:
+    """The values of ``_URD_FIELDS`` for ``urd``."""
+    record = urd.to_record()
+    return (_integer(record["timing"]), record["depth"], _integer(record["lastcheck"]), record["scope"],
+            int(record["urgent"]),
+            record["keywords"], record["threshold"], json.dumps(record["type"]) if record["type"] != _PLAIN else None)
+
+
+def _urd(row: tuple) -> Urd:
+    """A URD from its columns (``_URD_SELECT``), not from its XML unless it has no fields."""
+    urd_id, owner, url, next_due, timing, depth, lastcheck, scope, urgent, keywords, threshold, kind, xml = row
+    if xml is not None:
+        urd = Urd.from_xml(xml)
+    else:
+        urd = Urd.from_record({"id": urd_id, "owner": owner, "url": url, "timing": timing, "depth": depth,
+                               "lastcheck": lastcheck, "scope": scope, "urgent": urgent, "keywords": keywords,
+                               "threshold": threshold, "type": json.loads(kind) if kind else None})
     return urd if urd.next_due == next_due else replace(urd, due_at=next_due)
 
 
@@ -263,6 +326,9 @@ class SqliteMetaInfoStore(MetaInfoStore):
         self.conn.close()
 
 
+# A page's ACIs share the page's fields: kept once per page version (aci_page), and each
+# owner's row holds only what is the owner's (relevance, summary, urgency). Rows written
+# before aci_page hold their ACI as XML (and no page); both are read.
 _ACI_SCHEMA = """
 CREATE TABLE IF NOT EXISTS aci (
     id          TEXT PRIMARY KEY,
@@ -271,36 +337,72 @@ CREATE TABLE IF NOT EXISTS aci (
     relevance   REAL NOT NULL,
     docbase     TEXT NOT NULL,
     delivered   INTEGER NOT NULL DEFAULT 0,
-    xml         TEXT NOT NULL
+    xml         TEXT NOT NULL,
+    page        INTEGER,
+    summary     TEXT,
+    urgent      INTEGER,
+    expired     INTEGER
 );
 CREATE INDEX IF NOT EXISTS aci_owner ON aci(owner, updatetime);
+CREATE TABLE IF NOT EXISTS aci_page (
+    id          INTEGER PRIMARY KEY,
+    uri         TEXT NOT NULL,
+    docbase     TEXT NOT NULL,
+    version     INTEGER NOT NULL,
+    updatetime  INTEGER NOT NULL,
+    filesize    INTEGER NOT NULL,
+    format      TEXT NOT NULL,
+    extension   TEXT NOT NULL,
+    title       TEXT NOT NULL,
+    UNIQUE (uri, docbase, version, updatetime, filesize, format, extension, title)
+);
 """
+_ACI_OWN = ("page", "summary", "urgent", "expired")  # the columns an ACI store from before aci_page gets
+_PAGE_FIELDS = ("uri", "docbase", "version", "updatetime", "filesize", "format", "extension", "title")
+_PAGE_ID = f"SELECT id FROM aci_page WHERE {' AND '.join(f'{f} = ?' for f in _PAGE_FIELDS)}"
+_ACI_SELECT = ("SELECT a.xml, a.owner, a.relevance, a.summary, a.urgent, a.expired, "
+               + ", ".join(f"p.{f}" for f in _PAGE_FIELDS) + " FROM aci a LEFT JOIN aci_page p ON p.id = a.page")
 
 
 class SqliteAciStore(AciStore):
     def __init__(self, path: str | Path) -> None:
         self.conn = connect(Path(path))
+        have = {row[1] for row in self.conn.execute("PRAGMA table_info(aci)")}
+        if have and not set(_ACI_OWN) <= have:  # an ACI store from before aci_page
+            with _Transaction(self.conn):
+                have = {row[1] for row in self.conn.execute("PRAGMA table_info(aci)")}
+                for name in _ACI_OWN:
+                    if name not in have:
+                        self.conn.execute(f"ALTER TABLE aci ADD COLUMN {name} "
+                                          f"{'TEXT' if name == 'summary' else 'INTEGER'}")
         self.conn.executescript(_ACI_SCHEMA)
 
     def add(self, acis: Iterable[Aci]) -> int:
-        rows = [(a.id, a.owner, a.updatetime, a.relevance, a.docbase, a.to_xml()) for a in acis]
+        """All in one transaction: each page's fields once, then one row per owner."""
+        acis = list(acis)
         with _Transaction(self.conn):
+            pages: dict[tuple, int] = {}
+            for key in dict.fromkeys(_page_of(a) for a in acis):
+                self.conn.execute(f"INSERT OR IGNORE INTO aci_page ({', '.join(_PAGE_FIELDS)}) "
+                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", key)
+                pages[key] = self.conn.execute(_PAGE_ID, key).fetchone()[0]
             before = self.conn.total_changes
             self.conn.executemany(
-                "INSERT OR IGNORE INTO aci (id, owner, updatetime, relevance, docbase, xml) VALUES (?, ?, ?, ?, ?, ?)",
-                rows,
-            )
+                "INSERT OR IGNORE INTO aci (id, owner, updatetime, relevance, docbase, xml, page, summary, urgent, "
+                "expired) VALUES (?, ?, ?, ?, '', '', ?, ?, ?, ?)",
+                [(a.id, a.owner, a.updatetime, a.relevance, pages[_page_of(a)], _xml_safe(a.summary), int(a.urgent),
+                  int(a.expired)) for a in acis])
             return self.conn.total_changes - before
 
     def list(self, owner: str, since: int = 0, min_relevance: float = 0.0) -> list[Aci]:
         rows = self.conn.execute(
-            "SELECT xml FROM aci WHERE owner = ? AND updatetime >= ? AND relevance >= ? "
-            "ORDER BY updatetime DESC, id", (owner, since, min_relevance))
-        return [Aci.from_xml(x) for (x,) in rows]
+            f"{_ACI_SELECT} WHERE a.owner = ? AND a.updatetime >= ? AND a.relevance >= ? "
+            "ORDER BY a.updatetime DESC, a.id", (owner, since, min_relevance))
+        return [_aci(row) for row in rows]
 
     def get(self, aci_id: str) -> Aci | None:
-        row = self.conn.execute("SELECT xml FROM aci WHERE id = ?", (aci_id,)).fetchone()
-        return Aci.from_xml(row[0]) if row else None
+        row = self.conn.execute(f"{_ACI_SELECT} WHERE a.id = ?", (aci_id,)).fetchone()
+        return _aci(row) if row else None
 
     def owners(self) -> list[str]:
         return [o for (o,) in self.conn.execute("SELECT DISTINCT owner FROM aci ORDER BY owner")]
@@ -314,10 +416,30 @@ class SqliteAciStore(AciStore):
                                          (owner, i)).rowcount for i in ids)
 
     def undelivered_digests(self) -> set[str]:
-        return {d for (d,) in self.conn.execute("SELECT DISTINCT docbase FROM aci WHERE delivered = 0")}
+        rows = self.conn.execute("SELECT DISTINCT CASE WHEN a.page IS NULL THEN a.docbase ELSE p.docbase END "
+                                 "FROM aci a LEFT JOIN aci_page p ON p.id = a.page WHERE a.delivered = 0")
+        return {d for (d,) in rows}
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _page_of(aci: Aci) -> tuple:
+    """The fields an ACI shares with the other ACIs of its page version (``_PAGE_FIELDS``),
+    text as its XML would keep it."""
+    return (aci.uri, aci.docbase, aci.version, aci.updatetime, aci.filesize, aci.format, aci.extension,
+            _xml_safe(aci.title))
+
+
+def _aci(row: tuple) -> Aci:
+    xml, owner, relevance, summary, urgent, expired, *page = row
+    if xml:  # written before aci_page
+        return Aci.from_xml(xml)
+    uri, docbase, version, updatetime, filesize, fmt, extension, title = page
+    # the relevance as the ACI's XML gave it (``%g``), as `aci list` and feeds read it before
+    return Aci(owner=owner, uri=uri, relevance=float(f"{relevance:g}"), updatetime=updatetime, filesize=filesize,
+               version=version, docbase=docbase, summary=summary, urgent=bool(urgent), expired=bool(expired),
+               format=fmt, extension=extension, title=title)
 
 
 _RESULTS_SCHEMA = """

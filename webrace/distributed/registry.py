@@ -5,7 +5,8 @@ round's shared frontier, which queues them) and closes it once nothing of it is 
 leased; workers learn a round's URDs from Redis, so they need no URD-DB of their own.
 
 Keys: ``<prefix>rounds`` (zset round id -> opening time, ms),
-``<prefix>round:<id>:urds`` (hash URD id -> URD XML) and ``<prefix>round:<id>:sentinels``
+``<prefix>round:<id>:urds`` (hash URD id -> the URD's fields as JSON, ``Urd.to_record``:
+no worker parses XML; a round opened by an older scheduler holds XML, read as such) and ``<prefix>round:<id>:sentinels``
 (hash URL -> JSON list of ``[sentinel JSON, the digest it last saw]``: the sentinels due on
 that page, evaluated by the worker that fetches it), beside the frontier's keys;
 ``<prefix>epoch`` (a token set once: when it vanishes, Redis lost everything, see :meth:`RoundRegistry.lost`).
@@ -59,7 +60,7 @@ class RoundRegistry:
         opened = opened if opened is not None else now_millis()
         round_id = f"{opened}-{secrets.token_hex(3)}"
         pipe = self.client.pipeline(transaction=True)  # a worker meets the round whole or not at all
-        pipe.hset(self._urds_key(round_id), mapping={u.id: u.to_xml() for u in urds})
+        pipe.hset(self._urds_key(round_id), mapping={u.id: json.dumps(u.to_record()) for u in urds})
         if sentinels:
             pipe.hset(self._sentinels_key(round_id), mapping={
                 url: json.dumps([[s.to_json(), seen] for s, seen in group]) for url, group in sentinels.items()})
@@ -77,7 +78,7 @@ class RoundRegistry:
 
     def urds(self, round_id: str) -> dict[str, Urd]:
         raw = self.client.hgetall(self._urds_key(round_id))
-        return {(k.decode() if isinstance(k, bytes) else k): Urd.from_xml(v) for k, v in raw.items()}
+        return {(k.decode() if isinstance(k, bytes) else k): _urd(v) for k, v in raw.items()}
 
     def sentinels(self, round_id: str) -> dict[str, list[tuple[Sentinel, str | None]]]:
         """URL -> the sentinels due on it in this round, with the digest each last saw."""
@@ -109,3 +110,9 @@ class RoundRegistry:
 
     def _sentinels_key(self, round_id: str) -> str:
         return f"{self.prefix}round:{round_id}:sentinels"
+
+
+def _urd(value: bytes | str) -> Urd:
+    """A round's URD as stored: its fields as JSON, or XML (a round an older scheduler opened)."""
+    text = value.decode() if isinstance(value, bytes) else value
+    return Urd.from_record(json.loads(text)) if text.startswith("{") else Urd.from_xml(text)

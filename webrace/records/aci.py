@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -61,8 +62,12 @@ class Aci:
 
 
 def _xml_safe(text: str) -> str:
-    """Page text may hold characters XML 1.0 cannot (control characters): drop them."""
-    return "".join(ch for ch in text if ch in "\t\n\r" or " " <= ch <= "\ud7ff" or "\ue000" <= ch <= "\ufffd")
+    """Page text may hold characters XML 1.0 cannot (control characters): drop them (one
+    regular expression: this runs for every ACI of every owner of a page)."""
+    return _NOT_XML.sub("", text)
+
+
+_NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd]")
 
 
 def extension_of(url: str, media_type: str) -> tuple[str, str]:

@@ -20,9 +20,11 @@ class Node:
     url: str
     parent_url: str | None
     depth: int  # links from the nearest start page
-    budgets: dict[str, int]  # URD id -> depth still allowed below this page
+    # group id -> depth still allowed below this page (a group: the URDs of a round sharing a
+    # start page, scope and depth, see webrace.rounds.groups; the frontier takes any ids)
+    budgets: dict[str, int]
     state: str = PENDING
     links: list[str] = field(default_factory=list)
-    counted: set[str] = field(default_factory=set)  # URDs this pending node keeps active
+    counted: set[str] = field(default_factory=set)  # groups this pending node keeps active
 
 __all__ = ["DONE", "FAILED", "PENDING", "Node", "Offer"]

@@ -7,6 +7,11 @@ followed within its scope and depth, and each page's item held until no URD stil
 the round could add an owner to it, then released with its final owners. When a round
 closes its URDs get their last check (the due bookkeeping).
 
+URDs that share a start page, scope and depth travel as one group
+(:mod:`webrace.rounds.groups`): the frontier's nodes, their budgets, the active set and the
+requests hold group ids, so a page costs the same however many URDs share its group; owners
+are expanded from the groups only on the page's item.
+
 :class:`RoundEngine` holds that logic once; :class:`~webrace.rounds.local.LocalRounds` (one
 process, an in-memory frontier) and :class:`~webrace.rounds.redis.RedisRounds` (a frontier
 shared by every worker through Redis) differ in where rounds come from and where pages
@@ -20,19 +25,17 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Iterable, MutableMapping
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from webrace.records.rounds import DONE, FAILED, Node, Offer
 from webrace.rounds.frontier import Frontier
+from webrace.rounds.groups import SENTINEL_PREFIX, Groups, LinkScope
 from webrace.traps import QueryVariants
 from webrace.urd import Urd
-from webrace.urls import in_scope
 
 logger = logging.getLogger(__name__)
-
-SENTINEL_PREFIX = "sentinel-"  # pseudo-URDs fetching the pages of due sentinels
 
 
 class Stats(Protocol):
@@ -77,9 +80,13 @@ class Round:
     not_followed: dict[str, str] = field(default_factory=dict)
     sentinels: dict[str, list] = field(default_factory=dict)  # URL -> [(sentinel, digest it last saw)] due
     queries: QueryVariants = field(default_factory=QueryVariants)
-    requested: Counter = field(default_factory=Counter)  # URD id -> pages requested for it (its budget)
+    requested: Counter = field(default_factory=Counter)  # group id -> pages requested for it (each member's budget)
     due_at: dict[str, int] = field(default_factory=dict)  # URD id -> its next due when the round opened
     start: list[Node] = field(default_factory=list)  # a local round's start pages, until requested
+    groups: Groups = field(init=False)  # the URDs grouped by start page, scope and depth
+
+    def __post_init__(self) -> None:
+        self.groups = Groups(self.urds)
 
     @property
     def real_urds(self) -> list[str]:
@@ -213,13 +220,9 @@ class RoundEngine(ABC):
         return sum(len(rnd.held) for rnd in self.rounds.values())
 
     def owners(self, rnd: Round, node: Node) -> dict[str, Any]:
-        """``owners``, ``urd_ids`` (without sentinels' pseudo-URDs) and ``urgent`` of a page."""
-        urds = [rnd.urds[i] for i in sorted(node.budgets) if i in rnd.urds]
-        return {
-            "owners": sorted({u.owner for u in urds}),
-            "urd_ids": [u.id for u in urds if not u.id.startswith(SENTINEL_PREFIX)],
-            "urgent": any(u.urgent for u in urds),
-        }
+        """``owners``, ``urd_ids`` (without sentinels' pseudo-URDs) and ``urgent`` of a page:
+        the members of the groups that reached it."""
+        return rnd.groups.owners(node.budgets)
 
     def take_sentinels(self, round_id: str | None, url: str) -> list | None:
         """The sentinels due in this round on ``url``, once (for the sentinel middleware)."""
@@ -234,24 +237,28 @@ class RoundEngine(ABC):
 
     # -- following ------------------------------------------------------------------------
 
-    def _offer_starts(self, rnd: Round, urds: Iterable[Urd]) -> list[Node]:
-        """Offer each URD's start page; the new ones are to be requested (coalesced by URL)."""
+    def _offer_starts(self, rnd: Round) -> list[Node]:
+        """Offer each group's start page; the new ones are to be requested (coalesced by URL:
+        the members of a group after its first are coalesced already)."""
         fetch = []
-        for urd in urds:
-            self.discover(urd.url)
-            rnd.requested[urd.id] += 1
-            verdict, _ = rnd.frontier.offer(urd.url, None, 0, {urd.id: urd.depth})
+        for group in rnd.groups:
+            self.discover(group.url)
+            rnd.requested[group.id] += 1
+            self._inc("coalesced", len(group.members) - 1)
+            verdict, _ = rnd.frontier.offer(group.url, None, 0, {group.id: group.depth})
             if verdict is Offer.NEW:
-                fetch.append(rnd.frontier.get(urd.url))
+                fetch.append(rnd.frontier.get(group.url))
             else:
                 self._inc("coalesced")
         return fetch
 
     def _follow(self, rnd: Round, node: Node, budgets: dict[str, int]) -> list[Node]:
-        """Offer ``node``'s links to the frontier for each URD in ``budgets`` that still has
-        depth left and whose scope holds the link; carry URDs merged into pages already
-        done through their stored links, without fetching them again. Returns the new
-        pages a local round requests (a shared frontier has queued them)."""
+        """Offer ``node``'s links to the frontier for each group in ``budgets`` that still has
+        depth left and whose scope holds the link (decided once per link and scope anchor);
+        carry groups merged into pages already done through their stored links, without
+        fetching them again. Returns the new pages a local round requests (a shared
+        frontier has queued them)."""
+        groups = rnd.groups
         fetch: list[Node] = []
         stack = [(node, budgets)]
         while stack:
@@ -261,14 +268,15 @@ class RoundEngine(ABC):
             for link in parent.links:
                 child: dict[str, int] = {}
                 reason = "depth"
-                for urd_id, remaining in parent_budgets.items():
-                    urd = rnd.urds.get(urd_id)
-                    if urd is None or remaining <= 0:
+                scope = LinkScope(link)
+                for group_id, remaining in parent_budgets.items():
+                    group = groups.get(group_id)
+                    if group is None or remaining <= 0:
                         continue
-                    if not in_scope(link, urd.url, urd.scope):
+                    if not scope.within(group.anchor):
                         reason = "scope"
                     else:
-                        child[urd_id] = remaining - 1
+                        child[group_id] = remaining - 1
                 if child and link not in known:  # a page new to the round: trap rules, budgets
                     if not rnd.queries.admit(link):
                         child, reason = {}, "trap"
@@ -298,17 +306,21 @@ class RoundEngine(ABC):
                     self._inc("duplicate")
         return fetch
 
-    def _within_budget(self, rnd: Round, urd_id: str) -> bool:
-        """Whether ``urd_id`` may request one more page this round (and count it)."""
+    def _within_budget(self, rnd: Round, group_id: str) -> bool:
+        """Whether the URDs of ``group_id`` may request one more page this round (and count
+        it). Its members request the same pages, so the group's count is each one's."""
         budget = self.limits.page_budget
-        if budget and rnd.requested[urd_id] >= budget:
-            key = f"webrace/budget_reached/{urd_id}"
-            if not self.stats.get_value(key):
-                logger.warning("URD %s reached its page budget (WEBRACE_MAX_PAGES_PER_URD=%d) this round",
-                               urd_id, budget)
-            self.stats.set_value(key, budget)
+        if budget and rnd.requested[group_id] >= budget:
+            group = rnd.groups.get(group_id)
+            members = group.members if group is not None else (group_id,)
+            if not self.stats.get_value(f"webrace/budget_reached/{members[0]}"):
+                more = f" (and {len(members) - 1} more URDs with its start page)" if len(members) > 1 else ""
+                logger.warning("URD %s%s reached its page budget (WEBRACE_MAX_PAGES_PER_URD=%d) this round",
+                               members[0], more, budget)
+                for urd_id in members:
+                    self.stats.set_value(f"webrace/budget_reached/{urd_id}", budget)
             return False
-        rnd.requested[urd_id] += 1
+        rnd.requested[group_id] += 1
         return True
 
     def _not_followed(self, rnd: Round, links: list[tuple[str, str]]) -> None:
@@ -337,8 +349,8 @@ class RoundEngine(ABC):
         out: list[tuple[Node, MutableMapping]] = []
         if not candidates:
             return out
-        # A page that every URD of the round reached can gain no owner: no need to ask.
-        for url in [url for url in candidates if len(rnd.held[url][0].budgets) >= len(rnd.urds)]:
+        # A page that every group of the round reached can gain no owner: no need to ask.
+        for url in [url for url in candidates if len(rnd.held[url][0].budgets) >= len(rnd.groups)]:
             out.append(self._complete(rnd, *rnd.held.pop(url)))
         candidates = [url for url in candidates if url in rnd.held]
         if not candidates:
@@ -360,10 +372,12 @@ class RoundEngine(ABC):
 
     @staticmethod
     def _may_gain_owners(rnd: Round, node: Node, active: set[str]) -> bool:
-        for urd_id in active:
-            if urd_id not in node.budgets:
-                urd = rnd.urds.get(urd_id)
-                if urd is not None and in_scope(node.url, urd.url, urd.scope):
+        """Whether an active group missing from ``node`` could still reach it (its scope holds it)."""
+        scope = LinkScope(node.url)
+        for group_id in active:
+            if group_id not in node.budgets:
+                group = rnd.groups.get(group_id)
+                if group is not None and scope.within(group.anchor):
                     return True
         return False
 

@@ -69,7 +69,7 @@ class LocalRounds(RoundEngine):
                     sentinels=sentinels or {}, queries=QueryVariants(self.limits.max_queries),
                     due_at={u.id: u.next_due for u in urds})
         self.current = self._register(rnd)
-        rnd.start = self._offer_starts(rnd, urds)
+        rnd.start = self._offer_starts(rnd)
         return rnd
 
     def pending(self) -> list[Node]:

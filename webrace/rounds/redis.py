@@ -75,7 +75,7 @@ class RedisRounds(RoundEngine):
             self.sentinels.checked([s.id for group in watched.values() for s, _ in group], now_ms)
             self.stats.inc_value("sentinels/due", sum(len(g) for g in watched.values()))
         rnd = self.round(round_id)
-        self._offer_starts(rnd, urds + extra)  # queued in Redis for the workers (coalesced by URL)
+        self._offer_starts(rnd)  # queued in Redis for the workers (coalesced by URL)
         return rnd
 
     def _due_sentinels(self, now_ms: int, busy: set[str]) -> tuple[list, dict[str, list]]:

@@ -2,7 +2,8 @@
 
 A thin adapter over the round engine (:mod:`webrace.rounds`): the engine decides what a
 round follows, coalesces and releases (seed 000 section 4: requests carry ``[Link,
-ParentLink, Depth, {owners}]``, here in ``meta["webrace"]``); the spider turns its steps into
+ParentLink, Depth, {owners}]``, here in ``meta["webrace"]``, the owners as the ids of their
+groups: see :mod:`webrace.rounds.groups`); the spider turns its steps into
 Requests and items, and runs what needs Scrapy: the page recorder (links, object cache), the
 rules, IPMicra's host resolution, and the continuous mode's timer.
 
@@ -148,8 +149,10 @@ class UrdSpider(scrapy.Spider):
         return request
 
     def _request(self, rnd: Round, node: Node) -> scrapy.Request:
+        # Groups and their depth budgets, not owners: a request costs the same for 10 URDs
+        # sharing a start page as for 10,000 (owners are expanded on the page's item).
         context = {"round": rnd.id, "link": node.url, "parent": node.parent_url, "depth": node.depth,
-                   "budgets": dict(node.budgets), **self.engine.owners(rnd, node)}
+                   "budgets": dict(node.budgets)}
         meta: dict[str, Any] = {"webrace": context}
         if any(not seen for _, seen in rnd.sentinels.get(node.url, ())):
             meta[UNCONDITIONAL] = True  # a sentinel with no baseline takes it from this page, changed or not

@@ -1,0 +1,111 @@
+"""Owners grouped, not multiplied: the URDs of a round that share a start page, a scope and a
+depth reach the same pages with the same depth left, so a round carries them as one *group*
+(pure: no Scrapy, no Twisted).
+
+A frontier node, a request and the lease of a shared round hold a group's id and its depth
+budget, never its members: a page reached for 10 URDs or for 10,000 that share their start
+page costs the same. A group is named by its first member's id (in sorted order), so every
+worker of a shared round names it alike, and components that look a URD id up (the redirect
+scope check) find a URD with the group's start page and scope. Members are expanded only
+where a person's name is needed: the owners on a page's item, the URDs its keywords are
+judged for, the stats of a page budget reached.
+
+Scope is decided once per link and scope: :func:`~webrace.urls.scope_anchor` gives what a
+link must share with a group's start page (its host, its registrable domain, or nothing), and
+groups with the same anchor share one decision.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from webrace.urd import Urd
+from webrace.urls import hostname, registered_domain, scope_anchor
+
+OWNERS_KEPT = 4096  # distinct sets of groups whose owners are kept (a page's item asks once per set)
+SENTINEL_PREFIX = "sentinel-"  # pseudo-URDs fetching the pages of due sentinels
+
+
+@dataclass(frozen=True)
+class Group:
+    id: str  # its first member's id
+    url: str  # the start page its members share
+    scope: str
+    depth: int
+    members: tuple[str, ...]  # URD ids, sorted
+    anchor: tuple[str, str]  # what a link shares with the start page to be in scope (scope_anchor)
+
+
+class Groups:
+    """The groups of one round's URDs, and what is derived from them once."""
+
+    def __init__(self, urds: Mapping[str, Urd]) -> None:
+        self.urds = urds
+        members: dict[tuple[str, str, int], list[str]] = defaultdict(list)
+        for urd in urds.values():
+            members[(urd.url, urd.scope, urd.depth)].append(urd.id)
+        self.groups: dict[str, Group] = {}
+        for (url, scope, depth), ids in members.items():
+            ids.sort()
+            self.groups[ids[0]] = Group(ids[0], url, scope, depth, tuple(ids), scope_anchor(url, scope))
+        self._owners: dict[frozenset[str], dict[str, Any]] = {}
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    def __iter__(self) -> Iterator[Group]:
+        return iter(self.groups.values())
+
+    def get(self, group_id: str) -> Group | None:
+        return self.groups.get(group_id)
+
+    def members(self, group_ids: Iterable[str]) -> list[str]:
+        """The URD ids of these groups, sorted."""
+        return sorted(u for g in group_ids if (group := self.groups.get(g)) is not None for u in group.members)
+
+    def owners(self, group_ids: Iterable[str]) -> dict[str, Any]:
+        """``owners``, ``urd_ids`` (without sentinels' pseudo-URDs) and ``urgent`` of a page
+        these groups reached; computed once per set of groups."""
+        key = frozenset(group_ids)
+        found = self._owners.get(key)
+        if found is None:
+            if len(self._owners) >= OWNERS_KEPT:
+                self._owners.clear()
+            urds = [self.urds[i] for i in self.members(key)]
+            found = self._owners[key] = {
+                "owners": sorted({u.owner for u in urds}),
+                "urd_ids": [u.id for u in urds if not u.id.startswith(SENTINEL_PREFIX)],
+                "urgent": any(u.urgent for u in urds),
+            }
+        return {"owners": list(found["owners"]), "urd_ids": list(found["urd_ids"]), "urgent": found["urgent"]}
+
+
+class LinkScope:
+    """The scope decisions of one URL, each anchor decided once (its host read once)."""
+
+    __slots__ = ("_decided", "_host", "url")
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._host: str | None = None
+        self._decided: dict[tuple[str, str], bool] = {}
+
+    def within(self, anchor: tuple[str, str]) -> bool:
+        decided = self._decided.get(anchor)
+        if decided is None:
+            decided = self._decided[anchor] = self._decide(anchor)
+        return decided
+
+    def _decide(self, anchor: tuple[str, str]) -> bool:
+        kind, value = anchor
+        if kind == "any":
+            return True
+        if self._host is None:
+            self._host = hostname(self.url)
+        return (self._host if kind == "host" else registered_domain(self._host)) == value
+
+
+__all__ = ["SENTINEL_PREFIX", "Group", "Groups", "LinkScope"]
