@@ -33,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from politeness import baseline_code  # noqa: E402 - bench/ is not a package
+from recrawl import SiteServer  # noqa: E402
 from site_server import build_vocabulary  # noqa: E402
 
 PAGES = 200
@@ -66,28 +67,17 @@ class Run:
         return self.pages / self.seconds if self.seconds else 0.0
 
 
-class Server:
+class Server(SiteServer):
     """``bench/site_server.py`` in a subprocess, logging every request it answers."""
 
     def __init__(self, log: Path, page_kb: int) -> None:
         self.log = log
-        args = [sys.executable, str(HERE / "site_server.py"), "--pages", str(PAGES), "--page-kb", str(page_kb),
-                "--log", str(log)]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline().strip()
-        if not line.startswith("READY "):
-            self.proc.kill()
-            raise RuntimeError(f"site server did not start: {line!r}")
-        self.url = line.split(" ", 1)[1]
+        super().__init__(PAGES, page_kb, 0, 0, ("--log", str(log)))
 
     def first_hit_after(self, since: float) -> float | None:
         """Wall-clock start of the first request the site saw at or after ``since``."""
         starts = [hit["start"] for hit in map(json.loads, self.log.read_text().splitlines()) if hit["start"] >= since]
         return min(starts, default=None)
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
 
 
 def urds_xml(count: int, seed_url: str, depth: int, keywords: bool = True) -> str:

@@ -49,8 +49,9 @@ class Crawl:
 class SiteServer:
     """``bench/site_server.py`` in a subprocess, for the length of one link setting."""
 
-    def __init__(self, pages: int, page_kb: int, latency_ms: int, rate: int) -> None:
-        args = [sys.executable, str(HERE / "site_server.py"), "--pages", str(pages), "--page-kb", str(page_kb)]
+    def __init__(self, pages: int, page_kb: int, latency_ms: int, rate: int, extra: tuple[str, ...] = ()) -> None:
+        args = [sys.executable, str(HERE / "site_server.py"), "--pages", str(pages), "--page-kb", str(page_kb),
+                *extra]
         if latency_ms:
             args += ["--latency-ms", str(latency_ms)]
         if rate:
