@@ -30,6 +30,7 @@ from typing import Any
 
 from scrapy.exporters import CsvItemExporter as ScrapyCsvItemExporter
 from scrapy.extensions.feedexport import FeedExporter as ScrapyFeedExporter
+from scrapy.extensions.feedexport import ItemFilter
 
 from webrace.items import AciBatch
 
@@ -53,10 +54,20 @@ class FeedExporter(ScrapyFeedExporter):
 
     def item_scraped(self, item: Any, spider: Any) -> None:
         if isinstance(item, AciBatch):
-            for aci in item.acis:
+            acis = iter(item.acis)
+            first = next(acis, None)
+            if first is None or not self._takes(first):
+                return  # no feed writes ACIs: none is made (a page's batch may hold 10,000)
+            super().item_scraped(first, spider)
+            for aci in acis:
                 super().item_scraped(aci, spider)
         else:
             super().item_scraped(item, spider)
+
+
+    def _takes(self, aci: Any) -> bool:
+        """Some feed may write this ACI (a filter of its own may look at any ACI: it is asked)."""
+        return any(type(slot.filter) is not ItemFilter or slot.filter.accepts(aci) for slot in self.slots)
 
 
 class CsvItemExporter(ScrapyCsvItemExporter):

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import scrapy
 
-from webrace.records.aci import Aci
+from webrace.records.aci import Aci, PageAcis
 
 
 class Page(scrapy.Item):
@@ -42,7 +42,7 @@ class AciBatch:
     each owner's list is split out by the ACI store and by delivery."""
 
     url: str  # the page's URL
-    acis: list[Aci] = field(default_factory=list)
+    acis: PageAcis | list[Aci] = field(default_factory=list)  # iterating either gives Aci objects
 
 
 class ServiceProfile(scrapy.Item):

@@ -21,18 +21,20 @@ No Scrapy here: it runs in a worker thread, on plain values.
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
-from collections import OrderedDict, defaultdict
+from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from html import unescape
 
+import numpy as np
 from w3lib.encoding import html_to_unicode
 
-from webrace.annotation.matcher import KeywordIndex, Matches, normalize_keyword, summary
+from webrace.annotation.matcher import FEW_KEYWORDS, KeywordIndex, Matches, normalize_keyword
 from webrace.annotation.text import PageText, page_texts
-from webrace.records.aci import Aci, extension_of
+from webrace.records.aci import Aci, PageAcis, extension_of
 from webrace.urd import Urd
 
 INDEXES_KEPT = 4  # rounds whose index is kept (continuous mode, several shared rounds)
@@ -54,7 +56,7 @@ class Version:
 
 @dataclass(frozen=True)
 class Judgement:
-    acis: list[Aci]
+    acis: PageAcis | list[Aci]  # a page's ACIs (iterating a PageAcis gives Aci objects)
     filtered: bool  # some owner's URD has keywords (the page was judged at all)
     archived: bool  # some URD without keywords keeps every page it reaches
 
@@ -64,15 +66,44 @@ class Judgement:
         return self.filtered and not self.acis and not self.archived
 
 
-@dataclass(frozen=True)
 class RoundIndex:
-    """A round's keyword index, and each URD's keywords as matched (normalised) with weights."""
+    """A round's keywords, for judging each page for all its owners at once.
 
-    keywords: KeywordIndex
-    weights: dict[str, dict[str, float]]  # URD id -> normalised keyword -> weight
+    ``keywords`` counts a page's keywords; ``weights`` holds each URD's keywords as matched
+    (normalised) with their weights. The same as arrays: the URDs with keywords are columns
+    (``urd_ids``), with their owner, threshold and urgency; every keyword (in sorted order)
+    owns a slice of ``pair_urd`` / ``pair_weight`` naming the URDs that chose it. A page's
+    relevance for every URD is then one weighted count over the pairs of the keywords it
+    matched (array work, whatever the number of owners)."""
+
+    def __init__(self, keywords: KeywordIndex, weights: dict[str, dict[str, float]], urds: Iterable[Urd] = ()) -> None:
+        self.keywords = keywords
+        self.weights = weights
+        with_keywords = {u.id: u for u in urds if u.id in weights}
+        self.plain = frozenset()  # URDs without keywords (they archive what they reach)
+        self.urd_ids = sorted(weights)
+        self.position = {u: n for n, u in enumerate(self.urd_ids)}
+        self.owners = sorted({with_keywords[u].owner for u in self.urd_ids if u in with_keywords})
+        self.owner_names = np.array(self.owners, dtype=object)
+        owner_no = {o: n for n, o in enumerate(self.owners)}
+        self.owner_of = np.array([owner_no.get(with_keywords[u].owner, -1) if u in with_keywords else -1
+                                  for u in self.urd_ids], dtype=np.int64)
+        self.threshold = np.array([_threshold(with_keywords.get(u)) for u in self.urd_ids], dtype=np.float64)
+        self.urgent = np.array([bool(with_keywords[u].urgent) if u in with_keywords else False
+                                for u in self.urd_ids], dtype=bool)
+        self.vocabulary = sorted({k for w in weights.values() for k in w})
+        self.kw_position = {k: n for n, k in enumerate(self.vocabulary)}
+        pairs = sorted((self.kw_position[k], self.position[u], w) for u, mine in weights.items() for k, w in mine.items())
+        self.pair_urd = np.array([u for _, u, _ in pairs], dtype=np.int64)
+        self.pair_weight = np.array([w for _, _, w in pairs], dtype=np.float64)
+        self.kw_start = np.searchsorted(np.array([k for k, _, _ in pairs], dtype=np.int64),
+                                        np.arange(len(self.vocabulary) + 1))
+        self._reach: OrderedDict[tuple[str, ...], Reach] = OrderedDict()
+        self._lock = threading.Lock()
 
     @classmethod
     def build(cls, urds: Iterable[Urd]) -> RoundIndex:
+        urds = list(urds)
         weights: dict[str, dict[str, float]] = {}
         for urd in urds:
             if not urd.keywords:
@@ -82,7 +113,53 @@ class RoundIndex:
                 key = normalize_keyword(kw.key)
                 if key:
                     mine[key] = max(mine.get(key, float("-inf")), float(kw.weight))
-        return cls(KeywordIndex({i: list(w.items()) for i, w in weights.items()}), weights)
+        index = cls(KeywordIndex({i: list(w.items()) for i, w in weights.items()}), weights, urds)
+        index.plain = frozenset(u.id for u in urds if u.id not in weights)
+        return index
+
+    def reach(self, urd_ids: tuple[str, ...]) -> Reach:
+        """What judging a page reached by these URDs needs (the same set of URDs reaches many
+        pages: worked out once per set)."""
+        with self._lock:
+            found = self._reach.get(urd_ids)
+            if found is not None:
+                self._reach.move_to_end(urd_ids)
+                return found
+        found = Reach.of(self, urd_ids)
+        with self._lock:
+            self._reach[urd_ids] = found
+            while len(self._reach) > REACH_KEPT:
+                self._reach.popitem(last=False)
+        return found
+
+
+REACH_KEPT = 64
+
+
+@dataclass(frozen=True)
+class Reach:
+    """The URDs that reached a page, as the judgement needs them."""
+
+    filtering: bool  # some of them have keywords
+    archived: bool  # some of them have none: the page is kept for them
+    single: np.ndarray  # per URD column: reached, and its owner's only reached URD with keywords
+    shared: dict[int, list[int]]  # owner number -> the columns of their reached URDs, owners with several
+
+    @classmethod
+    def of(cls, index: RoundIndex, urd_ids: tuple[str, ...]) -> Reach:
+        position = index.position
+        columns = np.array(sorted({position[i] for i in urd_ids if i in position}), dtype=np.int64)
+        archived = any(i in index.plain for i in urd_ids)
+        single = np.zeros(len(index.urd_ids), dtype=bool)
+        shared: dict[int, list[int]] = {}
+        if len(columns):
+            owners = index.owner_of[columns]
+            per_owner = np.bincount(owners, minlength=len(index.owners))
+            alone = per_owner[owners] == 1
+            single[columns[alone]] = True
+            for column, owner in zip(columns[~alone].tolist(), owners[~alone].tolist(), strict=True):
+                shared.setdefault(owner, []).append(column)
+        return cls(bool(len(columns)), archived, single, shared)
 
 
 class FilteringProcessor:
@@ -107,52 +184,127 @@ class FilteringProcessor:
     def judge(self, version: Version, urds: Sequence[Urd], index: RoundIndex) -> Judgement:
         """ACIs for the owners of ``urds`` (the URDs that reached the page) whose keywords
         the page matches enough."""
-        filtering = [u for u in urds if u.keywords]
-        archived = len(filtering) < len(urds)
-        if not filtering:
-            return Judgement([], False, archived)
+        return self.judge_reached(version, index.reach(tuple(u.id for u in urds)), index)
+
+    def judge_reached(self, version: Version, reach: Reach, index: RoundIndex) -> Judgement:
+        """:meth:`judge` for the URDs ``reach`` describes (see :meth:`RoundIndex.reach`)."""
+        if not reach.filtering:
+            return Judgement([], False, reach.archived)
         text, title = text_and_title(version.body, version.content_type)
-        matches = index.keywords.match(text.matched, text.reading) if text else Matches("")
-        # Only an owner with a URD whose keywords the page matched can be relevant: the others
-        # are passed over in C-speed set work, so the loop below is as long as the ACIs made.
-        relevant = {u.owner for u in filtering if u.id in matches.keywords}
-        by_owner: dict[str, list[Urd]] = defaultdict(list)
-        for urd in filtering:
-            if urd.owner in relevant:
-                by_owner[urd.owner].append(urd)
+        counts = index.keywords.count(text.matched) if text else {}
+        if not counts:
+            return Judgement([], True, reach.archived)
+        matches = Matches(text.matched, {}, counts, {}, text.reading, many=len(counts) > FEW_KEYWORDS)
+        kws = np.fromiter((index.kw_position[k] for k in counts), dtype=np.int64, count=len(counts))
+        times = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+        order = np.argsort(kws)
+        kws, times = kws[order], times[order]
+        starts = index.kw_start[kws]
+        lengths = index.kw_start[kws + 1] - starts
+        pairs = np.arange(int(lengths.sum())) + np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+        pair_urd = index.pair_urd[pairs]
+        pair_kw = np.repeat(kws, lengths)
+        pair_score = index.pair_weight[pairs] * np.repeat(times, lengths)
+        # summed in keyword order, so a URD's relevance is the same float however many share the index
+        relevance = np.bincount(pair_urd, weights=pair_score, minlength=len(index.urd_ids))
+        passing = reach.single & (relevance > 0) & (relevance >= index.threshold)
+        # the keywords each passing URD matched, heaviest first (ties: by keyword)
+        chosen = passing[pair_urd]
+        pu, pk, ps = pair_urd[chosen], pair_kw[chosen], pair_score[chosen]
+        order = np.lexsort((pk, -ps, pu))
+        pu, pk = pu[order], pk[order]
+        columns, first = np.unique(pu, return_index=True)
+        owners = index.owner_of[columns]
+        rel = relevance[columns]
+        urgent = index.urgent[columns]
+        # owners who matched the same keywords in the same order share a summary: each
+        # passing URD's ordered keywords as one number, and the distinct numbers are the keys
+        used = np.unique(pk)
+        snippet_no = np.full(len(index.vocabulary), -1, dtype=np.int64)
+        snippet_no[used] = np.arange(len(used))
+        snippets: list[tuple[int, int, str] | None] = [matches.quoted(index.vocabulary[kw]) for kw in used.tolist()]
+        by_snippet = snippet_no[pk]
+        key_of, key_list = _keys(by_snippet, first, len(used))
+        if reach.shared:  # owners with several URDs: their union
+            shared = [(owner, made) for owner, mine in reach.shared.items()
+                      if (made := _shared(mine, index, counts)) is not None]
+            if shared:
+                owners = np.concatenate((owners, np.array([o for o, _ in shared], dtype=np.int64)))
+                rel = np.concatenate((rel, np.array([m[0] for _, m in shared], dtype=np.float64)))
+                urgent = np.concatenate((urgent, np.array([m[2] for _, m in shared], dtype=bool)))
+                known = {k: n for n, k in enumerate(key_list)}
+                extra = []
+                for _, (_, kws, _) in shared:
+                    for kw in kws:
+                        if snippet_no[kw] < 0:
+                            snippet_no[kw] = len(snippets)
+                            snippets.append(matches.quoted(index.vocabulary[kw]))
+                    key = tuple(snippet_no[list(kws)].tolist())
+                    if key not in known:
+                        known[key] = len(key_list)
+                        key_list.append(key)
+                    extra.append(known[key])
+                key_of = np.concatenate((key_of, np.array(extra, dtype=np.int64)))
+        if not len(owners):
+            return Judgement([], True, reach.archived)
+        by_name = np.argsort(owners, kind="stable")  # owner numbers follow names
         extension, fmt = extension_of(version.url, version.media_type)
-        counts = matches.counts
-        acis = []
-        for owner, owned in sorted(by_owner.items()):
-            relevance, weights = _relevance(matches, owned, index)
-            if relevance <= 0 or not _passes(relevance, owned):
-                continue
-            matched = sorted((k for k in weights if counts.get(k)), key=lambda k: (-weights[k] * counts[k], k))
-            acis.append(Aci(
-                owner=owner, uri=version.url, relevance=relevance, updatetime=version.fetched,
-                filesize=version.size, version=version.number, docbase=version.digest,
-                summary=summary(matches, matched), urgent=any(u.urgent for u in owned),
-                format=fmt, extension=extension, title=title,
-            ))
-        return Judgement(acis, True, archived)
+        acis = PageAcis(version.url, version.digest, version.number, version.fetched, version.size, fmt, extension,
+                        title, snippets, key_list, index.owner_names[owners[by_name]].tolist(),
+                        rel[by_name].tolist(), key_of[by_name].tolist(),
+                        urgent[by_name].tolist())
+        return Judgement(acis, True, reach.archived)
 
 
-def _relevance(matches: Matches, urds: list[Urd], index: RoundIndex) -> tuple[float, dict[str, float]]:
-    """An owner's relevance and keyword weights: the union of their URDs' keywords."""
-    if len(urds) == 1:  # the index summed it already
-        return matches.relevance.get(urds[0].id, 0.0), index.weights.get(urds[0].id, {})
+def _keys(items: np.ndarray, first: np.ndarray, alphabet: int) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+    """Groups of ``items`` (group ``g`` is ``items[first[g]:first[g + 1]]``, every item below
+    ``alphabet``): each group's number in the list of distinct groups, and that list."""
+    if not len(first):
+        return np.zeros(0, dtype=np.int64), []
+    sizes = np.diff(np.append(first, len(items)))
+    base = alphabet + 1
+    longest = max(1, int(62 // max(1.0, np.log2(base))))  # digits an int64 holds
+    place = np.arange(len(items)) - np.repeat(first, sizes)
+    fits = np.repeat(sizes <= longest, sizes)
+    digits = np.where(fits, (items + 1) * np.power(base, np.minimum(place, longest - 1), dtype=np.int64), 0)
+    codes = np.add.reduceat(digits, first)
+    codes[sizes > longest] = -1 - np.arange(int((sizes > longest).sum()))  # long ones: each its own
+    distinct, where, key_of = np.unique(codes, return_index=True, return_inverse=True)
+    flat = items.tolist()
+    starts, ends = first[where].tolist(), (first[where] + sizes[where]).tolist()
+    key_list = [tuple(flat[a:b]) for a, b in zip(starts, ends, strict=True)]
+    long_keys = {}  # long groups alike share a key too
+    for n, code in enumerate(distinct.tolist()):
+        if code < 0:
+            long_keys.setdefault(key_list[n], n)
+    if len(long_keys) < int((distinct < 0).sum()):
+        remap = np.array([long_keys.get(k, n) if c < 0 else n for n, (k, c) in enumerate(zip(key_list, distinct.tolist(), strict=True))])
+        key_of = remap[key_of]
+    return key_of.astype(np.int64), key_list
+
+
+def _threshold(urd: Urd | None) -> float:
+    """The relevance a URD's owner must reach (none: any above 0)."""
+    return float("-inf") if urd is None or urd.threshold is None else float(urd.threshold)
+
+
+def _shared(columns: list[int], index: RoundIndex, counts: dict[str, int]) -> tuple[float, tuple[int, ...], bool] | None:
+    """An owner with several URDs reaching the page: relevance, matched keywords (heaviest
+    first) and urgency over the union of those URDs' keywords, the highest weight where two
+    name the same keyword; None when it is not relevant enough."""
     weights: dict[str, float] = {}
-    for urd in urds:
-        for key, weight in index.weights.get(urd.id, {}).items():
+    for column in columns:
+        for key, weight in index.weights[index.urd_ids[column]].items():
             weights[key] = max(weights.get(key, float("-inf")), weight)
-    return sum(w * matches.counts.get(k, 0) for k, w in weights.items()), weights
-
-
-def _passes(relevance: float, urds: list[Urd]) -> bool:
-    thresholds = [u.threshold for u in urds]
-    if any(t is None for t in thresholds):
-        return True
-    return relevance >= float(min(thresholds))
+    matched = sorted((k for k in weights if counts.get(k)), key=lambda k: (-weights[k] * counts[k], k))
+    if not matched:
+        return None
+    relevance = 0.0
+    for key in sorted(matched):  # keyword order, as the array sums
+        relevance += weights[key] * counts[key]
+    if relevance <= 0 or relevance < float(np.min(index.threshold[columns])):
+        return None
+    return relevance, tuple(index.kw_position[k] for k in matched), bool(index.urgent[columns].any())
 
 
 def text_and_title(body: bytes, content_type: str) -> tuple[PageText, str]:

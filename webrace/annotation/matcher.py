@@ -23,6 +23,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from webrace.records.aci import SNIPPETS, render_summary
+
 WORD = re.compile(r"\w+")
 FEW_KEYWORDS = 8  # summaries for up to this many keywords search for each; beyond, one pass for all
 WORDS_KEY = re.compile(r"\w+(?:[\s-]+\w+)*")  # words separated by spaces or hyphens
@@ -42,7 +44,9 @@ class Matches:
     reading: str | None = None
 
     _spans: dict[str, list[tuple[int, int]]] = field(default_factory=dict, repr=False)  # first spans found
-    _first: dict[str | tuple[str, str], tuple[int, int]] | None = field(default=None, repr=False)
+    many: bool = False  # many keywords' first places will be asked for: find them in one pass from the start
+    _first: dict[str, tuple[int, int]] | None = field(default=None, repr=False)
+    _pairs: dict[tuple[str, str], tuple[int, int]] | None = field(default=None, repr=False)
     # summaries of thousands of owners quote the same few places: each found and cut once
     _windows: dict[str, tuple[int, int] | None] = field(default_factory=dict, repr=False)
     _snippets: dict[tuple[int, int], str] = field(default_factory=dict, repr=False)
@@ -77,28 +81,45 @@ class Matches:
                                                + ("..." if hi < len(text) else ""))
         return quoted
 
+    def quoted(self, keyword: str) -> tuple[int, int, str] | None:
+        """``keyword``'s window and its text as a summary quotes it (None: not found)."""
+        window = self.window(keyword)
+        return None if window is None else (*window, self.snippet(window))
+
     def first_span(self, keyword: str) -> tuple[int, int] | None:
         """Where ``keyword`` first occurs. One pass over the page's words answers every one-
         and two-word keyword (summaries for thousands of owners cost one scan, not one each)."""
         key = normalize_keyword(keyword)
         words = key.split() if WORDS_KEY.fullmatch(key) else None
-        if words is None or len(words) > 2 or (self._first is None and len(self._spans) < FEW_KEYWORDS):
+        if words is None or len(words) > 2 or (self._first is None and not self.many
+                                                 and len(self._spans) < FEW_KEYWORDS):
             if key not in self._spans:  # a search stops at the first occurrence: cheap for a few keys
                 found = _keyword_pattern(key).search(self._lower())
                 self._spans[key] = [found.span(1)] if found else []
             spans = self._spans[key]
             return spans[0] if spans else None
+        if len(words) == 1:
+            return self._first_words().get(words[0])
+        return self._first_pairs().get((words[0], words[1]))
+
+    def _first_words(self) -> dict[str, tuple[int, int]]:
+        """Each word's first span (built from the end, so the first occurrence stays)."""
         if self._first is None:
-            first: dict[str | tuple[str, str], tuple[int, int]] = {}
-            previous = None
-            for m in WORD.finditer(self.text.lower()):
-                word, span = m.group(), m.span()
-                first.setdefault(word, span)
-                if previous is not None:
-                    first.setdefault((previous[0], word), (previous[1][0], span[1]))
-                previous = (word, span)
-            self._first = first
-        return self._first.get(words[0] if len(words) == 1 else (words[0], words[1]))
+            found = list(WORD.finditer(self._lower()))
+            self._words = [m.group() for m in found]
+            self._word_spans = [m.span() for m in found]
+            self._first = dict(zip(reversed(self._words), reversed(self._word_spans), strict=True))
+        return self._first
+
+    def _first_pairs(self) -> dict[tuple[str, str], tuple[int, int]]:
+        """Each pair of neighbouring words' first span."""
+        if self._pairs is None:
+            self._first_words()
+            words, spans = self._words, self._word_spans
+            pairs = list(zip(words, words[1:], strict=False))
+            joined = [(a[0], b[1]) for a, b in zip(spans, spans[1:], strict=False)]
+            self._pairs = dict(zip(reversed(pairs), reversed(joined), strict=True))
+        return self._pairs
 
     def spans(self, keyword: str) -> list[tuple[int, int]]:
         """Where ``keyword`` occurs in the text (start, end), in order."""
@@ -146,6 +167,17 @@ class KeywordIndex:
         the work is the page's plus the matches', whatever the number of profiles.
         ``reading``: the text summaries quote, of the same length as ``text`` (see
         :class:`webrace.annotation.text.PageText`)."""
+        counts = self.count(text)
+        relevance: dict[str, float] = defaultdict(float)
+        matched: dict[str, list[str]] = defaultdict(list)
+        for key, count in counts.items():
+            for profile, weight in self.owners_of[key]:
+                relevance[profile] += weight * count
+                matched[profile].append(key)
+        return Matches(text, dict(relevance), counts, dict(matched), reading)
+
+    def count(self, text: str) -> dict[str, int]:
+        """Each keyword's occurrences in ``text`` (only those that occur)."""
         lowered = text.lower()
         words = WORD.findall(lowered)
         counts: dict[str, int] = {}
@@ -166,13 +198,7 @@ class KeywordIndex:
         if self.special_re is not None:
             for m in self.special_re.finditer(lowered):
                 counts[m.group(1)] = counts.get(m.group(1), 0) + 1
-        relevance: dict[str, float] = defaultdict(float)
-        matched: dict[str, list[str]] = defaultdict(list)
-        for key, count in counts.items():
-            for profile, weight in self.owners_of[key]:
-                relevance[profile] += weight * count
-                matched[profile].append(key)
-        return Matches(text, dict(relevance), counts, dict(matched), reading)
+        return counts
 
 
 def normalize_keyword(key: str) -> str:
@@ -209,26 +235,15 @@ def naive_relevance(text: str, keywords: Iterable[tuple[str, float]]) -> float:
 
 
 SNIPPET = 60  # characters of context on each side of a match
-MAX_SNIPPETS = 3
+MAX_SNIPPETS = SNIPPETS
 
 
 def summary(matches: Matches, keywords: list[str], limit: int = 300) -> str:
     """Snippets of the text around the first occurrence of each matched keyword (in the
-    order given, e.g. heaviest first), joined with " ... ", quoted as the page reads."""
+    order given, e.g. heaviest first), joined with " ... ", quoted as the page reads
+    (:func:`webrace.records.aci.render_summary`)."""
     memo = (tuple(keywords), limit)
     known = matches._summaries.get(memo)
-    if known is not None:  # owners who matched the same keywords in the same order
-        return known
-    windows: list[tuple[int, int]] = []
-    for key in keywords:
-        window = matches.window(key)
-        if window is None:
-            continue
-        lo, hi = window
-        if not any(lo < b and a < hi for a, b in windows):
-            windows.append(window)
-        if len(windows) == MAX_SNIPPETS:
-            break
-    joined = " ".join(matches.snippet(window) for window in sorted(windows))
-    made = matches._summaries[memo] = joined if len(joined) <= limit else joined[: limit - 3].rstrip() + "..."
-    return made
+    if known is None:  # owners who matched the same keywords in the same order
+        known = matches._summaries[memo] = render_summary([matches.quoted(key) for key in keywords], limit)
+    return known

@@ -4,25 +4,32 @@ Every :class:`~webrace.items.Page` the spider emits with a *new* version (a 304 
 unchanged body makes none) is judged by the filtering processor for the owners on the item
 (the spider emits it only once its owners are final). The body is read back from the object
 store and matched in a worker thread, so the reactor keeps downloading while a large page is
-judged. Then, on the reactor thread:
+judged, for every owner at once (the judgement is arrays, see
+:class:`~webrace.annotation.filtering.RoundIndex`). In the same thread:
 
-- the page's ACIs are kept in the ACI store in one transaction and leave as one item after
-  their page (an :class:`~webrace.items.AciBatch`); feed exports write each ACI as its own
-  line or row (``FEEDS`` ``item_classes`` can split pages from ACIs);
+- the page's ACIs (a :class:`~webrace.records.aci.PageAcis`) are kept in the ACI store in one
+  transaction (threads adding at once share one: a group commit);
 - a page relevant to no owner has its body dropped from the object store when
   ``WEBRACE_DROP_IRRELEVANT`` is on (the meta-info stays, so the next re-crawl is still a
-  conditional GET);
-- the page item gets ``relevant_to`` (owners who got an ACI) and ``kept`` (its body is
-  stored).
+  conditional GET).
+
+Then, on the reactor thread, the page item gets ``relevant_to`` (owners who got an ACI) and
+``kept`` (its body is stored), and the ACIs leave as one item after their page (an
+:class:`~webrace.items.AciBatch`); feed exports write each ACI as its own line or row
+(``FEEDS`` ``item_classes`` can split pages from ACIs). No store is touched on the reactor
+thread.
 
 Stats: ``webrace/acis``, ``webrace/annotated``, ``webrace/irrelevant``,
-``webrace/bodies_dropped``, ``webrace/annotate_failed``.
+``webrace/bodies_dropped``, ``webrace/annotate_failed``, ``webrace/acis_unstored`` (ACIs
+of pages the ACI store refused).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from scrapy.crawler import Crawler
@@ -30,6 +37,7 @@ from scrapy.crawler import Crawler
 from webrace.annotation.filtering import FilteringProcessor, Judgement, Version
 from webrace.backends import open_aci_store
 from webrace.items import AciBatch, Page
+from webrace.records.aci import PageAcis
 from webrace.middlewares.recrawl import object_cache
 from webrace.middlewares.threaded import ThreadedItemMiddleware
 from webrace.signals import RoundBook
@@ -45,82 +53,110 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
         self.drop_irrelevant = crawler.settings.getbool("WEBRACE_DROP_IRRELEVANT")
         self.processor = FilteringProcessor()
         self._store: Any = None
+        self._store_lock = threading.Lock()
         self.rounds = RoundBook(crawler)  # the URDs of each round, from the round_opened signal
 
     def job(self, obj: Any) -> tuple | None:
         return self._job(obj)
 
-    def work(self, job: tuple) -> Judgement | None:
-        return self._judge(*job)
+    def work(self, job: tuple) -> Outcome:
+        return self._work(*job)
 
-    def finish(self, job: tuple, result: Judgement | None) -> Iterator[Any]:
-        return self._finish(*job, result)
+    def finish(self, job: tuple, result: Outcome) -> Iterator[Any]:
+        return self._finish(job[0], result)
 
     # -- the work ------------------------------------------------------------------------
 
-    def _job(self, obj: Any) -> tuple[Page, Any, dict, list, Any] | None:
-        """What judging ``obj`` needs, read on the reactor thread; None: not to be judged."""
+    def _job(self, obj: Any) -> tuple[Page, dict, tuple[str, ...], Any] | None:
+        """What judging ``obj`` needs, read on the reactor thread (no I/O); None: not to be judged."""
         if not isinstance(obj, Page) or not obj.get("new_version") or not obj.get("digest"):
             return None
         if not _textual(obj.get("content_type") or ""):
             return None  # no text to match (an image, a PDF...): kept as it is, no ACI
         round_urds = self.rounds.urds(obj.get("round"))
-        urds = [round_urds[i] for i in obj.get("urd_ids") or () if i in round_urds] if round_urds else []
-        if not urds:
+        if not round_urds or not obj.get("urd_ids"):
             return None
-        cache = object_cache(self.crawler)
-        meta = cache.lookup(obj["url"])
-        if meta is None or meta.digest != obj["digest"] or meta.version != obj.get("version"):
-            return None  # a newer fetch replaced it already: that one is judged instead
-        return obj, meta, round_urds, urds, cache
+        return obj, round_urds, tuple(obj["urd_ids"]), object_cache(self.crawler)
 
-    def _judge(self, page: Page, meta: Any, round_urds: dict, urds: list, cache: Any) -> Judgement | None:
-        """In a worker thread: read the body back and judge it; None when it cannot be read."""
+    def _work(self, page: Page, round_urds: dict, urd_ids: tuple[str, ...], cache: Any) -> Outcome:
+        """In a worker thread: read the version back, judge it for every owner at once, keep
+        its ACIs (or drop an irrelevant body)."""
+        meta = cache.lookup(page["url"])
+        if meta is None or meta.digest != page["digest"] or meta.version != page.get("version"):
+            return Outcome(None, stale=True)  # a newer fetch replaced it already: that one is judged instead
         try:
             body = cache.objects.get(meta.digest)
         except (ObjectMissing, ObjectCorrupt, OSError) as exc:
             logger.warning("Cannot annotate %s: stored body unreadable: %s", page["url"], exc)
-            return None
+            return Outcome(None)
         version = Version(page["url"], body, meta.header_value("Content-Type") or "", page.get("content_type") or "",
                           meta.digest, meta.version, meta.fetched, meta.size)
         try:
             index = self.processor.index(page.get("round"), round_urds.values())
-            return self.processor.judge(version, urds, index)
+            judgement = self.processor.judge_reached(version, index.reach(urd_ids), index)
         except Exception:  # a bug must not cost the page its item: logged, counted, page emitted
             logger.exception("Annotating %s failed", page["url"])
-            return None
+            return Outcome(None)
+        outcome = Outcome(judgement)
+        if judgement.acis:
+            try:
+                outcome.added = self.store.add(judgement.acis)
+            except Exception:  # e.g. a full disk: the page goes on, its ACIs are not kept (all or none)
+                logger.exception("Keeping the ACIs of %s failed", page["url"])
+                outcome.store_failed = True
+        elif judgement.irrelevant and self.drop_irrelevant:
+            outcome.dropped = bool(cache.drop(meta))
+        return outcome
 
-    def _finish(self, page: Page, meta: Any, round_urds: dict, urds: list, cache: Any,
-                judgement: Judgement | None) -> Iterator[Any]:
-        """On the reactor thread: keep the ACIs, drop an irrelevant body, emit."""
+    def _finish(self, page: Page, outcome: Outcome) -> Iterator[Any]:
+        """On the reactor thread: count, mark the page, emit it and its ACIs."""
+        judgement = outcome.judgement
         if judgement is None:
-            self.stats.inc_value("webrace/annotate_failed")
+            if not outcome.stale:
+                self.stats.inc_value("webrace/annotate_failed")
             yield page
             return
         if judgement.filtered:
             self.stats.inc_value("webrace/annotated")
-        page["relevant_to"] = sorted(a.owner for a in judgement.acis)
-        if judgement.acis:
-            self.stats.inc_value("webrace/acis", self.store.add(judgement.acis))
+        acis = judgement.acis
+        if outcome.store_failed:
+            self.stats.inc_value("webrace/acis_unstored", len(acis))
+            acis = []
+        page["relevant_to"] = list(acis.owners) if isinstance(acis, PageAcis) else sorted(a.owner for a in acis)
+        if acis:
+            self.stats.inc_value("webrace/acis", outcome.added)
         elif judgement.irrelevant:
             self.stats.inc_value("webrace/irrelevant")
-            if self.drop_irrelevant and cache.drop(meta):
+            if outcome.dropped:
                 self.stats.inc_value("webrace/bodies_dropped")
                 page["kept"] = False
         yield page
-        if judgement.acis:
-            yield AciBatch(page["url"], judgement.acis)  # one item for the page, however many owners
+        if acis:
+            yield AciBatch(page["url"], acis)  # one item for the page, however many owners
 
     @property
     def store(self) -> Any:
-        if self._store is None:
-            self._store = open_aci_store(self.crawler.settings)
-        return self._store
+        with self._store_lock:  # opened by the first worker thread that needs it
+            if self._store is None:
+                self._store = open_aci_store(self.crawler.settings)
+            return self._store
 
     def closed(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        with self._store_lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+
+@dataclass
+class Outcome:
+    """What the worker thread made of a page."""
+
+    judgement: Judgement | None  # None: not judged (see ``stale``), or judging failed
+    stale: bool = False  # a newer version of the page replaced this one before it was judged
+    added: int = 0  # ACIs new to the store
+    store_failed: bool = False  # the ACI store refused the page's ACIs (none kept)
+    dropped: bool = False  # irrelevant: its body was dropped from the object store
 
 
 def _textual(media_type: str) -> bool:

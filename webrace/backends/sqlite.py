@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
@@ -12,8 +13,10 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore, Version
-from webrace.records.aci import Aci, _xml_safe
+from webrace.records.aci import Aci, PageAcis, _xml_safe, owner_key, page_key, split_id, summary_of
 from webrace.records.metainfo import MetaInfo, Revisit
 from webrace.records.sentinel import Sentinel
 from webrace.urd import Urd
@@ -326,26 +329,20 @@ class SqliteMetaInfoStore(MetaInfoStore):
         self.conn.close()
 
 
-# A page's ACIs share the page's fields: kept once per page version (aci_page), and each
-# owner's row holds only what is the owner's (relevance, summary, urgency). Rows written
-# before aci_page hold their ACI as XML (and no page); both are read.
+# A page's ACIs are kept as the crawl makes them (webrace.records.aci.PageAcis): the page
+# version once (aci_version, with the windows of text its summaries quote and the distinct
+# lists of them owners' summaries are made of), owners numbered once (aci_owner_number), and a row
+# per owner of a few numbers (aci_row: the owner, which of the page's distinct relevances and
+# summaries are theirs, urgent and expired flags), written by one statement per page from one
+# number per owner: rows are appended in page order (page ids only grow), which costs little.
+# An owner's list is read through aci_by_owner (owner, page), kept up to the page named by
+# aci_meta 'indexed' in bulk, sorted by owner (one pass over the index, not a random insert a
+# row: 3-4x cheaper at 3,500 owners a page); the pages after it, at most _TAIL_ROWS rows, are
+# read from aci_row itself, in the same statement.
 _ACI_SCHEMA = """
-CREATE TABLE IF NOT EXISTS aci (
-    id          TEXT PRIMARY KEY,
-    owner       TEXT NOT NULL,
-    updatetime  INTEGER NOT NULL,
-    relevance   REAL NOT NULL,
-    docbase     TEXT NOT NULL,
-    delivered   INTEGER NOT NULL DEFAULT 0,
-    xml         TEXT NOT NULL,
-    page        INTEGER,
-    summary     TEXT,
-    urgent      INTEGER,
-    expired     INTEGER
-);
-CREATE INDEX IF NOT EXISTS aci_owner ON aci(owner, updatetime);
-CREATE TABLE IF NOT EXISTS aci_page (
+CREATE TABLE IF NOT EXISTS aci_version (
     id          INTEGER PRIMARY KEY,
+    key         TEXT NOT NULL,
     uri         TEXT NOT NULL,
     docbase     TEXT NOT NULL,
     version     INTEGER NOT NULL,
@@ -354,92 +351,330 @@ CREATE TABLE IF NOT EXISTS aci_page (
     format      TEXT NOT NULL,
     extension   TEXT NOT NULL,
     title       TEXT NOT NULL,
-    UNIQUE (uri, docbase, version, updatetime, filesize, format, extension, title)
+    snippets    TEXT NOT NULL,
+    keys        TEXT NOT NULL,
+    relevances  TEXT NOT NULL,
+    UNIQUE (uri, docbase)
 );
+CREATE INDEX IF NOT EXISTS aci_version_key ON aci_version(key);
+CREATE TABLE IF NOT EXISTS aci_owner_number (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL UNIQUE,
+    key         TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS aci_owner_number_key ON aci_owner_number(key);
+CREATE TABLE IF NOT EXISTS aci_row (
+    page        INTEGER NOT NULL,
+    owner       INTEGER NOT NULL,
+    relevance   INTEGER NOT NULL,
+    summary     INTEGER NOT NULL,
+    flags       INTEGER NOT NULL,
+    delivered   INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (page, owner)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS aci_by_owner (
+    owner       INTEGER NOT NULL,
+    page        INTEGER NOT NULL,
+    PRIMARY KEY (owner, page)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS aci_meta (
+    name        TEXT PRIMARY KEY,
+    value       INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO aci_meta (name, value) VALUES ('indexed', 0);
 """
-_ACI_OWN = ("page", "summary", "urgent", "expired")  # the columns an ACI store from before aci_page gets
-_PAGE_FIELDS = ("uri", "docbase", "version", "updatetime", "filesize", "format", "extension", "title")
-_PAGE_ID = f"SELECT id FROM aci_page WHERE {' AND '.join(f'{f} = ?' for f in _PAGE_FIELDS)}"
-_ACI_SELECT = ("SELECT a.xml, a.owner, a.relevance, a.summary, a.urgent, a.expired, "
-               + ", ".join(f"p.{f}" for f in _PAGE_FIELDS) + " FROM aci a LEFT JOIN aci_page p ON p.id = a.page")
+_TAIL_ROWS = 200_000  # rows past the owner index before it is brought up to date
+_INDEXED = "(SELECT value FROM aci_meta WHERE name = 'indexed')"
+# the pages holding an ACI of owner ?1: indexed, and past the index
+_PAGES_OF = (f"SELECT page FROM aci_by_owner WHERE owner = ?1 UNION ALL "
+             f"SELECT page FROM aci_row WHERE page > {_INDEXED} AND owner = ?1")
+# one number per owner: owner << 38 | summary << 20 | relevance << 2 | urgent << 1 | expired
+_ROWS = ("INSERT OR IGNORE INTO aci_row (page, owner, relevance, summary, flags) "
+         "SELECT ?, value >> 38, (value >> 2) & 262143, (value >> 20) & 262143, value & 3 FROM json_each(?)")
+_FIELD_MAX, _OWNER_MAX = 1 << 18, 1 << 25  # distinct summaries (and relevances) a page version holds; owners
+_ROW_SELECT = ("SELECT r.relevance, r.summary, r.flags, o.name, o.key, v.id, v.key, v.uri, v.docbase, "
+               "v.version, v.updatetime, v.filesize, v.format, v.extension, v.title "
+               "FROM aci_row r JOIN aci_version v ON v.id = r.page JOIN aci_owner_number o ON o.id = r.owner")
+# ACI stores from before aci_version: one row per ACI (its XML, or its own fields and a row
+# of aci_page); read, acknowledged and kept, never written to
+_LEGACY_FIELDS = ("uri", "docbase", "version", "updatetime", "filesize", "format", "extension", "title")
+_LEGACY_SELECT = ("SELECT a.xml, a.owner, a.relevance, a.summary, a.urgent, a.expired, a.id, "
+                  + ", ".join(f"p.{f}" for f in _LEGACY_FIELDS) + " FROM aci a LEFT JOIN aci_page p ON p.id = a.page")
+_LEGACY_OWN = ("page", "summary", "urgent", "expired")
 
 
 class SqliteAciStore(AciStore):
+    """The embedded ACI store. Usable from several threads (the crawl stores a page's ACIs
+    in the thread that judged it): calls are serialised by a lock."""
+
     def __init__(self, path: str | Path) -> None:
-        self.conn = connect(Path(path))
-        have = {row[1] for row in self.conn.execute("PRAGMA table_info(aci)")}
-        if have and not set(_ACI_OWN) <= have:  # an ACI store from before aci_page
+        self.conn = connect(Path(path), threads=True)
+        self.lock = threading.RLock()
+        self.conn.executescript(_ACI_SCHEMA)
+        self.legacy = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'aci'").fetchone()
+        if self.legacy:
             with _Transaction(self.conn):
                 have = {row[1] for row in self.conn.execute("PRAGMA table_info(aci)")}
-                for name in _ACI_OWN:
+                for name in _LEGACY_OWN:
                     if name not in have:
                         self.conn.execute(f"ALTER TABLE aci ADD COLUMN {name} "
                                           f"{'TEXT' if name == 'summary' else 'INTEGER'}")
-        self.conn.executescript(_ACI_SCHEMA)
+                self.conn.execute("CREATE TABLE IF NOT EXISTS aci_page (id INTEGER PRIMARY KEY, "
+                                  + ", ".join(_LEGACY_FIELDS) + ")")
+        self._owner_no: dict[str, int] = {}
+        self._tail = self.conn.execute(f"SELECT count(*) FROM aci_row WHERE page > {_INDEXED}").fetchone()[0]
+        self._waiting: list[_Pending] = []  # pages of threads waiting to be written
+        self._waiting_lock = threading.Lock()
 
-    def add(self, acis: Iterable[Aci]) -> int:
-        """All in one transaction: each page's fields once, then one row per owner."""
-        acis = list(acis)
-        with _Transaction(self.conn):
-            pages: dict[tuple, int] = {}
-            for key in dict.fromkeys(_page_of(a) for a in acis):
-                self.conn.execute(f"INSERT OR IGNORE INTO aci_page ({', '.join(_PAGE_FIELDS)}) "
-                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", key)
-                pages[key] = self.conn.execute(_PAGE_ID, key).fetchone()[0]
-            before = self.conn.total_changes
-            self.conn.executemany(
-                "INSERT OR IGNORE INTO aci (id, owner, updatetime, relevance, docbase, xml, page, summary, urgent, "
-                "expired) VALUES (?, ?, ?, ?, '', '', ?, ?, ?, ?)",
-                [(a.id, a.owner, a.updatetime, a.relevance, pages[_page_of(a)], _xml_safe(a.summary), int(a.urgent),
-                  int(a.expired)) for a in acis])
-            return self.conn.total_changes - before
+    def add(self, acis: PageAcis | Iterable[Aci]) -> int:
+        """All in one transaction: each page version once, then one row per owner.
 
+        Threads adding at once are written together (a group commit): whoever takes the
+        store's lock writes every page waiting, in one transaction, and the others find theirs
+        written. Should that transaction fail, each of its pages is written alone, so a page
+        that cannot be stored fails by itself, all or none of its ACIs."""
+        pages = [acis] if isinstance(acis, PageAcis) else PageAcis.of(list(acis))
+        pages = [p for p in pages if p]
+        if not pages:
+            return 0
+        entry = _Pending(pages)
+        with self._waiting_lock:
+            self._waiting.append(entry)
+        with self.lock:
+            if not entry.done:
+                with self._waiting_lock:
+                    batch, self._waiting = self._waiting, []
+                self._write(batch)
+        if entry.error is not None:
+            raise entry.error
+        return entry.added
+
+    def _write(self, batch: list[_Pending]) -> None:
+        try:
+            with _Transaction(self.conn):
+                counts = [self._store(entry.pages) for entry in batch]
+        except Exception:
+            if len(batch) == 1:
+                batch[0].fail(sys.exc_info()[1])
+                return
+            for entry in batch:  # which of them failed: each alone
+                try:
+                    with _Transaction(self.conn):
+                        entry.added = self._store(entry.pages)
+                except Exception as exc:
+                    entry.fail(exc)
+                entry.done = True
+            return
+        for entry, added in zip(batch, counts, strict=True):
+            entry.added, entry.done = added, True
+
+    def _store(self, pages: list[PageAcis]) -> int:
+        numbers = self._owner_numbers({o for p in pages for o in p.owners})
+        added = 0
+        for page in pages:
+            relevances, which = np.unique(np.asarray(page.relevance, dtype=np.float64), return_inverse=True)
+            page_id, key_base, relevance_base = self._version(page, relevances.tolist())
+            owners = np.fromiter((numbers[o] for o in page.owners), dtype=np.int64, count=len(page.owners))
+            flags = np.asarray(page.urgent, dtype=np.int64) * 2
+            if page.expired:
+                flags += np.asarray(page.expired, dtype=np.int64)
+            packed = ((owners << 38) | ((np.asarray(page.key, dtype=np.int64) + key_base) << 20)
+                      | ((which.astype(np.int64) + relevance_base) << 2) | flags)
+            start = self.conn.total_changes
+            self.conn.execute(_ROWS, (page_id, json.dumps(packed.tolist())))
+            added += self.conn.total_changes - start
+            if page_id <= self._indexed():  # more owners of a page the index holds already
+                self.conn.execute("INSERT OR IGNORE INTO aci_by_owner (owner, page) SELECT owner, page FROM aci_row "
+                                  "WHERE page = ?", (page_id,))
+        self._tail += added
+        if self._tail > _TAIL_ROWS:
+            self._index_owners()
+        return added
+
+    def _indexed(self) -> int:
+        return self.conn.execute(f"SELECT {_INDEXED}").fetchone()[0]
+
+    def _version(self, page: PageAcis, relevances: list[float]) -> tuple[int, int, int]:
+        """The row of ``page``'s version (made, or the one stored, its snippets, summaries'
+        keys and relevances extended by the page's), and where the page's keys and
+        relevances start in it."""
+        snippets = [None if s is None else list(s) for s in page.snippets]
+        keys = [k if isinstance(k, str) else list(k) for k in page.keys]
+        found = self.conn.execute("SELECT id, snippets, keys, relevances FROM aci_version WHERE uri = ? AND docbase = ?",
+                                  (page.uri, page.docbase)).fetchone()
+        if found is None:
+            found = (None, "[]", "[]", "[]")
+        page_id, stored_snippets, stored_keys, stored_relevances = found
+        stored_snippets, stored_keys = json.loads(stored_snippets), json.loads(stored_keys)
+        stored_relevances = json.loads(stored_relevances)
+        if len(stored_keys) + len(keys) > _FIELD_MAX or len(stored_relevances) + len(relevances) > _FIELD_MAX:
+            raise ValueError(f"{page.uri}: more than {_FIELD_MAX} distinct summaries or relevances in one page version")
+        shift = len(stored_snippets)
+        if shift:
+            keys = [k if isinstance(k, str) else [i + shift for i in k] for k in keys]
+        values = (_json_safe(stored_snippets + snippets), _json_safe(stored_keys + keys),
+                  json.dumps(stored_relevances + relevances))
+        if page_id is None:
+            page_id = self.conn.execute(
+                "INSERT INTO aci_version (key, uri, docbase, version, updatetime, filesize, format, extension, title, "
+                "snippets, keys, relevances) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (page_key(page.uri, page.docbase), page.uri, page.docbase, page.version, page.updatetime,
+                 page.filesize, page.format, page.extension, _xml_safe(page.title), *values)).lastrowid
+        else:
+            self.conn.execute("UPDATE aci_version SET snippets = ?, keys = ?, relevances = ? WHERE id = ?",
+                              (*values, page_id))
+        return page_id, len(stored_keys), len(stored_relevances)
+
+    def _owner_numbers(self, owners: set[str]) -> dict[str, int]:
+        known = self._owner_no
+        new = [o for o in owners if o not in known]
+        if len(known) + len(new) > _OWNER_MAX:
+            raise ValueError(f"more than {_OWNER_MAX} owners in one ACI store")
+        if new:
+            self.conn.executemany("INSERT OR IGNORE INTO aci_owner_number (name, key) VALUES (?, ?)",
+                                  [(o, owner_key(o)) for o in new])
+            for chunk in range(0, len(new), 500):
+                part = new[chunk:chunk + 500]
+                known.update(self.conn.execute(f"SELECT name, id FROM aci_owner_number WHERE name IN "
+                                               f"({', '.join('?' * len(part))})", part))
+        return known
+
+    @_serialised
     def list(self, owner: str, since: int = 0, min_relevance: float = 0.0) -> list[Aci]:
-        rows = self.conn.execute(
-            f"{_ACI_SELECT} WHERE a.owner = ? AND a.updatetime >= ? AND a.relevance >= ? "
-            "ORDER BY a.updatetime DESC, a.id", (owner, since, min_relevance))
-        return [_aci(row) for row in rows]
+        number = self._owner_no.get(owner) or self._number_of(owner)
+        rows = [] if number is None else self.conn.execute(
+            f"{_ROW_SELECT} WHERE r.owner = ?1 AND r.page IN ({_PAGES_OF}) AND v.updatetime >= ?2",
+            (number, since)).fetchall()
+        found = [a for a in self._acis(rows) if a.relevance >= min_relevance]
+        if self.legacy:
+            found += [_legacy_aci(row) for row in self.conn.execute(
+                f"{_LEGACY_SELECT} WHERE a.owner = ? AND a.updatetime >= ? AND a.relevance >= ?",
+                (owner, since, min_relevance))]
+        return sorted(found, key=lambda a: (-a.updatetime, a.id))
 
+    def _number_of(self, owner: str) -> int | None:
+        row = self.conn.execute("SELECT id FROM aci_owner_number WHERE name = ?", (owner,)).fetchone()
+        return None if row is None else row[0]
+
+    def _index_owners(self) -> None:
+        """Bring the owner index up to the last page (inside the caller's transaction)."""
+        self.conn.execute(f"INSERT OR IGNORE INTO aci_by_owner (owner, page) SELECT owner, page FROM aci_row "
+                          f"WHERE page > {_INDEXED} ORDER BY owner, page")
+        self.conn.execute("UPDATE aci_meta SET value = (SELECT coalesce(max(page), 0) FROM aci_row) "
+                          "WHERE name = 'indexed'")
+        self._tail = 0
+
+    def _acis(self, rows: list[tuple]) -> list[Aci]:
+        parts_of: dict[int, tuple[list, list, list]] = {}
+        out = []
+        for relevance, key, flags, owner, okey, page, pkey, *fields in rows:
+            parts = parts_of.get(page)
+            if parts is None:
+                stored = self.conn.execute("SELECT snippets, keys, relevances FROM aci_version WHERE id = ?",
+                                           (page,)).fetchone()
+                parts = parts_of[page] = tuple(map(json.loads, stored))
+            snippets, keys, relevances = parts
+            uri, docbase, version, updatetime, filesize, fmt, extension, title = fields
+            # the relevance as an ACI's XML gives it (``%g``), as `aci list` and feeds read it before
+            out.append(Aci(owner=owner, uri=uri, relevance=float(f"{relevances[relevance]:g}"), updatetime=updatetime,
+                           filesize=filesize, version=version, docbase=docbase,
+                           summary=_xml_safe(summary_of(keys[key], snippets)), urgent=bool(flags & 2),
+                           expired=bool(flags & 1), format=fmt, extension=extension, title=title, id=pkey + okey))
+        return out
+
+    @_serialised
     def get(self, aci_id: str) -> Aci | None:
-        row = self.conn.execute(f"{_ACI_SELECT} WHERE a.id = ?", (aci_id,)).fetchone()
-        return _aci(row) if row else None
+        parts = split_id(aci_id)
+        if parts is not None:
+            rows = self.conn.execute(f"{_ROW_SELECT} WHERE v.key = ? AND o.key = ?", parts).fetchall()
+            if rows:
+                return self._acis(rows[:1])[0]
+        if self.legacy:
+            row = self.conn.execute(f"{_LEGACY_SELECT} WHERE a.id = ?", (aci_id,)).fetchone()
+            return _legacy_aci(row) if row else None
+        return None
 
+    @_serialised
     def owners(self) -> list[str]:
-        return [o for (o,) in self.conn.execute("SELECT DISTINCT owner FROM aci ORDER BY owner")]
+        names = {o for (o,) in self.conn.execute(
+            "SELECT name FROM aci_owner_number WHERE id IN (SELECT DISTINCT owner FROM aci_by_owner UNION "
+            f"SELECT owner FROM aci_row WHERE page > {_INDEXED})")}
+        if self.legacy:
+            names.update(o for (o,) in self.conn.execute("SELECT DISTINCT owner FROM aci"))
+        return sorted(names)
 
+    @_serialised
     def ack(self, owner: str, ids: Iterable[str] | None = None) -> int:
         with _Transaction(self.conn):
+            row = self.conn.execute("SELECT id, key FROM aci_owner_number WHERE name = ?", (owner,)).fetchone()
+            done = 0
             if ids is None:
-                return self.conn.execute("UPDATE aci SET delivered = 1 WHERE owner = ? AND delivered = 0",
-                                         (owner,)).rowcount
-            return sum(self.conn.execute("UPDATE aci SET delivered = 1 WHERE owner = ? AND id = ? AND delivered = 0",
-                                         (owner, i)).rowcount for i in ids)
+                if row is not None:
+                    done += self.conn.execute(f"UPDATE aci_row SET delivered = 1 WHERE owner = ?1 AND delivered = 0 "
+                                              f"AND page IN ({_PAGES_OF})", (row[0],)).rowcount
+                if self.legacy:
+                    done += self.conn.execute("UPDATE aci SET delivered = 1 WHERE owner = ? AND delivered = 0",
+                                              (owner,)).rowcount
+                return done
+            for aci_id in ids:
+                parts = split_id(aci_id)
+                if row is not None and parts is not None and parts[1] == row[1]:
+                    done += self.conn.execute(
+                        "UPDATE aci_row SET delivered = 1 WHERE owner = ? AND delivered = 0 AND page IN "
+                        "(SELECT id FROM aci_version WHERE key = ?)", (row[0], parts[0])).rowcount
+                elif self.legacy:
+                    done += self.conn.execute("UPDATE aci SET delivered = 1 WHERE owner = ? AND id = ? "
+                                              "AND delivered = 0", (owner, aci_id)).rowcount
+            return done
 
+    @_serialised
     def undelivered_digests(self) -> set[str]:
-        rows = self.conn.execute("SELECT DISTINCT CASE WHEN a.page IS NULL THEN a.docbase ELSE p.docbase END "
-                                 "FROM aci a LEFT JOIN aci_page p ON p.id = a.page WHERE a.delivered = 0")
-        return {d for (d,) in rows}
+        found = {d for (d,) in self.conn.execute(
+            "SELECT DISTINCT v.docbase FROM aci_version v WHERE EXISTS "
+            "(SELECT 1 FROM aci_row r WHERE r.page = v.id AND r.delivered = 0)")}
+        if self.legacy:
+            found.update(d for (d,) in self.conn.execute(
+                "SELECT DISTINCT CASE WHEN a.page IS NULL THEN a.docbase ELSE p.docbase END "
+                "FROM aci a LEFT JOIN aci_page p ON p.id = a.page WHERE a.delivered = 0"))
+        return found
 
+    @_serialised
     def close(self) -> None:
+        if self._tail:
+            with _Transaction(self.conn):
+                self._index_owners()
         self.conn.close()
 
 
-def _page_of(aci: Aci) -> tuple:
-    """The fields an ACI shares with the other ACIs of its page version (``_PAGE_FIELDS``),
-    text as its XML would keep it."""
-    return (aci.uri, aci.docbase, aci.version, aci.updatetime, aci.filesize, aci.format, aci.extension,
-            _xml_safe(aci.title))
+class _Pending:
+    """Pages one thread is adding, and what came of it."""
+
+    __slots__ = ("added", "done", "error", "pages")
+
+    def __init__(self, pages: list[PageAcis]) -> None:
+        self.pages = pages
+        self.added = 0
+        self.done = False
+        self.error: BaseException | None = None
+
+    def fail(self, exc: BaseException | None) -> None:
+        self.error, self.done = exc, True
 
 
-def _aci(row: tuple) -> Aci:
-    xml, owner, relevance, summary, urgent, expired, *page = row
+def _json_safe(value: Any) -> str:
+    """JSON of page text (snippets, summaries), without what XML 1.0 cannot hold."""
+    return _xml_safe(json.dumps(value, ensure_ascii=False))
+
+
+def _legacy_aci(row: tuple) -> Aci:
+    xml, owner, relevance, summary, urgent, expired, aci_id, *page = row
     if xml:  # written before aci_page
         return Aci.from_xml(xml)
     uri, docbase, version, updatetime, filesize, fmt, extension, title = page
     # the relevance as the ACI's XML gave it (``%g``), as `aci list` and feeds read it before
     return Aci(owner=owner, uri=uri, relevance=float(f"{relevance:g}"), updatetime=updatetime, filesize=filesize,
                version=version, docbase=docbase, summary=summary, urgent=bool(urgent), expired=bool(expired),
-               format=fmt, extension=extension, title=title)
+               format=fmt, extension=extension, title=title, id=aci_id)
 
 
 _RESULTS_SCHEMA = """

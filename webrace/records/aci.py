@@ -1,11 +1,27 @@
-"""ACIs (seed 003 Table 6): what one owner is told about one new version of one page."""
+"""ACIs (seed 003 Table 6): what one owner is told about one new version of one page.
+
+An ACI's id is the page version's part (:func:`page_key` of its URL and body digest) followed
+by the owner's part (:func:`owner_key`): stable per owner, page and version, computed without
+touching the other owners of the page, and found again by a store that keeps a page's ACIs
+together (the page part names the page, the owner part the row). ACIs stored before this
+scheme keep the id they were given.
+
+:class:`PageAcis` holds the ACIs of one page version for many owners as columns (the page's
+fields once, per owner a relevance, an urgency and which of the page's distinct summaries is
+theirs): what the crawl makes, stores and emits, so that a page relevant to 10,000 owners
+costs arrays, not 10,000 objects. Iterating it gives :class:`Aci` objects.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import posixpath
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
 from urllib.parse import urlsplit
 
 from lxml import etree
@@ -28,12 +44,13 @@ class Aci:
     format: str = "html"
     extension: str = "html"
     title: str = ""  # the page's <title>, for feeds and the PIR page
-    # stable per owner, page and version: a field, so feed exports and `aci list` carry it
-    id: str = field(init=False, compare=False)
+    # stable per owner, page and version: a field, so feed exports and `aci list` carry it;
+    # "" (the default) computes it, a stored ACI passes the id it was stored under
+    id: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        digest = hashlib.sha1(f"{self.owner}\n{self.uri}\n{self.docbase}".encode()).hexdigest()[:16]
-        object.__setattr__(self, "id", digest)
+        if not self.id:
+            object.__setattr__(self, "id", aci_id(self.owner, self.uri, self.docbase))
 
     def to_xml(self) -> str:
         root = etree.Element("aci", id=self.id, owner=self.owner, extension=self.extension, format=self.format,
@@ -57,8 +74,130 @@ class Aci:
             version=int(root.get("version")), docbase=root.findtext("docbase"),
             summary=root.findtext("summary") or "", urgent=root.find("urgency").get("urgent") == "1",
             expired=root.find("expired").get("expir") == "true", format=root.get("format"),
-            extension=root.get("extension"), title=root.findtext("title") or "",
+            extension=root.get("extension"), title=root.findtext("title") or "", id=root.get("id") or "",
         )
+
+
+PAGE_KEY_CHARS = 12  # hex characters of an ACI id naming the page version
+OWNER_KEY_CHARS = 16  # and naming the owner (64 bits: no two owners of one page collide in practice)
+
+
+def page_key(uri: str, docbase: str) -> str:
+    """The page version's part of its ACIs' ids."""
+    return hashlib.sha1(f"{uri}\n{docbase}".encode()).hexdigest()[:PAGE_KEY_CHARS]
+
+
+@lru_cache(maxsize=65536)
+def owner_key(owner: str) -> str:
+    """The owner's part of their ACIs' ids (an owner has many ACIs: computed once)."""
+    return hashlib.sha1(owner.encode()).hexdigest()[:OWNER_KEY_CHARS]
+
+
+def aci_id(owner: str, uri: str, docbase: str) -> str:
+    return page_key(uri, docbase) + owner_key(owner)
+
+
+def split_id(aci_id: str) -> tuple[str, str] | None:
+    """(page part, owner part) of an id of this scheme; None for an older id."""
+    if len(aci_id) != PAGE_KEY_CHARS + OWNER_KEY_CHARS:
+        return None
+    return aci_id[:PAGE_KEY_CHARS], aci_id[PAGE_KEY_CHARS:]
+
+
+SNIPPETS = 3  # a summary quotes at most this many places of the text
+SUMMARY_CHARS = 300
+
+
+def render_summary(windows: Sequence[tuple[int, int, str] | None], limit: int = SUMMARY_CHARS) -> str:
+    """A summary from the windows of the keywords an owner matched, heaviest first (each
+    ``(start, end, quoted text)``, None where the keyword has no window): the first
+    ``SNIPPETS`` that do not overlap one chosen before, in the order of the text, joined with
+    a space, cut to ``limit`` characters."""
+    chosen: list[tuple[int, int, str]] = []
+    for window in windows:
+        if window is None:
+            continue
+        lo, hi, _ = window
+        if not any(lo < b and a < hi for a, b, _ in chosen):
+            chosen.append(window)
+        if len(chosen) == SNIPPETS:
+            break
+    joined = " ".join(text for _, _, text in sorted(chosen))
+    return joined if len(joined) <= limit else joined[: limit - 3].rstrip() + "..."
+
+
+@dataclass
+class PageAcis:
+    """The ACIs of one page version, as columns (see the module's docstring).
+
+    ``snippets``: per keyword the page matched that some owner's summary quotes, its window
+    ``(start, end, quoted text)``; ``keys``: the distinct lists (indexes into ``snippets``,
+    heaviest first) that owners' summaries are made from; per owner (sorted by name, one ACI
+    each): ``owners``, ``relevance``, ``key`` (an index into ``keys``) and ``urgent``."""
+
+    uri: str
+    docbase: str
+    version: int
+    updatetime: int
+    filesize: int
+    format: str
+    extension: str
+    title: str
+    snippets: list[tuple[int, int, str] | None]
+    keys: list[tuple[int, ...] | str]  # a str: a summary given as it is (PageAcis.of)
+    owners: list[str]
+    relevance: list[float]
+    key: list[int]
+    urgent: list[bool]
+    expired: list[bool] = field(default_factory=list)  # empty: none is
+    _summaries: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def __len__(self) -> int:
+        return len(self.owners)
+
+    def __bool__(self) -> bool:
+        return bool(self.owners)
+
+    def summary(self, key: int) -> str:
+        """The summary of the owners whose key is ``key`` (made once)."""
+        made = self._summaries.get(key)
+        if made is None:
+            made = self._summaries[key] = summary_of(self.keys[key], self.snippets)
+        return made
+
+    def __iter__(self) -> Iterator[Aci]:
+        base = page_key(self.uri, self.docbase)
+        expired = self.expired or itertools.repeat(False)
+        for owner, relevance, key, urgent, gone in zip(self.owners, self.relevance, self.key, self.urgent, expired):
+            yield Aci(owner=owner, uri=self.uri, relevance=relevance, updatetime=self.updatetime,
+                      filesize=self.filesize, version=self.version, docbase=self.docbase, summary=self.summary(key),
+                      urgent=urgent, expired=gone, format=self.format, extension=self.extension, title=self.title,
+                      id=base + owner_key(owner))
+
+    @classmethod
+    def of(cls, acis: Sequence[Aci]) -> list[PageAcis]:
+        """``acis`` (any pages) as one PageAcis per page version, each ACI's summary as one
+        snippet of its own (for stores given plain ACIs)."""
+        pages: dict[tuple, PageAcis] = {}
+        for a in acis:
+            fields = (a.uri, a.docbase, a.version, a.updatetime, a.filesize, a.format, a.extension, a.title)
+            page = pages.get(fields[:2])
+            if page is None:
+                page = pages[fields[:2]] = cls(*fields, [], [], [], [], [], [], [])
+            page.keys.append(a.summary)
+            page.owners.append(a.owner)
+            page.relevance.append(a.relevance)
+            page.key.append(len(page.keys) - 1)
+            page.urgent.append(a.urgent)
+            page.expired.append(a.expired)
+        return list(pages.values())
+
+
+def summary_of(key: Sequence[int] | str, snippets: Sequence[Sequence[Any] | None]) -> str:
+    """The summary a key of a :class:`PageAcis` stands for."""
+    if isinstance(key, str):
+        return key
+    return render_summary([None if snippets[i] is None else tuple(snippets[i]) for i in key])
 
 
 def _xml_safe(text: str) -> str:
