@@ -21,6 +21,7 @@ No Scrapy here: it runs in a worker thread, on plain values.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import re
 import threading
@@ -169,17 +170,18 @@ class FilteringProcessor:
 
     def index(self, key: Hashable, urds: Iterable[Urd]) -> RoundIndex:
         """The keyword index of a round (``key``: the round's id), built on first use."""
-        with self._lock:
+        with self._lock:  # built once: the threads judging a round's first pages wait for it
             index = self._indexes.get(key)
             if index is not None:
                 self._indexes.move_to_end(key)
                 return index
-        index = RoundIndex.build(urds)
-        with self._lock:
-            self._indexes[key] = index
+            index = self._indexes[key] = RoundIndex.build(urds)
             while len(self._indexes) > INDEXES_KEPT:
                 self._indexes.popitem(last=False)
-        return index
+            # the round's URDs and index live as long as the round: the collector need not go
+            # over them again each time it looks for cycles among the pages' short-lived objects
+            gc.freeze()
+            return index
 
     def judge(self, version: Version, urds: Sequence[Urd], index: RoundIndex) -> Judgement:
         """ACIs for the owners of ``urds`` (the URDs that reached the page) whose keywords

@@ -19,7 +19,7 @@ from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, Sentine
 from webrace.records.aci import Aci, PageAcis, _xml_safe, owner_key, page_key, split_id, summary_of
 from webrace.records.metainfo import MetaInfo, Revisit
 from webrace.records.sentinel import Sentinel
-from webrace.urd import Urd
+from webrace.urd import MAX_TIME_MS, Urd
 
 # A URD is parsed once, when it is added: the crawl reads its fields from the columns (xml
 # keeps the URD as it was added; lastcheck and next_due are in their columns).
@@ -54,6 +54,13 @@ _SET_FIELDS = f"({', '.join(_URD_FIELDS)}) = ({', '.join('?' * len(_URD_FIELDS))
 _STAGE = f"CREATE TEMP TABLE staged ({_URD_COLUMNS}, xml)"
 _BATCH = 1000  # rows staged per statement
 SQLITE_MAX_INTEGER = 2**63 - 1
+# URDs whose timing and lastcheck are integers (not the decimal text of a value too large)
+_PLAIN_TIMES = "timing IS NOT NULL AND typeof(timing) = 'integer' AND typeof(lastcheck) IN ('integer', 'null')"
+# Urd.next_due as stored: the natural time unless `scrapy urd due` asked for another
+_NATURAL = "CASE WHEN lastcheck IS NULL THEN 0 ELSE min(lastcheck + timing, :latest) END"
+_MARK_CHECKED = (f"UPDATE urd SET lastcheck = :at, next_due = CASE WHEN next_due != {_NATURAL} AND next_due > :at "
+                 f"THEN next_due ELSE min(:at + timing, :latest) END "
+                 f"WHERE id IN (SELECT id FROM checking) AND {_PLAIN_TIMES}")
 
 
 _CACHE_SCHEMA = """
@@ -171,17 +178,26 @@ class SqliteUrdStore(UrdStore):
             return found
 
     def mark_checked(self, ids: Iterable[str], at_ms: int) -> None:
+        """Each URD's ``lastcheck`` is ``at_ms`` and its next due time ``at_ms`` + timing,
+        unless `scrapy urd due` asked for a later time after the round opened. Two statements
+        for the URDs whose fields are plain integers (a round of 10,000 URDs closes at once);
+        the others (fields older than the bounds) one by one."""
         with self._transaction():
-            for urd_id in ids:
+            self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS checking (id TEXT PRIMARY KEY)")
+            self.conn.execute("DELETE FROM checking")
+            self.conn.executemany("INSERT OR IGNORE INTO checking (id) VALUES (?)", ((i,) for i in ids))
+            self.conn.execute(_MARK_CHECKED, {"at": at_ms, "latest": MAX_TIME_MS})
+            others = [i for (i,) in self.conn.execute(f"SELECT id FROM urd WHERE id IN (SELECT id FROM checking) "
+                                                      f"AND NOT ({_PLAIN_TIMES})")]
+            for urd_id in others:
                 row = self.conn.execute(f"{_URD_SELECT} WHERE id = ?", (urd_id,)).fetchone()
-                if row is None:  # removed while it was being crawled
-                    continue
                 asked = _urd(row).due_at
                 urd = _urd(row).checked(at_ms)
                 # `scrapy urd due` after the round opened (at_ms): that request still stands
                 next_due = asked if asked is not None and asked > at_ms else urd.next_due
                 self.conn.execute(f"UPDATE urd SET next_due = ?, {_SET_FIELDS} WHERE id = ?",
                                   (_fits(next_due), *_fields(urd), urd_id))
+            self.conn.execute("DELETE FROM checking")
 
     def close(self) -> None:
         self.conn.close()

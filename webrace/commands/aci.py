@@ -129,9 +129,9 @@ class Command(ScrapyCommand):
         if not acis:
             print(f"No ACI for {owner}", file=sys.stderr)
             return
-        print(f"{'UPDATED':<20} {'RELEVANCE':>9} {'URGENT':<6} {'VERSION':>7} {'ID':<16} URL")
+        print(f"{'UPDATED':<20} {'RELEVANCE':>9} {'URGENT':<6} {'VERSION':>7} {'ID':<28} URL")
         for a in acis:
             print(f"{rfc3339(a.updatetime):<20} {a.relevance:>9g} {'yes' if a.urgent else '':<6} {a.version:>7} "
-                  f"{a.id:<16} {a.uri}")
+                  f"{a.id:<28} {a.uri}")
             if a.summary:
                 print(f"{'':<20} {a.summary[:160]}")

@@ -1,0 +1,191 @@
+"""A page judged for all its owners at once, its ACIs as columns (issue 23): the same ACIs as
+judging each owner alone; stored in one statement a page, read back per owner through an
+owner index kept up in bulk; threads' pages written together, a refused page alone; feeds
+that take no ACIs never make them. In-process: no crawl."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from decimal import Decimal
+from random import Random
+
+import pytest
+from scrapy.extensions.feedexport import ItemFilter
+from scrapy.utils.test import get_crawler
+
+import webrace.backends.sqlite as sqlite_module
+from webrace.annotation.filtering import FilteringProcessor, RoundIndex, Version
+from webrace.backends.sqlite import SqliteAciStore, _Pending
+from webrace.exporters import FeedExporter
+from webrace.items import AciBatch, Page
+from webrace.records.aci import Aci, PageAcis, owner_key, page_key, split_id
+from webrace.urd import Keyword, Urd
+
+HOUR = 3_600_000
+WORDS = [f"w{n}" for n in range(60)] + ["c++", "web crawler", "e-mail"]
+
+
+def world(seed: int = 5) -> tuple[list[Urd], list[Version]]:
+    """URDs of many owners (some with two or three URDs, thresholds, urgency, phrases and
+    literal keywords, fractional weights) and pages of text drawn from the same words."""
+    rng = Random(seed)
+    urds = []
+    for n in range(240):
+        owner = f"o{rng.randrange(150):03d}"
+        kws = tuple(Keyword(k, Decimal(rng.choice(["1", "2.5", "0.1", "3", "-1"]))) for k in rng.sample(WORDS, 4))
+        threshold = rng.choice([None, None, Decimal("0.3"), Decimal("4")])
+        urds.append(Urd(id=f"u{n:03d}", owner=owner, url="http://a.test/", depth=2, timing=HOUR, keywords=kws,
+                        threshold=threshold, urgent=rng.random() < 0.2))
+    urds.append(Urd(id="archive", owner="keeper", url="http://a.test/", depth=2, timing=HOUR))
+    pages = []
+    for p in range(25):
+        words = [rng.choice(WORDS) if rng.random() < 0.3 else f"filler{rng.randrange(500)}" for _ in range(400)]
+        body = f"<html><title>Page {p}</title><body><p>{' '.join(words)}</p></body></html>".encode()
+        pages.append(Version(f"http://a.test/{p}", body, "text/html", "text/html", f"{p:064x}", 1, 10_000 + p,
+                             len(body)))
+    return urds, pages
+
+
+def as_tuples(acis) -> list[tuple]:
+    return [(a.owner, a.uri, a.relevance, a.summary, a.urgent, a.title, a.id) for a in acis]
+
+
+def test_judging_every_owner_at_once_gives_each_owner_what_judging_them_alone_gives():
+    urds, pages = world()
+    processor = FilteringProcessor()
+    index = RoundIndex.build(urds)
+    owners = sorted({u.owner for u in urds})
+    made = 0
+    for version in pages:
+        together = processor.judge(version, urds, index)
+        assert isinstance(together.acis, PageAcis) or together.acis == []
+        assert together.archived and together.filtered
+        alone = []
+        for owner in owners:
+            mine = [u for u in urds if u.owner == owner]
+            alone += as_tuples(processor.judge(version, mine, RoundIndex.build(mine)).acis)
+        assert as_tuples(together.acis) == alone
+        made += len(alone)
+    assert made > 500  # the world is not empty
+
+
+def test_an_aci_id_names_its_page_version_and_its_owner_and_an_older_id_is_kept():
+    aci = Aci(owner="alice", uri="http://a.test/", relevance=1, updatetime=1, filesize=1, version=1,
+              docbase="d" * 64, summary="s")
+    assert split_id(aci.id) == (page_key("http://a.test/", "d" * 64), owner_key("alice"))
+    older = Aci(owner="alice", uri="http://a.test/", relevance=1, updatetime=1, filesize=1, version=1,
+                docbase="d" * 64, summary="s", id="3f2a9c0b1d2e4f5a")
+    assert Aci.from_xml(older.to_xml()).id == "3f2a9c0b1d2e4f5a"
+
+
+def judged_pages(count: int = 12) -> list[PageAcis]:
+    urds, pages = world(9)
+    processor = FilteringProcessor()
+    index = RoundIndex.build(urds)
+    return [j.acis for j in (processor.judge(v, urds, index) for v in pages[:count]) if j.acis]
+
+
+def test_an_owners_list_reads_the_pages_the_owner_index_holds_and_those_past_it(tmp_path, monkeypatch):
+    pages = judged_pages()
+    # the index is brought up once past the first half of the pages; the last ones stay past it
+    monkeypatch.setattr(sqlite_module, "_TAIL_ROWS", sum(map(len, pages[:len(pages) // 2])))
+    expected: dict[str, list[tuple]] = {}
+    for page in pages:
+        for aci in page:
+            expected.setdefault(aci.owner, []).append(aci)
+    path = tmp_path / "aci.sqlite"
+    with SqliteAciStore(path) as store:
+        for page in pages:
+            assert store.add(page) == len(page)
+        indexed = store._indexed()
+        assert 0 < indexed < store.conn.execute("SELECT max(page) FROM aci_row").fetchone()[0]  # some past it
+        for owner, acis in expected.items():
+            listed = store.list(owner)
+            assert sorted(as_tuples(listed)) == sorted(as_tuples(Aci.from_xml(a.to_xml()) for a in acis))
+            assert store.get(listed[0].id) == listed[0]
+        assert store.owners() == sorted(expected)
+    with SqliteAciStore(path) as store:  # closing brought the index up to the last page
+        assert store._tail == 0 and store._indexed() == store.conn.execute("SELECT max(page) FROM aci_row").fetchone()[0]
+        first = pages[0]  # more owners of an indexed page: read back through the index too
+        late = Aci(owner="newcomer", uri=first.uri, relevance=7, updatetime=first.updatetime, filesize=first.filesize,
+                   version=first.version, docbase=first.docbase, summary="late")
+        assert store.add([late]) == 1 and store.add([late]) == 0
+        assert [a.summary for a in store.list("newcomer")] == ["late"]
+        monkeypatch.setattr(store, "_tail", 0)
+        assert store.ack("newcomer", [late.id]) == 1 and store.ack("newcomer") == 0
+
+
+def test_pages_added_together_share_a_transaction_and_a_refused_page_fails_alone(tmp_path):
+    pages = judged_pages(4)
+    path = tmp_path / "aci.sqlite"
+    victim = pages[2].owners[0]
+    with SqliteAciStore(path) as store:
+        store._owner_numbers({o for p in pages for o in p.owners})
+        number = store._owner_no[victim]
+        store.conn.execute(f"CREATE TRIGGER refuse BEFORE INSERT ON aci_row WHEN NEW.owner = {number} AND NEW.page "
+                           f"IN (SELECT id FROM aci_version WHERE uri = '{pages[2].uri}') "
+                           f"BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
+        batch = [_Pending([page]) for page in pages]
+        store._write(batch)
+        assert [e.done for e in batch] == [True] * 4
+        assert [e.error is None for e in batch] == [True, True, False, True]
+        assert "disk says no" in str(batch[2].error)
+        assert [e.added for e in batch] == [len(pages[0]), len(pages[1]), 0, len(pages[3])]
+        assert not [a for a in store.list(victim) if a.uri == pages[2].uri]  # none of the refused page's ACIs
+
+
+def test_threads_adding_at_once_all_get_their_own_count(tmp_path):
+    pages = judged_pages()
+    with SqliteAciStore(tmp_path / "aci.sqlite") as store:
+        counts: dict[int, int] = {}
+        threads = [threading.Thread(target=lambda n=n: counts.__setitem__(n, store.add(pages[n])))
+                   for n in range(len(pages))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert counts == {n: len(page) for n, page in enumerate(pages)}
+
+
+def test_a_feed_that_takes_no_acis_never_makes_them(tmp_path):
+    class Unrolled(Exception):
+        pass
+
+    def acis():
+        yield Aci(owner="alice", uri="http://a.test/", relevance=1, updatetime=1, filesize=1, version=1,
+                  docbase="d" * 64, summary="s")
+        raise Unrolled  # a second ACI would be made only to be thrown away
+
+    exporter = FeedExporter.from_crawler(get_crawler(settings_dict={"FEEDS": {str(tmp_path / "out.jsonl"): {"format": "jsonlines"}}}))
+
+    class Slot:
+        def __init__(self, classes):
+            self.filter = ItemFilter({"item_classes": classes})
+
+    exporter.slots = [Slot([Page])]
+    exporter.item_scraped(AciBatch("http://a.test/", acis()), None)  # not one ACI past the first
+    assert not exporter._takes(next(acis()))
+    exporter.slots = [Slot([Page]), Slot([Aci])]
+    assert exporter._takes(next(acis()))
+
+    class Picky(ItemFilter):  # a filter of one's own may look into any ACI: each is made
+        def accepts(self, item):
+            return getattr(item, "owner", "") == "alice"
+
+    exporter.slots = [Slot([Page])]
+    exporter.slots[0].filter = Picky({})
+    assert exporter._takes(next(acis()))
+
+
+def test_a_page_too_varied_for_one_row_layout_is_refused_whole(tmp_path, monkeypatch):
+    monkeypatch.setattr(sqlite_module, "_FIELD_MAX", 2)
+    page = judged_pages(1)[0]
+    with SqliteAciStore(tmp_path / "aci.sqlite") as store:
+        if len(page.keys) <= 2 and len(set(page.relevance)) <= 2:
+            pytest.fail("the page should have more than two summaries or relevances")
+        with pytest.raises(ValueError, match="distinct summaries or relevances"):
+            store.add(page)
+        assert store.owners() == []
+    with sqlite3.connect(tmp_path / "aci.sqlite") as conn:
+        assert conn.execute("SELECT count(*) FROM aci_version").fetchone()[0] == 0
