@@ -189,3 +189,18 @@ def test_a_page_too_varied_for_one_row_layout_is_refused_whole(tmp_path, monkeyp
         assert store.owners() == []
     with sqlite3.connect(tmp_path / "aci.sqlite") as conn:
         assert conn.execute("SELECT count(*) FROM aci_version").fetchone()[0] == 0
+
+
+def test_an_owner_first_seen_on_a_refused_page_is_still_stored_with_a_later_page(tmp_path):
+    def page(uri: str) -> list[Aci]:
+        return [Aci(owner="newcomer", uri=uri, relevance=2, updatetime=5, filesize=1, version=1, docbase="e" * 64,
+                    summary="s")]
+
+    with SqliteAciStore(tmp_path / "aci.sqlite") as store:
+        store.conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON aci_row WHEN NEW.page IN "
+                           "(SELECT id FROM aci_version WHERE uri = 'http://a.test/bad') "
+                           "BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
+        with pytest.raises(sqlite3.IntegrityError):
+            store.add(page("http://a.test/bad"))  # the owner's number was given in the rolled back transaction
+        assert store.add(page("http://a.test/good")) == 1
+        assert [a.uri for a in store.list("newcomer")] == ["http://a.test/good"]

@@ -7,13 +7,15 @@ import dataclasses
 import io
 import json
 import logging
+import pickle
 
 import pytest
 from conftest import urd
 
-from webrace.exporters import CsvItemExporter, split_csv_feeds
+from webrace.exporters import CsvItemExporter, JsonItemExporter, JsonLinesItemExporter, split_csv_feeds
 from webrace.items import Page
 from webrace.records.aci import Aci
+from webrace.rounds.groups import Members
 
 PAGE = Page(url="http://a.test/", parent_url=None, depth=0, owners=["alice"], urd_ids=["a"], urgent=False,
             status=200, content_type="text/html", size=10, links=["http://a.test/x?a=1,2", "http://a.test/y"],
@@ -96,3 +98,37 @@ def test_crawl_into_a_csv_file_writes_pages_and_acis_each_with_their_own_columns
     assert list(acis[0]) == [f.name for f in dataclasses.fields(Aci)]
     assert [(a["owner"], a["uri"], a["relevance"]) for a in acis] == [("alice", site.url("/java.html"), "4.0")]
     assert not (project.root / "pages.results.csv").exists()  # no rule ran: no empty file
+
+
+def shared_pages(count: int) -> list[Page]:
+    owners, ids = Members(f"owner{n}" for n in range(500)), Members(f"u{n}" for n in range(500))
+    return [Page(url=f"http://a.test/{n}", owners=owners, urd_ids=ids, urgent=False, relevant_to=[f"owner{n}"])
+            for n in range(count)]
+
+
+@pytest.mark.parametrize("exporter_class", [JsonLinesItemExporter, JsonItemExporter])
+def test_json_feeds_encode_the_owner_lists_pages_share_once_and_read_back_the_same(exporter_class, monkeypatch):
+    out = io.BytesIO()
+    exporter = exporter_class(out, encoding="utf-8")
+    encoded = []
+    real = exporter.encoder.encode
+    monkeypatch.setattr(exporter.encoder, "encode", lambda value: encoded.append(value) or real(value))
+    pages = shared_pages(20)
+    exporter.start_exporting()
+    for page in pages:
+        exporter.export_item(page)
+    exporter.finish_exporting()
+    text = out.getvalue().decode()
+    read = json.loads(text) if exporter_class is JsonItemExporter else [json.loads(x) for x in text.splitlines()]
+    assert read == [dict(page) for page in pages]
+    assert sum(1 for value in encoded if isinstance(value, list) and len(value) == 500) == 2  # owners, ids: once
+
+
+def test_a_shared_owner_list_cannot_be_changed_in_place_and_pickles_as_a_list():
+    owners = Members(["alice", "bob"])
+    for change in (lambda: owners.append("eve"), lambda: owners.__setitem__(0, "eve"), owners.clear, owners.sort):
+        with pytest.raises(TypeError, match="copy the list"):
+            change()
+    assert owners == ["alice", "bob"] and list(owners) + ["eve"] == ["alice", "bob", "eve"]
+    copy = pickle.loads(pickle.dumps(owners))
+    assert type(copy) is list and copy == ["alice", "bob"]

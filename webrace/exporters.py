@@ -29,10 +29,14 @@ from collections import Counter
 from typing import Any
 
 from scrapy.exporters import CsvItemExporter as ScrapyCsvItemExporter
+from scrapy.exporters import JsonItemExporter as ScrapyJsonItemExporter
+from scrapy.exporters import JsonLinesItemExporter as ScrapyJsonLinesItemExporter
+from scrapy.utils.python import to_bytes
 from scrapy.extensions.feedexport import FeedExporter as ScrapyFeedExporter
 from scrapy.extensions.feedexport import ItemFilter
 
 from webrace.items import AciBatch
+from webrace.rounds.groups import Members
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +72,47 @@ class FeedExporter(ScrapyFeedExporter):
     def _takes(self, aci: Any) -> bool:
         """Some feed may write this ACI (a filter of its own may look at any ACI: it is asked)."""
         return any(type(slot.filter) is not ItemFilter or slot.filter.accepts(aci) for slot in self.slots)
+
+
+class SharedListsMixin:
+    """JSON exporters that encode a shared list (:class:`~webrace.rounds.groups.Members`: the
+    owners and URD ids of every page the same groups reached, 10,000 names for 10,000 owners)
+    once, not once a page: the rest of the item is encoded by Scrapy's encoder and the list's
+    JSON, kept from the first page that held it, is put after it. Same JSON, field order aside."""
+
+    SHARED_KEPT = 64
+
+    def _encode(self, itemdict: dict) -> str:
+        shared = [(k, itemdict.pop(k)) for k, v in list(itemdict.items()) if type(v) is Members]
+        text = self.encoder.encode(itemdict)
+        if not shared:
+            return text
+        memo = self.__dict__.setdefault("_shared_json", {})
+        parts = []
+        for key, value in shared:
+            kept = memo.get(id(value))
+            if kept is None or kept[0] is not value:
+                if len(memo) >= self.SHARED_KEPT:
+                    memo.clear()
+                kept = memo[id(value)] = (value, self.encoder.encode(list(value)))  # holds it: the id stays its
+            parts.append(f"{self.encoder.encode(key)}: {kept[1]}")
+        return text[:-1] + (", " if itemdict else "") + ", ".join(parts) + "}"
+
+
+class JsonLinesItemExporter(SharedListsMixin, ScrapyJsonLinesItemExporter):
+    """Scrapy's JSON lines exporter, shared lists encoded once (``FEED_EXPORTERS``)."""
+
+    def export_item(self, item: Any) -> None:
+        self.file.write(to_bytes(self._encode(dict(self.get_serialized_fields(item))) + "\n", self.encoding))
+
+
+class JsonItemExporter(SharedListsMixin, ScrapyJsonItemExporter):
+    """Scrapy's JSON exporter, shared lists encoded once (``FEED_EXPORTERS``)."""
+
+    def export_item(self, item: Any) -> None:
+        data = to_bytes(self._encode(dict(self.get_serialized_fields(item))), self.encoding)
+        self._add_comma_after_first()
+        self.file.write(data)
 
 
 class CsvItemExporter(ScrapyCsvItemExporter):

@@ -244,5 +244,8 @@ EXTENSIONS = {
     "webrace.archive.WarcArchiver": 520,  # the crawl's own WARC files (WEBRACE_STORE_WARC)
 }
 FEED_EXPORT_ENCODING = "utf-8"
-FEED_EXPORTERS = {"csv": "webrace.exporters.CsvItemExporter"}  # one item type per CSV file (webrace/exporters.py)
+# one item type per CSV file; a page's owner lists encoded once for all pages sharing them (webrace/exporters.py)
+FEED_EXPORTERS = {"csv": "webrace.exporters.CsvItemExporter", "json": "webrace.exporters.JsonItemExporter",
+                  "jsonlines": "webrace.exporters.JsonLinesItemExporter", "jsonl": "webrace.exporters.JsonLinesItemExporter",
+                  "jl": "webrace.exporters.JsonLinesItemExporter"}
 LOG_LEVEL = "INFO"

@@ -254,7 +254,7 @@ class FilteringProcessor:
         acis = PageAcis(version.url, version.digest, version.number, version.fetched, version.size, fmt, extension,
                         title, snippets, key_list, index.owner_names[owners[by_name]].tolist(),
                         rel[by_name].tolist(), key_of[by_name].tolist(),
-                        urgent[by_name].tolist())
+                        urgent[by_name].tolist(), owner_index=owners[by_name], owner_space=index.owner_names)
         return Judgement(acis, True, reach.archived)
 
 

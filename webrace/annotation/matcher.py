@@ -22,6 +22,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from webrace.records.aci import SNIPPETS, render_summary
 
@@ -201,6 +202,7 @@ class KeywordIndex:
         return counts
 
 
+@lru_cache(maxsize=65536)  # a round's URDs share their words: each normalised once
 def normalize_keyword(key: str) -> str:
     """The form a keyword is matched and counted under (:attr:`Matches.counts`): lower case,
     whitespace collapsed, and "web-crawler" / "web  crawler" both ``"web crawler"``."""

@@ -438,6 +438,7 @@ class SqliteAciStore(AciStore):
                 self.conn.execute("CREATE TABLE IF NOT EXISTS aci_page (id INTEGER PRIMARY KEY, "
                                   + ", ".join(_LEGACY_FIELDS) + ")")
         self._owner_no: dict[str, int] = {}
+        self._spaces: dict[int, tuple[Any, np.ndarray]] = {}  # owner spaces (see PageAcis) -> store numbers
         self._tail = self.conn.execute(f"SELECT count(*) FROM aci_row WHERE page > {_INDEXED}").fetchone()[0]
         self._waiting: list[_Pending] = []  # pages of threads waiting to be written
         self._waiting_lock = threading.Lock()
@@ -470,6 +471,7 @@ class SqliteAciStore(AciStore):
             with _Transaction(self.conn):
                 counts = [self._store(entry.pages) for entry in batch]
         except Exception:
+            self._forget_numbers()
             if len(batch) == 1:
                 batch[0].fail(sys.exc_info()[1])
                 return
@@ -478,6 +480,7 @@ class SqliteAciStore(AciStore):
                     with _Transaction(self.conn):
                         entry.added = self._store(entry.pages)
                 except Exception as exc:
+                    self._forget_numbers()
                     entry.fail(exc)
                 entry.done = True
             return
@@ -485,12 +488,11 @@ class SqliteAciStore(AciStore):
             entry.added, entry.done = added, True
 
     def _store(self, pages: list[PageAcis]) -> int:
-        numbers = self._owner_numbers({o for p in pages for o in p.owners})
         added = 0
         for page in pages:
             relevances, which = np.unique(np.asarray(page.relevance, dtype=np.float64), return_inverse=True)
             page_id, key_base, relevance_base = self._version(page, relevances.tolist())
-            owners = np.fromiter((numbers[o] for o in page.owners), dtype=np.int64, count=len(page.owners))
+            owners = self._owners_of(page)
             flags = np.asarray(page.urgent, dtype=np.int64) * 2
             if page.expired:
                 flags += np.asarray(page.expired, dtype=np.int64)
@@ -514,8 +516,7 @@ class SqliteAciStore(AciStore):
         """The row of ``page``'s version (made, or the one stored, its snippets, summaries'
         keys and relevances extended by the page's), and where the page's keys and
         relevances start in it."""
-        snippets = [None if s is None else list(s) for s in page.snippets]
-        keys = [k if isinstance(k, str) else list(k) for k in page.keys]
+        snippets, keys = page.snippets, page.keys  # tuples are JSON arrays too
         found = self.conn.execute("SELECT id, snippets, keys, relevances FROM aci_version WHERE uri = ? AND docbase = ?",
                                   (page.uri, page.docbase)).fetchone()
         if found is None:
@@ -528,7 +529,7 @@ class SqliteAciStore(AciStore):
         shift = len(stored_snippets)
         if shift:
             keys = [k if isinstance(k, str) else [i + shift for i in k] for k in keys]
-        values = (_json_safe(stored_snippets + snippets), _json_safe(stored_keys + keys),
+        values = (_json_safe(stored_snippets + list(snippets)), _json_safe(stored_keys + list(keys)),
                   json.dumps(stored_relevances + relevances))
         if page_id is None:
             page_id = self.conn.execute(
@@ -540,6 +541,26 @@ class SqliteAciStore(AciStore):
             self.conn.execute("UPDATE aci_version SET snippets = ?, keys = ?, relevances = ? WHERE id = ?",
                               (*values, page_id))
         return page_id, len(stored_keys), len(stored_relevances)
+
+    def _owners_of(self, page: PageAcis) -> np.ndarray:
+        """The store's numbers of the page's owners: through its owner space (mapped once a
+        round), else name by name."""
+        if page.owner_space is not None and page.owner_index is not None:
+            kept = self._spaces.get(id(page.owner_space))
+            if kept is None or kept[0] is not page.owner_space:
+                known = self._owner_numbers(set(page.owner_space.tolist()))
+                if len(self._spaces) >= 8:
+                    self._spaces.clear()
+                kept = self._spaces[id(page.owner_space)] = (page.owner_space, np.fromiter(
+                    (known[o] for o in page.owner_space), dtype=np.int64, count=len(page.owner_space)))
+            return kept[1][page.owner_index]
+        known = self._owner_numbers(set(page.owners))
+        return np.fromiter((known[o] for o in page.owners), dtype=np.int64, count=len(page.owners))
+
+    def _forget_numbers(self) -> None:
+        """A transaction rolled back: owner numbers given in it may not exist."""
+        self._owner_no.clear()
+        self._spaces.clear()
 
     def _owner_numbers(self, owners: set[str]) -> dict[str, int]:
         known = self._owner_no

@@ -150,6 +150,10 @@ class PageAcis:
     key: list[int]
     urgent: list[bool]
     expired: list[bool] = field(default_factory=list)  # empty: none is
+    # the owners as numbers into ``owner_space`` (an array of names shared by every page of a
+    # round), when the judgement made them: a store maps a space to its own numbers once
+    owner_index: Any = field(default=None, repr=False, compare=False)
+    owner_space: Any = field(default=None, repr=False, compare=False)
     _summaries: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:

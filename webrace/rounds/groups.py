@@ -25,6 +25,23 @@ from typing import Any
 from webrace.urd import Urd
 from webrace.urls import hostname, registered_domain, scope_anchor
 
+class Members(list):
+    """A list of owners or URD ids shared by every page the same groups reached: the page
+    items hold this one list instead of a copy each (feeds encode it once, see
+    :mod:`webrace.exporters`). It cannot be changed: copy it (``list(members)``) to."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("a page's owners are shared by every page the same groups reached: copy the list to change it")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+
+    def __reduce__(self) -> tuple:  # pickled (a disk queue, a process pool) as the plain list it reads as
+        return (list, (list(self),))
+
+
 OWNERS_KEPT = 4096  # distinct sets of groups whose owners are kept (a page's item asks once per set)
 SENTINEL_PREFIX = "sentinel-"  # pseudo-URDs fetching the pages of due sentinels
 
@@ -68,7 +85,7 @@ class Groups:
 
     def owners(self, group_ids: Iterable[str]) -> dict[str, Any]:
         """``owners``, ``urd_ids`` (without sentinels' pseudo-URDs) and ``urgent`` of a page
-        these groups reached; computed once per set of groups."""
+        these groups reached; computed once per set of groups, the lists shared (:class:`Members`)."""
         key = frozenset(group_ids)
         found = self._owners.get(key)
         if found is None:
@@ -76,11 +93,11 @@ class Groups:
                 self._owners.clear()
             urds = [self.urds[i] for i in self.members(key)]
             found = self._owners[key] = {
-                "owners": sorted({u.owner for u in urds}),
-                "urd_ids": [u.id for u in urds if not u.id.startswith(SENTINEL_PREFIX)],
+                "owners": Members(sorted({u.owner for u in urds})),
+                "urd_ids": Members(u.id for u in urds if not u.id.startswith(SENTINEL_PREFIX)),
                 "urgent": any(u.urgent for u in urds),
             }
-        return {"owners": list(found["owners"]), "urd_ids": list(found["urd_ids"]), "urgent": found["urgent"]}
+        return dict(found)
 
 
 class LinkScope:
@@ -108,4 +125,4 @@ class LinkScope:
         return (self._host if kind == "host" else registered_domain(self._host)) == value
 
 
-__all__ = ["SENTINEL_PREFIX", "Group", "Groups", "LinkScope"]
+__all__ = ["SENTINEL_PREFIX", "Group", "Groups", "LinkScope", "Members"]
