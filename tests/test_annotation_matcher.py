@@ -110,3 +110,32 @@ def test_the_text_as_read_and_as_matched_have_the_same_positions(body, reading, 
     assert len(text.reading) == len(text.matched)
     assert " ".join(text.reading.split()) == reading
     assert " ".join(text.matched.replace(MASK, " ").split()) == matched
+
+
+def test_a_summary_window_is_cut_to_whole_words_as_the_character_rule_says():
+    """The window's edges (found with regular expressions) are where the plain rule puts them:
+    forward from 60 characters before the match to just after a space, back from 60 after it to
+    a space, never past the match; on random text with every kind of space."""
+    from random import Random
+
+    from webrace.annotation.matcher import SNIPPET, Matches
+
+    def by_hand(text: str, start: int, end: int) -> tuple[int, int]:
+        lo, hi = max(0, start - SNIPPET), min(len(text), end + SNIPPET)
+        while 0 < lo < start and not text[lo - 1].isspace():
+            lo += 1
+        while end < hi < len(text) and not text[hi].isspace():
+            hi -= 1
+        return lo, hi
+
+    rng = Random(7)
+    alphabet = "abcdefgh" * 6 + " \t\n\u00a0\u2003\x1c\u3000.,"
+    for _ in range(400):
+        before = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 150)))
+        after = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 150)))
+        text = f"{before} keyword {after}" if rng.random() < 0.8 else f"{before}keyword{after}"
+        matches = Matches(text, {}, {"keyword": 1}, {})
+        span = matches.first_span("keyword")
+        if span is None:  # glued to other letters: not a whole word
+            continue
+        assert matches.window("keyword") == by_hand(text, *span)

@@ -27,6 +27,8 @@ from functools import lru_cache
 from webrace.records.aci import SNIPPETS, render_summary
 
 WORD = re.compile(r"\w+")
+_SPACE = re.compile(r"\s")  # what str.isspace() calls space (both use Py_UNICODE_ISSPACE)
+_LAST_SPACE = re.compile(r"\s\S*\Z")
 FEW_KEYWORDS = 8  # summaries for up to this many keywords search for each; beyond, one pass for all
 WORDS_KEY = re.compile(r"\w+(?:[\s-]+\w+)*")  # words separated by spaces or hyphens
 
@@ -64,10 +66,12 @@ class Matches:
             text = self.reading if self.reading is not None else self.text
             start, end = span
             lo, hi = max(0, start - SNIPPET), min(len(text), end + SNIPPET)
-            while 0 < lo < start and not text[lo - 1].isspace():  # whole words at the edges
-                lo += 1
-            while end < hi < len(text) and not text[hi].isspace():
-                hi -= 1
+            if 0 < lo < start and not text[lo - 1].isspace():  # whole words at the edges:
+                space = _SPACE.search(text, lo, start)  # forward to just after a space, at most to the match
+                lo = space.end() if space else start
+            if end < hi < len(text) and not text[hi].isspace():
+                space = _LAST_SPACE.search(text, end + 1, hi)  # back to the last space, at most to the match
+                hi = space.start() if space else end
             window = (lo, hi)
         self._windows[keyword] = window
         return window

@@ -7,8 +7,9 @@ store and matched in a worker thread, so the reactor keeps downloading while a l
 judged, for every owner at once (the judgement is arrays, see
 :class:`~webrace.annotation.filtering.RoundIndex`). In the same thread:
 
-- the page's ACIs (a :class:`~webrace.records.aci.PageAcis`) are kept in the ACI store in one
-  transaction (threads adding at once share one: a group commit);
+- the page's ACIs (a :class:`~webrace.records.aci.PageAcis`) go to the writer thread
+  (:class:`AciWriter`), which keeps each page's in the ACI store all or none, the pages queued
+  together in one transaction, while the judging thread goes on to the next page;
 - a page relevant to no owner has its body dropped from the object store when
   ``WEBRACE_DROP_IRRELEVANT`` is on (the meta-info stays, so the next re-crawl is still a
   conditional GET).
@@ -27,12 +28,15 @@ of pages the ACI store refused).
 from __future__ import annotations
 
 import logging
+import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from scrapy.crawler import Crawler
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import Deferred
 
 from webrace.annotation.filtering import FilteringProcessor, Judgement, Version
 from webrace.backends import open_aci_store
@@ -54,6 +58,7 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
         self.processor = FilteringProcessor()
         self._store: Any = None
         self._store_lock = threading.Lock()
+        self._writer: AciWriter | None = None
         self.rounds = RoundBook(crawler)  # the URDs of each round, from the round_opened signal
 
     def job(self, obj: Any) -> tuple | None:
@@ -99,14 +104,31 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
             return Outcome(None)
         outcome = Outcome(judgement)
         if judgement.acis:
-            try:
-                outcome.added = self.store.add(judgement.acis)
-            except Exception:  # e.g. a full disk: the page goes on, its ACIs are not kept (all or none)
-                logger.exception("Keeping the ACIs of %s failed", page["url"])
-                outcome.store_failed = True
+            outcome.pending = judgement.acis  # kept by the writer thread (settle)
         elif judgement.irrelevant and self.drop_irrelevant:
             outcome.dropped = bool(cache.drop(meta))
         return outcome
+
+    async def settle(self, job: tuple, outcome: Outcome) -> Outcome:
+        """Wait for the writer thread to keep the page's ACIs (the judging thread went on)."""
+        if outcome.pending is not None:
+            if self._writer is None:
+                self._writer = AciWriter(lambda: self.store)
+            self._kept(job[0], outcome, await maybe_deferred_to_future(self._writer.submit(outcome.pending)))
+        return outcome
+
+    def settle_inline(self, job: tuple, outcome: Outcome) -> Outcome:
+        if outcome.pending is not None:
+            self._kept(job[0], outcome, self.store.add_pages([outcome.pending])[0])
+        return outcome
+
+    def _kept(self, page: Page, outcome: Outcome, result: int | Exception) -> None:
+        outcome.pending = None
+        if isinstance(result, Exception):  # e.g. a full disk: the page goes on, its ACIs are not kept (all or none)
+            logger.error("Keeping the ACIs of %s failed: %s", page["url"], result)
+            outcome.store_failed = True
+        else:
+            outcome.added = result
 
     def _finish(self, page: Page, outcome: Outcome) -> Iterator[Any]:
         """On the reactor thread: count, mark the page, emit it and its ACIs."""
@@ -142,6 +164,9 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
             return self._store
 
     def closed(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
         with self._store_lock:
             if self._store is not None:
                 self._store.close()
@@ -153,10 +178,59 @@ class Outcome:
     """What the worker thread made of a page."""
 
     judgement: Judgement | None  # None: not judged (see ``stale``), or judging failed
+    pending: Any = None  # ACIs handed to the writer thread, not kept yet
     stale: bool = False  # a newer version of the page replaced this one before it was judged
     added: int = 0  # ACIs new to the store
     store_failed: bool = False  # the ACI store refused the page's ACIs (none kept)
     dropped: bool = False  # irrelevant: its body was dropped from the object store
+
+
+class AciWriter:
+    """One thread keeping pages' ACIs, so judging threads go on to the next page instead of
+    waiting for the store: whatever is queued when the thread is free is kept in one call
+    (``add_pages``: one transaction in the embedded store), at most ``BATCH`` pages. Each
+    page's answer (its new ACIs, or the error that refused it) fires its Deferred on the
+    reactor thread."""
+
+    BATCH = 64
+
+    def __init__(self, store: Callable[[], Any]) -> None:
+        self.store = store
+        self.queue: queue.Queue = queue.Queue()
+        self.thread = threading.Thread(target=self._run, name="webrace-aci-writer", daemon=True)
+        self.thread.start()
+
+    def submit(self, acis: Any) -> Deferred:
+        done: Deferred = Deferred()
+        self.queue.put((acis, done))
+        return done
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
+
+    def _run(self) -> None:
+        from twisted.internet import reactor
+
+        while True:
+            first = self.queue.get()
+            if first is None:
+                return
+            batch, last = [first], False
+            while len(batch) < self.BATCH and not self.queue.empty():
+                more = self.queue.get()
+                if more is None:
+                    last = True
+                    break
+                batch.append(more)
+            try:
+                results = self.store().add_pages([acis for acis, _ in batch])
+            except Exception as exc:  # the store could not even be opened: every page is told
+                results = [exc] * len(batch)
+            for (_, done), result in zip(batch, results, strict=True):
+                reactor.callFromThread(done.callback, result)
+            if last:
+                return
 
 
 def _textual(media_type: str) -> bool:

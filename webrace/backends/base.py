@@ -117,6 +117,18 @@ class AciStore(ABC):
         """Keep these ACIs (one per owner, page and version: a repeat is ignored); return how
         many were new."""
 
+    def add_pages(self, pages: list[Any]) -> list[int | Exception]:
+        """Each page's ACIs kept (all or none per page); per page how many were new, or the
+        error that refused it. A store may write them together (the embedded one does: one
+        transaction)."""
+        out: list[int | Exception] = []
+        for page in pages:
+            try:
+                out.append(self.add(page))
+            except Exception as exc:  # that page refused: the others are still kept
+                out.append(exc)
+        return out
+
     @abstractmethod
     def list(self, owner: str, since: int = 0, min_relevance: float = 0.0) -> list[Aci]:
         """The owner's ACIs updated at or after ``since`` (epoch ms), newest first."""

@@ -440,6 +440,7 @@ class SqliteAciStore(AciStore):
         self._owner_no: dict[str, int] = {}
         self._spaces: dict[int, tuple[Any, np.ndarray]] = {}  # owner spaces (see PageAcis) -> store numbers
         self._tail = self.conn.execute(f"SELECT count(*) FROM aci_row WHERE page > {_INDEXED}").fetchone()[0]
+        self._wrote = False  # a store that only read leaves the index to the one that wrote
         self._waiting: list[_Pending] = []  # pages of threads waiting to be written
         self._waiting_lock = threading.Lock()
 
@@ -465,6 +466,19 @@ class SqliteAciStore(AciStore):
         if entry.error is not None:
             raise entry.error
         return entry.added
+
+    @_serialised
+    def add_pages(self, pages: list[PageAcis | Iterable[Aci]]) -> list[int | Exception]:
+        """Every page in one transaction (each alone should it fail, see :meth:`add`)."""
+        entries = [_Pending([q for q in ([p] if isinstance(p, PageAcis) else PageAcis.of(list(p))) if q])
+                   for p in pages]
+        waiting = [e for e in entries if e.pages]
+        for entry in entries:
+            if entry not in waiting:
+                entry.done = True
+        if waiting:
+            self._write(waiting)
+        return [e.error if e.error is not None else e.added for e in entries]
 
     def _write(self, batch: list[_Pending]) -> None:
         try:
@@ -492,6 +506,7 @@ class SqliteAciStore(AciStore):
         for page in pages:
             relevances, which = np.unique(np.asarray(page.relevance, dtype=np.float64), return_inverse=True)
             page_id, key_base, relevance_base = self._version(page, relevances.tolist())
+            stored_before = key_base > 0 or relevance_base > 0
             owners = self._owners_of(page)
             flags = np.asarray(page.urgent, dtype=np.int64) * 2
             if page.expired:
@@ -501,10 +516,11 @@ class SqliteAciStore(AciStore):
             start = self.conn.total_changes
             self.conn.execute(_ROWS, (page_id, json.dumps(packed.tolist())))
             added += self.conn.total_changes - start
-            if page_id <= self._indexed():  # more owners of a page the index holds already
+            if stored_before and page_id <= self._indexed():  # more owners of a page the index holds already
                 self.conn.execute("INSERT OR IGNORE INTO aci_by_owner (owner, page) SELECT owner, page FROM aci_row "
                                   "WHERE page = ?", (page_id,))
         self._tail += added
+        self._wrote = True
         if self._tail > _TAIL_ROWS:
             self._index_owners()
         return added
@@ -567,13 +583,12 @@ class SqliteAciStore(AciStore):
         new = [o for o in owners if o not in known]
         if len(known) + len(new) > _OWNER_MAX:
             raise ValueError(f"more than {_OWNER_MAX} owners in one ACI store")
-        if new:
-            self.conn.executemany("INSERT OR IGNORE INTO aci_owner_number (name, key) VALUES (?, ?)",
-                                  [(o, owner_key(o)) for o in new])
-            for chunk in range(0, len(new), 500):
-                part = new[chunk:chunk + 500]
-                known.update(self.conn.execute(f"SELECT name, id FROM aci_owner_number WHERE name IN "
-                                               f"({', '.join('?' * len(part))})", part))
+        if new:  # two statements however many (a round of 10,000 owners meets the store at once)
+            self.conn.execute("INSERT OR IGNORE INTO aci_owner_number (name, key) SELECT json_extract(value, '$[0]'), "
+                              "json_extract(value, '$[1]') FROM json_each(?)",
+                              (json.dumps([(o, owner_key(o)) for o in new]),))
+            known.update(self.conn.execute("SELECT name, id FROM aci_owner_number WHERE name IN "
+                                           "(SELECT value FROM json_each(?))", (json.dumps(new),)))
         return known
 
     @_serialised
@@ -677,7 +692,7 @@ class SqliteAciStore(AciStore):
 
     @_serialised
     def close(self) -> None:
-        if self._tail:
+        if self._wrote and self._tail:
             with _Transaction(self.conn):
                 self._index_owners()
         self.conn.close()

@@ -2,8 +2,9 @@
 
 Subclasses say, for each output of the spider, what work it needs (:meth:`job`, on the
 reactor thread; None lets it through untouched), do that work (:meth:`work`, in a worker
-thread: nothing there may touch Scrapy or a store opened on the reactor thread), and turn
-the result into outputs (:meth:`finish`, on the reactor thread again, yielding the item and
+thread: nothing there may touch Scrapy or a store opened on the reactor thread), wait for
+what the work handed on (:meth:`settle`, e.g. a writer thread's answer), and turn the result
+into outputs (:meth:`finish`, on the reactor thread again, yielding the item and
 anything new). Universal: the async path uses a thread; the sync path, used only when a
 sync-only middleware forces it, does the work inline.
 """
@@ -40,6 +41,15 @@ class ThreadedItemMiddleware:
         """Outputs for the job, the original item included (reactor thread)."""
         raise NotImplementedError
 
+    async def settle(self, job: Any, result: Any) -> Any:
+        """After the work, before :meth:`finish` (async path): wait for what the work handed
+        on (another thread's part, say). Default: nothing to wait for."""
+        return result
+
+    def settle_inline(self, job: Any, result: Any) -> Any:
+        """:meth:`settle` on the sync path, done inline."""
+        return result
+
     def closed(self) -> None:
         """The spider closed: release what was opened."""
 
@@ -49,7 +59,7 @@ class ThreadedItemMiddleware:
             if job is None:
                 yield obj
             else:
-                yield from self.finish(job, self.work(job))
+                yield from self.finish(job, self.settle_inline(job, self.work(job)))
 
     async def process_spider_output_async(self, response: Any, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         async for obj in result:
@@ -58,5 +68,6 @@ class ThreadedItemMiddleware:
                 yield obj
                 continue
             outcome = await maybe_deferred_to_future(deferToThread(self.work, job))
+            outcome = await self.settle(job, outcome)
             for out in self.finish(job, outcome):
                 yield out
