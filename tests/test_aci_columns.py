@@ -204,3 +204,22 @@ def test_an_owner_first_seen_on_a_refused_page_is_still_stored_with_a_later_page
             store.add(page("http://a.test/bad"))  # the owner's number was given in the rolled back transaction
         assert store.add(page("http://a.test/good")) == 1
         assert [a.uri for a in store.list("newcomer")] == ["http://a.test/good"]
+
+
+def test_a_summary_made_when_read_is_the_one_judging_made_whatever_the_characters(tmp_path):
+    text = ("Bell \x07 rang. " * 3 + "Notes on the w1 crawler \U0001d518 ünïcödé 漢字 and more w1 text. "
+            + "Filler words here. " * 12 + "Another w2 place, \ufffe odd.")
+    body = f"<html><title>T\x01itle</title><body><p>{text}</p><p><a href='/x'>w2 in a link</a></p></body></html>"
+    urds = [Urd(id=f"u{n}", owner=f"o{n}", url="http://a.test/", depth=1, timing=HOUR,
+                keywords=(Keyword("w1", Decimal(n + 1)), Keyword("w2", Decimal(3 - n)))) for n in range(3)]
+    version = Version("http://a.test/p", body.encode(), "text/html; charset=utf-8", "text/html", "f" * 64, 1, 5,
+                      len(body))
+    judged = FilteringProcessor().judge(version, urds, RoundIndex.build(urds)).acis
+    made = {a.owner: a for a in judged}
+    assert len(made) == 3 and all("w1" in a.summary or "w2" in a.summary for a in made.values())
+    with SqliteAciStore(tmp_path / "aci.sqlite") as store:
+        store.add(judged)
+    with SqliteAciStore(tmp_path / "aci.sqlite") as store:
+        for owner, aci in made.items():
+            (read,) = store.list(owner)
+            assert read.summary == Aci.from_xml(aci.to_xml()).summary  # as its XML keeps it

@@ -224,7 +224,7 @@ class FilteringProcessor:
         used = np.unique(pk)
         snippet_no = np.full(len(index.vocabulary), -1, dtype=np.int64)
         snippet_no[used] = np.arange(len(used))
-        snippets: list[tuple[int, int, str] | None] = [matches.quoted(index.vocabulary[kw]) for kw in used.tolist()]
+        quoted = [index.vocabulary[kw] for kw in used.tolist()]  # summaries are made when asked for
         by_snippet = snippet_no[pk]
         key_of, key_list = _keys(by_snippet, first, len(used))
         if reach.shared:  # owners with several URDs: their union
@@ -239,8 +239,8 @@ class FilteringProcessor:
                 for _, (_, kws, _) in shared:
                     for kw in kws:
                         if snippet_no[kw] < 0:
-                            snippet_no[kw] = len(snippets)
-                            snippets.append(matches.quoted(index.vocabulary[kw]))
+                            snippet_no[kw] = len(quoted)
+                            quoted.append(index.vocabulary[kw])
                     key = tuple(snippet_no[list(kws)].tolist())
                     if key not in known:
                         known[key] = len(key_list)
@@ -252,9 +252,10 @@ class FilteringProcessor:
         by_name = np.argsort(owners, kind="stable")  # owner numbers follow names
         extension, fmt = extension_of(version.url, version.media_type)
         acis = PageAcis(version.url, version.digest, version.number, version.fetched, version.size, fmt, extension,
-                        title, snippets, key_list, index.owner_names[owners[by_name]].tolist(),
-                        rel[by_name].tolist(), key_of[by_name].tolist(),
-                        urgent[by_name].tolist(), owner_index=owners[by_name], owner_space=index.owner_names)
+                        title, quoted, key_list, index.owner_names[owners[by_name]].tolist(),
+                        rel[by_name].tolist(), key_of[by_name].tolist(), urgent[by_name].tolist(),
+                        text=(text.matched, text.reading if text.reading != text.matched else None),
+                        owner_index=owners[by_name], owner_space=index.owner_names, matches=matches)
         return Judgement(acis, True, reach.archived)
 
 

@@ -7,6 +7,7 @@ import json
 import sqlite3
 import sys
 import threading
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from itertools import islice
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore, Version
-from webrace.records.aci import Aci, PageAcis, _xml_safe, owner_key, page_key, split_id, summary_of
+from webrace.records.aci import Aci, PageAcis, _xml_safe, owner_key, page_key, quoting, split_id, summary_of
 from webrace.records.metainfo import MetaInfo, Revisit
 from webrace.records.sentinel import Sentinel
 from webrace.urd import MAX_TIME_MS, Urd
@@ -346,8 +347,8 @@ class SqliteMetaInfoStore(MetaInfoStore):
 
 
 # A page's ACIs are kept as the crawl makes them (webrace.records.aci.PageAcis): the page
-# version once (aci_version, with the windows of text its summaries quote and the distinct
-# lists of them owners' summaries are made of), owners numbered once (aci_owner_number), and a row
+# version once (aci_version, with the text its summaries quote, compressed, the keywords they
+# quote and the distinct lists of them owners' summaries are made of: summaries are made when read), owners numbered once (aci_owner_number), and a row
 # per owner of a few numbers (aci_row: the owner, which of the page's distinct relevances and
 # summaries are theirs, urgent and expired flags), written by one statement per page from one
 # number per owner: rows are appended in page order (page ids only grow), which costs little.
@@ -367,8 +368,9 @@ CREATE TABLE IF NOT EXISTS aci_version (
     format      TEXT NOT NULL,
     extension   TEXT NOT NULL,
     title       TEXT NOT NULL,
-    snippets    TEXT NOT NULL,
+    keywords    TEXT NOT NULL,
     keys        TEXT NOT NULL,
+    text        BLOB,
     relevances  TEXT NOT NULL,
     UNIQUE (uri, docbase)
 );
@@ -529,33 +531,36 @@ class SqliteAciStore(AciStore):
         return self.conn.execute(f"SELECT {_INDEXED}").fetchone()[0]
 
     def _version(self, page: PageAcis, relevances: list[float]) -> tuple[int, int, int]:
-        """The row of ``page``'s version (made, or the one stored, its snippets, summaries'
-        keys and relevances extended by the page's), and where the page's keys and
+        """The row of ``page``'s version (made, or the one stored, its quoted keywords,
+        summaries' keys and relevances extended by the page's), and where the page's keys and
         relevances start in it."""
-        snippets, keys = page.snippets, page.keys  # tuples are JSON arrays too
-        found = self.conn.execute("SELECT id, snippets, keys, relevances FROM aci_version WHERE uri = ? AND docbase = ?",
-                                  (page.uri, page.docbase)).fetchone()
+        keywords, keys = page.keywords, page.keys  # tuples are JSON arrays too
+        found = self.conn.execute("SELECT id, keywords, keys, relevances, text IS NULL FROM aci_version "
+                                  "WHERE uri = ? AND docbase = ?", (page.uri, page.docbase)).fetchone()
         if found is None:
-            found = (None, "[]", "[]", "[]")
-        page_id, stored_snippets, stored_keys, stored_relevances = found
-        stored_snippets, stored_keys = json.loads(stored_snippets), json.loads(stored_keys)
+            found = (None, "[]", "[]", "[]", True)
+        page_id, stored_keywords, stored_keys, stored_relevances, no_text = found
+        stored_keywords, stored_keys = json.loads(stored_keywords), json.loads(stored_keys)
         stored_relevances = json.loads(stored_relevances)
         if len(stored_keys) + len(keys) > _FIELD_MAX or len(stored_relevances) + len(relevances) > _FIELD_MAX:
             raise ValueError(f"{page.uri}: more than {_FIELD_MAX} distinct summaries or relevances in one page version")
-        shift = len(stored_snippets)
+        shift = len(stored_keywords)
         if shift:
             keys = [k if isinstance(k, str) else [i + shift for i in k] for k in keys]
-        values = (_json_safe(stored_snippets + list(snippets)), _json_safe(stored_keys + list(keys)),
+        # the text summaries quote, once per version (the two forms differ only where links are)
+        # exactly as judged (escaped JSON keeps any character), so a summary made later is the same
+        text = zlib.compress(json.dumps(list(page.text)).encode(), 1) if page.text is not None and no_text else None
+        values = (json.dumps(stored_keywords + list(keywords)), _json_safe(stored_keys + list(keys)),
                   json.dumps(stored_relevances + relevances))
         if page_id is None:
             page_id = self.conn.execute(
                 "INSERT INTO aci_version (key, uri, docbase, version, updatetime, filesize, format, extension, title, "
-                "snippets, keys, relevances) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "keywords, keys, relevances, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (page_key(page.uri, page.docbase), page.uri, page.docbase, page.version, page.updatetime,
-                 page.filesize, page.format, page.extension, _xml_safe(page.title), *values)).lastrowid
+                 page.filesize, page.format, page.extension, _xml_safe(page.title), *values, text)).lastrowid
         else:
-            self.conn.execute("UPDATE aci_version SET snippets = ?, keys = ?, relevances = ? WHERE id = ?",
-                              (*values, page_id))
+            self.conn.execute("UPDATE aci_version SET keywords = ?, keys = ?, relevances = ?, "
+                              "text = coalesce(text, ?) WHERE id = ?", (*values, text, page_id))
         return page_id, len(stored_keys), len(stored_relevances)
 
     def _owners_of(self, page: PageAcis) -> np.ndarray:
@@ -617,20 +622,21 @@ class SqliteAciStore(AciStore):
         self._tail = 0
 
     def _acis(self, rows: list[tuple]) -> list[Aci]:
-        parts_of: dict[int, tuple[list, list, list]] = {}
+        parts_of: dict[int, tuple[list, list, list, Any]] = {}
         out = []
         for relevance, key, flags, owner, okey, page, pkey, *fields in rows:
             parts = parts_of.get(page)
             if parts is None:
-                stored = self.conn.execute("SELECT snippets, keys, relevances FROM aci_version WHERE id = ?",
-                                           (page,)).fetchone()
-                parts = parts_of[page] = tuple(map(json.loads, stored))
-            snippets, keys, relevances = parts
+                keywords, keys, relevances, text = self.conn.execute(
+                    "SELECT keywords, keys, relevances, text FROM aci_version WHERE id = ?", (page,)).fetchone()
+                matches = None if text is None else quoting(*json.loads(zlib.decompress(text)))
+                parts = parts_of[page] = (json.loads(keywords), json.loads(keys), json.loads(relevances), matches)
+            keywords, keys, relevances, matches = parts
             uri, docbase, version, updatetime, filesize, fmt, extension, title = fields
             # the relevance as an ACI's XML gives it (``%g``), as `aci list` and feeds read it before
             out.append(Aci(owner=owner, uri=uri, relevance=float(f"{relevances[relevance]:g}"), updatetime=updatetime,
                            filesize=filesize, version=version, docbase=docbase,
-                           summary=_xml_safe(summary_of(keys[key], snippets)), urgent=bool(flags & 2),
+                           summary=_xml_safe(summary_of(keys[key], keywords, matches)), urgent=bool(flags & 2),
                            expired=bool(flags & 1), format=fmt, extension=extension, title=title, id=pkey + okey))
         return out
 
@@ -714,7 +720,7 @@ class _Pending:
 
 
 def _json_safe(value: Any) -> str:
-    """JSON of page text (snippets, summaries), without what XML 1.0 cannot hold."""
+    """JSON of page text (summaries given as they are), without what XML 1.0 cannot hold."""
     return _xml_safe(json.dumps(value, ensure_ascii=False))
 
 

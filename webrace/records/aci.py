@@ -130,10 +130,12 @@ def render_summary(windows: Sequence[tuple[int, int, str] | None], limit: int = 
 class PageAcis:
     """The ACIs of one page version, as columns (see the module's docstring).
 
-    ``snippets``: per keyword the page matched that some owner's summary quotes, its window
-    ``(start, end, quoted text)``; ``keys``: the distinct lists (indexes into ``snippets``,
-    heaviest first) that owners' summaries are made from; per owner (sorted by name, one ACI
-    each): ``owners``, ``relevance``, ``key`` (an index into ``keys``) and ``urgent``."""
+    ``keywords``: the keywords (normalised) owners' summaries quote; ``keys``: the distinct
+    lists of them (indexes into ``keywords``, heaviest first) that owners' summaries are made
+    from, or a summary as it is (a str); ``text``: the page's text as matched and as it reads
+    (see :class:`webrace.annotation.text.PageText`), which summaries quote, made when asked
+    for; per owner (sorted by name, one ACI each): ``owners``, ``relevance``, ``key`` (an
+    index into ``keys``) and ``urgent``."""
 
     uri: str
     docbase: str
@@ -143,17 +145,19 @@ class PageAcis:
     format: str
     extension: str
     title: str
-    snippets: list[tuple[int, int, str] | None]
+    keywords: list[str]
     keys: list[tuple[int, ...] | str]  # a str: a summary given as it is (PageAcis.of)
     owners: list[str]
     relevance: list[float]
     key: list[int]
     urgent: list[bool]
     expired: list[bool] = field(default_factory=list)  # empty: none is
+    text: tuple[str, str | None] | None = field(default=None, repr=False)
     # the owners as numbers into ``owner_space`` (an array of names shared by every page of a
     # round), when the judgement made them: a store maps a space to its own numbers once
     owner_index: Any = field(default=None, repr=False, compare=False)
     owner_space: Any = field(default=None, repr=False, compare=False)
+    matches: Any = field(default=None, repr=False, compare=False)  # the judgement's, for summaries
     _summaries: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
@@ -166,7 +170,9 @@ class PageAcis:
         """The summary of the owners whose key is ``key`` (made once)."""
         made = self._summaries.get(key)
         if made is None:
-            made = self._summaries[key] = summary_of(self.keys[key], self.snippets)
+            if self.matches is None and self.text is not None:
+                self.matches = quoting(*self.text)
+            made = self._summaries[key] = summary_of(self.keys[key], self.keywords, self.matches)
         return made
 
     def __iter__(self) -> Iterator[Aci]:
@@ -180,8 +186,8 @@ class PageAcis:
 
     @classmethod
     def of(cls, acis: Sequence[Aci]) -> list[PageAcis]:
-        """``acis`` (any pages) as one PageAcis per page version, each ACI's summary as one
-        snippet of its own (for stores given plain ACIs)."""
+        """``acis`` (any pages) as one PageAcis per page version, each ACI's summary as it is
+        (for stores given plain ACIs)."""
         pages: dict[tuple, PageAcis] = {}
         for a in acis:
             fields = (a.uri, a.docbase, a.version, a.updatetime, a.filesize, a.format, a.extension, a.title)
@@ -197,11 +203,23 @@ class PageAcis:
         return list(pages.values())
 
 
-def summary_of(key: Sequence[int] | str, snippets: Sequence[Sequence[Any] | None]) -> str:
-    """The summary a key of a :class:`PageAcis` stands for."""
+def quoting(text: str, reading: str | None) -> Any:
+    """What summaries of a page are made from (a :class:`webrace.annotation.matcher.Matches`
+    of its texts)."""
+    from webrace.annotation.matcher import Matches  # the matcher builds on these records
+
+    return Matches(text, reading=reading, many=True)
+
+
+def summary_of(key: Sequence[int] | str, keywords: Sequence[str], matches: Any) -> str:
+    """The summary a key of a :class:`PageAcis` stands for (``matches``: see :func:`quoting`)."""
     if isinstance(key, str):
         return key
-    return render_summary([None if snippets[i] is None else tuple(snippets[i]) for i in key])
+    if matches is None:
+        return ""
+    from webrace.annotation.matcher import summary
+
+    return summary(matches, [keywords[i] for i in key])
 
 
 def _xml_safe(text: str) -> str:
