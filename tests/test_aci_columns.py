@@ -106,7 +106,8 @@ def test_an_owners_list_reads_the_pages_the_owner_index_holds_and_those_past_it(
             assert store.get(listed[0].id) == listed[0]
         assert store.owners() == sorted(expected)
     with SqliteAciStore(path) as store:  # closing brought the index up to the last page
-        assert store._tail == 0 and store._indexed() == store.conn.execute("SELECT max(page) FROM aci_row").fetchone()[0]
+        last = store.conn.execute("SELECT max(page) FROM aci_row").fetchone()[0]
+        assert store._tail == 0 and store._indexed() == last
         first = pages[0]  # more owners of an indexed page: read back through the index too
         late = Aci(owner="newcomer", uri=first.uri, relevance=7, updatetime=first.updatetime, filesize=first.filesize,
                    version=first.version, docbase=first.docbase, summary="late")
@@ -153,21 +154,23 @@ def test_a_feed_that_takes_no_acis_never_makes_them(tmp_path):
         pass
 
     def acis():
-        yield Aci(owner="alice", uri="http://a.test/", relevance=1, updatetime=1, filesize=1, version=1,
-                  docbase="d" * 64, summary="s")
-        raise Unrolled  # a second ACI would be made only to be thrown away
+        raise Unrolled  # an ACI would be made only to be thrown away
+        yield
 
-    exporter = FeedExporter.from_crawler(get_crawler(settings_dict={"FEEDS": {str(tmp_path / "out.jsonl"): {"format": "jsonlines"}}}))
+    feeds = {str(tmp_path / "out.jsonl"): {"format": "jsonlines"}}
+    exporter = FeedExporter.from_crawler(get_crawler(settings_dict={"FEEDS": feeds}))
 
     class Slot:
         def __init__(self, classes):
             self.filter = ItemFilter({"item_classes": classes})
 
     exporter.slots = [Slot([Page])]
-    exporter.item_scraped(AciBatch("http://a.test/", acis()), None)  # not one ACI past the first
-    assert not exporter._takes(next(acis()))
+    exporter.item_scraped(AciBatch("http://a.test/", acis()), None)  # not one ACI made
+    assert not exporter._takes_acis()
     exporter.slots = [Slot([Page]), Slot([Aci])]
-    assert exporter._takes(next(acis()))
+    assert exporter._takes_acis()
+    exporter.slots = [Slot([Page]), Slot([])]  # a feed of every item
+    assert exporter._takes_acis()
 
     class Picky(ItemFilter):  # a filter of one's own may look into any ACI: each is made
         def accepts(self, item):
@@ -175,7 +178,7 @@ def test_a_feed_that_takes_no_acis_never_makes_them(tmp_path):
 
     exporter.slots = [Slot([Page])]
     exporter.slots[0].filter = Picky({})
-    assert exporter._takes(next(acis()))
+    assert exporter._takes_acis()
 
 
 def test_a_page_too_varied_for_one_row_layout_is_refused_whole(tmp_path, monkeypatch):

@@ -31,11 +31,12 @@ from typing import Any
 from scrapy.exporters import CsvItemExporter as ScrapyCsvItemExporter
 from scrapy.exporters import JsonItemExporter as ScrapyJsonItemExporter
 from scrapy.exporters import JsonLinesItemExporter as ScrapyJsonLinesItemExporter
-from scrapy.utils.python import to_bytes
 from scrapy.extensions.feedexport import FeedExporter as ScrapyFeedExporter
 from scrapy.extensions.feedexport import ItemFilter
+from scrapy.utils.python import to_bytes
 
 from webrace.items import AciBatch
+from webrace.records.aci import Aci
 from webrace.rounds.groups import Members
 
 logger = logging.getLogger(__name__)
@@ -58,20 +59,18 @@ class FeedExporter(ScrapyFeedExporter):
 
     def item_scraped(self, item: Any, spider: Any) -> None:
         if isinstance(item, AciBatch):
-            acis = iter(item.acis)
-            first = next(acis, None)
-            if first is None or not self._takes(first):
+            if not self._takes_acis():
                 return  # no feed writes ACIs: none is made (a page's batch may hold 10,000)
-            super().item_scraped(first, spider)
-            for aci in acis:
+            for aci in item.acis:
                 super().item_scraped(aci, spider)
         else:
             super().item_scraped(item, spider)
 
-
-    def _takes(self, aci: Any) -> bool:
-        """Some feed may write this ACI (a filter of its own may look at any ACI: it is asked)."""
-        return any(type(slot.filter) is not ItemFilter or slot.filter.accepts(aci) for slot in self.slots)
+    def _takes_acis(self) -> bool:
+        """Some feed may write ACIs: one without ``item_classes``, one that names ``Aci``, or one
+        with a filter of its own (it may look into any ACI: each is made and asked)."""
+        return any(type(slot.filter) is not ItemFilter or not slot.filter.item_classes
+                   or issubclass(Aci, slot.filter.item_classes) for slot in self.slots)
 
 
 class SharedListsMixin:

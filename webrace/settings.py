@@ -245,7 +245,9 @@ EXTENSIONS = {
 }
 FEED_EXPORT_ENCODING = "utf-8"
 # one item type per CSV file; a page's owner lists encoded once for all pages sharing them (webrace/exporters.py)
-FEED_EXPORTERS = {"csv": "webrace.exporters.CsvItemExporter", "json": "webrace.exporters.JsonItemExporter",
-                  "jsonlines": "webrace.exporters.JsonLinesItemExporter", "jsonl": "webrace.exporters.JsonLinesItemExporter",
-                  "jl": "webrace.exporters.JsonLinesItemExporter"}
+FEED_EXPORTERS = {
+    "csv": "webrace.exporters.CsvItemExporter",
+    "json": "webrace.exporters.JsonItemExporter",
+    **dict.fromkeys(("jsonlines", "jsonl", "jl"), "webrace.exporters.JsonLinesItemExporter"),
+}
 LOG_LEVEL = "INFO"

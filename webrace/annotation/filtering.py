@@ -22,7 +22,6 @@ No Scrapy here: it runs in a worker thread, on plain values.
 from __future__ import annotations
 
 import gc
-import itertools
 import re
 import threading
 from collections import OrderedDict
@@ -94,7 +93,8 @@ class RoundIndex:
                                 for u in self.urd_ids], dtype=bool)
         self.vocabulary = sorted({k for w in weights.values() for k in w})
         self.kw_position = {k: n for n, k in enumerate(self.vocabulary)}
-        pairs = sorted((self.kw_position[k], self.position[u], w) for u, mine in weights.items() for k, w in mine.items())
+        pairs = sorted((self.kw_position[k], self.position[u], w)
+                       for u, mine in weights.items() for k, w in mine.items())
         self.pair_urd = np.array([u for _, u, _ in pairs], dtype=np.int64)
         self.pair_weight = np.array([w for _, _, w in pairs], dtype=np.float64)
         self.kw_start = np.searchsorted(np.array([k for k, _, _ in pairs], dtype=np.int64),
@@ -281,7 +281,8 @@ def _keys(items: np.ndarray, first: np.ndarray, alphabet: int) -> tuple[np.ndarr
         if code < 0:
             long_keys.setdefault(key_list[n], n)
     if len(long_keys) < int((distinct < 0).sum()):
-        remap = np.array([long_keys.get(k, n) if c < 0 else n for n, (k, c) in enumerate(zip(key_list, distinct.tolist(), strict=True))])
+        remap = np.array([long_keys.get(k, n) if c < 0 else n
+                          for n, (k, c) in enumerate(zip(key_list, distinct.tolist(), strict=True))])
         key_of = remap[key_of]
     return key_of.astype(np.int64), key_list
 
@@ -291,7 +292,8 @@ def _threshold(urd: Urd | None) -> float:
     return float("-inf") if urd is None or urd.threshold is None else float(urd.threshold)
 
 
-def _shared(columns: list[int], index: RoundIndex, counts: dict[str, int]) -> tuple[float, tuple[int, ...], bool] | None:
+def _shared(columns: list[int], index: RoundIndex,
+            counts: dict[str, int]) -> tuple[float, tuple[int, ...], bool] | None:
     """An owner with several URDs reaching the page: relevance, matched keywords (heaviest
     first) and urgency over the union of those URDs' keywords, the highest weight where two
     name the same keyword; None when it is not relevant enough."""

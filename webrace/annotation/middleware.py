@@ -41,9 +41,9 @@ from twisted.internet.defer import Deferred
 from webrace.annotation.filtering import FilteringProcessor, Judgement, Version
 from webrace.backends import open_aci_store
 from webrace.items import AciBatch, Page
-from webrace.records.aci import PageAcis
 from webrace.middlewares.recrawl import object_cache
 from webrace.middlewares.threaded import ThreadedItemMiddleware
+from webrace.records.aci import PageAcis
 from webrace.signals import RoundBook
 from webrace.store.objects import ObjectCorrupt, ObjectMissing
 

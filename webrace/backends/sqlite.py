@@ -347,15 +347,16 @@ class SqliteMetaInfoStore(MetaInfoStore):
 
 
 # A page's ACIs are kept as the crawl makes them (webrace.records.aci.PageAcis): the page
-# version once (aci_version, with the text its summaries quote, compressed, the keywords they
-# quote and the distinct lists of them owners' summaries are made of: summaries are made when read), owners numbered once (aci_owner_number), and a row
-# per owner of a few numbers (aci_row: the owner, which of the page's distinct relevances and
-# summaries are theirs, urgent and expired flags), written by one statement per page from one
-# number per owner: rows are appended in page order (page ids only grow), which costs little.
-# An owner's list is read through aci_by_owner (owner, page), kept up to the page named by
-# aci_meta 'indexed' in bulk, sorted by owner (one pass over the index, not a random insert a
-# row: 3-4x cheaper at 3,500 owners a page); the pages after it, at most _TAIL_ROWS rows, are
-# read from aci_row itself, in the same statement.
+# version once (aci_version: the text its summaries quote, compressed, the keywords they quote
+# and the distinct lists of them owners' summaries are made of; summaries are made when read),
+# owners numbered once (aci_owner_number), and a row per owner of a few numbers (aci_row: the
+# owner, which of the page's distinct relevances and summaries are theirs, urgent and expired
+# flags), written by one statement per page from one number per owner: rows are appended in
+# page order (page ids only grow), which costs little. An owner's list is read through
+# aci_by_owner (owner, page), kept up to the page named by aci_meta 'indexed' in bulk, sorted
+# by owner (one pass over the index, not a random insert a row: 3-4x cheaper at 3,500 owners a
+# page); the pages after it, at most _TAIL_ROWS rows, are read from aci_row itself, in the
+# same statement.
 _ACI_SCHEMA = """
 CREATE TABLE IF NOT EXISTS aci_version (
     id          INTEGER PRIMARY KEY,

@@ -178,7 +178,8 @@ class PageAcis:
     def __iter__(self) -> Iterator[Aci]:
         base = page_key(self.uri, self.docbase)
         expired = self.expired or itertools.repeat(False)
-        for owner, relevance, key, urgent, gone in zip(self.owners, self.relevance, self.key, self.urgent, expired):
+        for owner, relevance, key, urgent, gone in zip(self.owners, self.relevance, self.key, self.urgent, expired,
+                                                      strict=False):  # expired may be endless
             yield Aci(owner=owner, uri=self.uri, relevance=relevance, updatetime=self.updatetime,
                       filesize=self.filesize, version=self.version, docbase=self.docbase, summary=self.summary(key),
                       urgent=urgent, expired=gone, format=self.format, extension=self.extension, title=self.title,

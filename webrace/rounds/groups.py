@@ -25,6 +25,7 @@ from typing import Any
 from webrace.urd import Urd
 from webrace.urls import hostname, registered_domain, scope_anchor
 
+
 class Members(list):
     """A list of owners or URD ids shared by every page the same groups reached: the page
     items hold this one list instead of a copy each (feeds encode it once, see
