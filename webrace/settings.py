@@ -94,6 +94,9 @@ WEBRACE_STORE_FSYNC = True
 # Threads doing the object cache's I/O during a crawl (bodies written and fsynced, Redis round
 # trips, reads on a shared mount), so that none of it blocks the reactor.
 WEBRACE_STORE_THREADS = 4
+# threads judging new versions (webrace.annotation.middleware): the work holds the interpreter
+# lock, so one more thread mostly takes turns from the reactor (measured: 1 is fastest)
+WEBRACE_ANNOTATE_THREADS = 1
 # Store versions with an XML media type (text/xml, application/xml, application/*+xml, e.g.
 # XHTML, RSS, Atom) XPack-encoded: smaller, and `scrapy store query` answers XPath from them
 # without unpacking. They read back equal under canonical XML, not byte for byte (see README).

@@ -151,16 +151,17 @@ class KeywordIndex:
                 key = normalize_keyword(key)
                 if not key:
                     continue
-                if WORDS_KEY.fullmatch(key):
-                    words = tuple(key.split())
-                    if len(words) == 1:
-                        self.singles.add(key)
-                    elif len(words) == 2:
-                        self.pairs.add(words)
+                if key not in self.owners_of:  # each distinct keyword sorted once (profiles share them)
+                    if WORDS_KEY.fullmatch(key):
+                        words = tuple(key.split())
+                        if len(words) == 1:
+                            self.singles.add(key)
+                        elif len(words) == 2:
+                            self.pairs.add(words)
+                        else:
+                            self.longer[words[:2]].add(words)
                     else:
-                        self.longer[words[:2]].add(words)
-                else:
-                    special.add(key)
+                        special.add(key)
                 self.owners_of[key].append((profile, float(weight)))
         self.owners_of = dict(self.owners_of)
         self.longer = dict(self.longer)

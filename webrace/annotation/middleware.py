@@ -51,6 +51,8 @@ logger = logging.getLogger(__name__)
 
 
 class AnnotationMiddleware(ThreadedItemMiddleware):
+    THREADS_SETTING = "WEBRACE_ANNOTATE_THREADS"
+
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self.stats = crawler.stats

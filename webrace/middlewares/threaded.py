@@ -17,13 +17,21 @@ from typing import Any
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet.threads import deferToThread
+from twisted.internet.threads import deferToThread, deferToThreadPool
+from twisted.python.threadpool import ThreadPool
 
 
 class ThreadedItemMiddleware:
+    # the setting naming how many threads do the work (a pool of the middleware's own); None:
+    # the reactor's shared pool. Work that holds the interpreter lock gains nothing from more
+    # threads than it waits on I/O, and each one more takes turns from the reactor thread.
+    THREADS_SETTING: str | None = None
+
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
+        self._pool: ThreadPool | None = None
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
+        crawler.signals.connect(self._stop_pool, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ThreadedItemMiddleware:
@@ -40,6 +48,22 @@ class ThreadedItemMiddleware:
     def finish(self, job: Any, result: Any) -> Iterator[Any]:
         """Outputs for the job, the original item included (reactor thread)."""
         raise NotImplementedError
+
+    def _in_thread(self, job: Any) -> Any:
+        if self.THREADS_SETTING is None:
+            return deferToThread(self.work, job)
+        from twisted.internet import reactor  # the one Scrapy installed (never at import time)
+
+        if self._pool is None:
+            size = max(1, self.crawler.settings.getint(self.THREADS_SETTING))
+            self._pool = ThreadPool(1, size, name=type(self).__name__)
+            self._pool.start()
+        return deferToThreadPool(reactor, self._pool, self.work, job)
+
+    def _stop_pool(self) -> None:
+        if self._pool is not None:  # after the work it was given (stop() waits for it)
+            self._pool.stop()
+            self._pool = None
 
     async def settle(self, job: Any, result: Any) -> Any:
         """After the work, before :meth:`finish` (async path): wait for what the work handed
@@ -67,7 +91,7 @@ class ThreadedItemMiddleware:
             if job is None:
                 yield obj
                 continue
-            outcome = await maybe_deferred_to_future(deferToThread(self.work, job))
+            outcome = await maybe_deferred_to_future(self._in_thread(job))
             outcome = await self.settle(job, outcome)
             for out in self.finish(job, outcome):
                 yield out
