@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from lxml import etree
 
+from webrace.records.quoting import SNIPPETS, SUMMARY_CHARS, Matches, render_summary, summary  # noqa: F401
 from webrace.xmlutil import safe_parser
 
 
@@ -102,28 +103,6 @@ def split_id(aci_id: str) -> tuple[str, str] | None:
     if len(aci_id) != PAGE_KEY_CHARS + OWNER_KEY_CHARS:
         return None
     return aci_id[:PAGE_KEY_CHARS], aci_id[PAGE_KEY_CHARS:]
-
-
-SNIPPETS = 3  # a summary quotes at most this many places of the text
-SUMMARY_CHARS = 300
-
-
-def render_summary(windows: Sequence[tuple[int, int, str] | None], limit: int = SUMMARY_CHARS) -> str:
-    """A summary from the windows of the keywords an owner matched, heaviest first (each
-    ``(start, end, quoted text)``, None where the keyword has no window): the first
-    ``SNIPPETS`` that do not overlap one chosen before, in the order of the text, joined with
-    a space, cut to ``limit`` characters."""
-    chosen: list[tuple[int, int, str]] = []
-    for window in windows:
-        if window is None:
-            continue
-        lo, hi, _ = window
-        if not any(lo < b and a < hi for a, b, _ in chosen):
-            chosen.append(window)
-        if len(chosen) == SNIPPETS:
-            break
-    joined = " ".join(text for _, _, text in sorted(chosen))
-    return joined if len(joined) <= limit else joined[: limit - 3].rstrip() + "..."
 
 
 @dataclass
@@ -207,8 +186,6 @@ class PageAcis:
 def quoting(text: str, reading: str | None) -> Any:
     """What summaries of a page are made from (a :class:`webrace.annotation.matcher.Matches`
     of its texts)."""
-    from webrace.annotation.matcher import Matches  # the matcher builds on these records
-
     return Matches(text, reading=reading, many=True)
 
 
@@ -218,8 +195,6 @@ def summary_of(key: Sequence[int] | str, keywords: Sequence[str], matches: Any) 
         return key
     if matches is None:
         return ""
-    from webrace.annotation.matcher import summary
-
     return summary(matches, [keywords[i] for i in key])
 
 
