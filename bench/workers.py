@@ -95,6 +95,9 @@ def run(name: str, server: SiteServer, workers: int, redis_mode: bool, concurren
         for n in range(workers):
             out = root / f"pages-{n}.jsonl"
             env = control if not redis_mode else scrapy_env(root / f"worker-{n}", prefix, code)
+            # the workers of one crawl share one body store (a shared mount in real life; a worker
+            # whose store is another is refused): the meta-info in Redis names bodies stored there
+            env = {**env, "WEBRACE_OBJECTS_DIR": str(root / "objects")} if redis_mode else env
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "scrapy", "crawl", "urd", "-O", str(out), *crawl_settings(concurrency)],
                 cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
