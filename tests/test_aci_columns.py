@@ -226,3 +226,40 @@ def test_a_summary_made_when_read_is_the_one_judging_made_whatever_the_character
         for owner, aci in made.items():
             (read,) = store.list(owner)
             assert read.summary == Aci.from_xml(aci.to_xml()).summary  # as its XML keeps it
+
+
+PREVIOUS_ACI_SCHEMA = """
+CREATE TABLE aci (id TEXT PRIMARY KEY, owner TEXT NOT NULL, updatetime INTEGER NOT NULL, relevance REAL NOT NULL,
+                  docbase TEXT NOT NULL, delivered INTEGER NOT NULL DEFAULT 0, xml TEXT NOT NULL, page INTEGER,
+                  summary TEXT, urgent INTEGER, expired INTEGER);
+CREATE INDEX aci_owner ON aci(owner, updatetime);
+CREATE TABLE aci_page (id INTEGER PRIMARY KEY, uri TEXT NOT NULL, docbase TEXT NOT NULL, version INTEGER NOT NULL,
+                       updatetime INTEGER NOT NULL, filesize INTEGER NOT NULL, format TEXT NOT NULL,
+                       extension TEXT NOT NULL, title TEXT NOT NULL,
+                       UNIQUE (uri, docbase, version, updatetime, filesize, format, extension, title));
+"""
+
+
+def test_a_store_of_the_page_and_row_layout_before_keeps_its_acis_ids_and_deliveries(tmp_path):
+    """An aci.sqlite as the previous layout wrote it (a row per ACI pointing at its page's
+    fields): its ACIs are listed with their own ids, acknowledged, kept from gc, beside new ones."""
+    path = tmp_path / "aci.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(PREVIOUS_ACI_SCHEMA)
+        conn.execute("INSERT INTO aci_page VALUES (1, 'http://a.test/old', ?, 3, 1000, 50, 'html', 'html', 'Old')",
+                     ("c" * 64,))
+        conn.executemany("INSERT INTO aci VALUES (?, ?, 1000, ?, '', ?, '', 1, ?, ?, 0)",
+                         [("0123456789abcdef", "alice", 4.0, 0, "old about alice", 1),
+                          ("fedcba9876543210", "bob", 2.5, 1, "old about bob", 0)])
+    new = Aci(owner="alice", uri="http://a.test/new", relevance=1.5, updatetime=2000, filesize=9, version=1,
+              docbase="d" * 64, summary="new")
+    with SqliteAciStore(path) as store:
+        assert store.add([new]) == 1
+        listed = store.list("alice")
+        assert [(a.id, a.uri, a.summary, a.urgent) for a in listed] == [
+            (new.id, "http://a.test/new", "new", False),
+            ("0123456789abcdef", "http://a.test/old", "old about alice", True)]
+        assert store.get("0123456789abcdef").title == "Old" and store.owners() == ["alice", "bob"]
+        assert store.undelivered_digests() == {"c" * 64, "d" * 64}
+        assert store.ack("alice", ["0123456789abcdef"]) == 1 and store.ack("alice") == 1
+        assert store.undelivered_digests() == set()
