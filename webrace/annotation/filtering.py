@@ -21,7 +21,6 @@ No Scrapy here: it runs in a worker thread, on plain values.
 
 from __future__ import annotations
 
-import gc
 import re
 import threading
 from collections import OrderedDict
@@ -178,9 +177,6 @@ class FilteringProcessor:
             index = self._indexes[key] = RoundIndex.build(urds)
             while len(self._indexes) > INDEXES_KEPT:
                 self._indexes.popitem(last=False)
-            # the round's URDs and index live as long as the round: the collector need not go
-            # over them again each time it looks for cycles among the pages' short-lived objects
-            gc.freeze()
             return index
 
     def judge(self, version: Version, urds: Sequence[Urd], index: RoundIndex) -> Judgement:
