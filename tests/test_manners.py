@@ -194,12 +194,13 @@ def test_crawl_delay_of_zero_negative_or_junk_is_no_delay_and_enormous_skips_the
 
 def test_pacing_waits_the_crawl_delay_and_rests_longer_after_slower_answers(site, project):
     site.robots("User-agent: *\nCrawl-delay: 0.2\n")
-    pages = [f"/fast{n}.html" for n in range(3)] + ["/slow.html", "/after.html"]
+    pages = [f"/fast{n}.html" for n in range(3)] + ["/slow.html"]
     site.html("/", pages)
     for path in pages:
-        site.html(path)
+        site.html(path, ["/after.html"] if path == "/slow.html" else [])
+    site.html("/after.html")  # found only on the slow page: some request always follows it
     site.delays["/slow.html"] = 0.6
-    project.add_urds(urd("u", "ann", site.url("/"), depth=1))
+    project.add_urds(urd("u", "ann", site.url("/"), depth=2))
     run = project.crawl(WEBRACE_DELAY_FACTOR=2, CONCURRENT_REQUESTS_PER_DOMAIN=8)
     hits = sorted((h for h in site.hits if h.path != "/robots.txt"), key=lambda h: h.at)
     assert len(hits) == 6
