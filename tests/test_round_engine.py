@@ -312,3 +312,32 @@ def test_next_due_is_the_soonest_urd_and_none_without_urds(tmp_path):
         store.put_many([Urd(id="late", owner="a", url="http://a.test/", depth=0, timing=HOUR, lastcheck=5 * HOUR),
                         Urd(id="soon", owner="a", url="http://b.test/", depth=0, timing=HOUR, lastcheck=HOUR)])
     assert engine.next_due() == 2 * HOUR
+
+
+def test_a_rounds_structures_are_out_of_the_collectors_sight_until_it_closes_then_collectable(tmp_path):
+    """Building a round freezes what is alive (full collections stop walking 10,000 URDs
+    again and again); closing it unfreezes, so garbage cycles made meanwhile are collected."""
+    import gc
+    import weakref
+
+    store = lambda: SqliteUrdStore(tmp_path / "urd.sqlite")  # noqa: E731
+    add(store, Urd("u1", "alice", "http://a.test/", HOUR, 1))
+    engine = LocalRounds(store)
+
+    class Cycle:
+        pass
+
+    gc.unfreeze()
+    garbage = Cycle()
+    garbage.me = garbage  # a cycle: only the collector frees it
+    gone = weakref.ref(garbage)
+    rnd = engine.open_due(now_millis())
+    assert gc.get_freeze_count() > 0
+    del garbage
+    gc.collect()
+    assert gone() is not None, "frozen while the round is open"
+    crawl(engine, rnd, SITE)
+    engine.close_finished()
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert gone() is None, "collectable once the round closed"

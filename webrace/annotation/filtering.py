@@ -34,6 +34,7 @@ from w3lib.encoding import html_to_unicode
 from webrace.annotation.matcher import FEW_KEYWORDS, KeywordIndex, Matches, normalize_keyword
 from webrace.annotation.text import PageText, page_texts
 from webrace.records.aci import Aci, PageAcis, extension_of
+from webrace.rounds.memory import keep_built
 from webrace.urd import Urd
 
 INDEXES_KEPT = 4  # rounds whose index is kept (continuous mode, several shared rounds)
@@ -175,6 +176,7 @@ class FilteringProcessor:
                 self._indexes.move_to_end(key)
                 return index
             index = self._indexes[key] = RoundIndex.build(urds)
+            keep_built()  # lives as long as the round (see webrace.rounds.memory)
             while len(self._indexes) > INDEXES_KEPT:
                 self._indexes.popitem(last=False)
             return index

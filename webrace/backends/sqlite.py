@@ -516,6 +516,8 @@ class SqliteAciStore(AciStore):
                 flags += np.asarray(page.expired, dtype=np.int64)
             packed = ((owners << 38) | ((np.asarray(page.key, dtype=np.int64) + key_base) << 20)
                       | ((which.astype(np.int64) + relevance_base) << 2) | flags)
+            packed.sort()  # by owner: the rows go in in key order, appended rather than inserted between
+            packed.sort()  # owner first: rows go in in key order (appended, not inserted between)
             start = self.conn.total_changes
             self.conn.execute(_ROWS, (page_id, json.dumps(packed.tolist())))
             added += self.conn.total_changes - start

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from webrace.records.rounds import DONE, FAILED, Node, Offer
 from webrace.rounds.frontier import Frontier
 from webrace.rounds.groups import SENTINEL_PREFIX, Groups, LinkScope
+from webrace.rounds.memory import keep_built, release_built
 from webrace.traps import QueryVariants
 from webrace.urd import Urd
 
@@ -125,6 +126,7 @@ class RoundEngine(ABC):
         self.rounds[rnd.id] = rnd
         if self.on_open is not None:
             self.on_open(rnd)
+        keep_built()  # the round's URDs, groups and what on_open built: see webrace.rounds.memory
         return rnd
 
     # -- rounds (each implementation) -----------------------------------------------------
@@ -390,6 +392,7 @@ class RoundEngine(ABC):
         """Forget a closed round (its links ignored stay counted for the crawl)."""
         self.ignored_before.update(rnd.not_followed)
         self.rounds.pop(rnd.id, None)
+        release_built()
 
     def _inc(self, key: str, n: int = 1) -> None:
         if n:
