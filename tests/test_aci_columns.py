@@ -117,6 +117,27 @@ def test_an_owners_list_reads_the_pages_the_owner_index_holds_and_those_past_it(
         assert store.ack("newcomer", [late.id]) == 1 and store.ack("newcomer") == 0
 
 
+def test_the_owner_index_grows_by_appended_runs_and_a_one_table_index_becomes_the_first(tmp_path, monkeypatch):
+    pages = judged_pages()
+    monkeypatch.setattr(sqlite_module, "_TAIL_ROWS", len(pages[0]))  # a run every page or two
+    path = tmp_path / "aci.sqlite"
+    with SqliteAciStore(path) as store:
+        for page in pages:
+            store.add(page)
+        before = {o: as_tuples(store.list(o)) for o in store.owners()}
+        runs = [r for (r,) in store.conn.execute("SELECT run FROM aci_run ORDER BY run")]
+        assert len(runs) > 2 and runs[-1] == store._indexed()  # each run labelled by its last page
+        # the index as the layout before kept it: one table, owner first
+        store.conn.executescript("""
+            CREATE TABLE aci_by_owner (owner INTEGER NOT NULL, page INTEGER NOT NULL, PRIMARY KEY (owner, page))
+                WITHOUT ROWID;
+            INSERT INTO aci_by_owner SELECT DISTINCT owner, page FROM aci_owner_run;
+            DELETE FROM aci_owner_run; DELETE FROM aci_run;""")
+    with SqliteAciStore(path) as store:
+        assert store.conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'aci_by_owner'").fetchone()[0] == 0
+        assert {o: as_tuples(store.list(o)) for o in store.owners()} == before
+
+
 def test_pages_added_together_share_a_transaction_and_a_refused_page_fails_alone(tmp_path):
     pages = judged_pages(4)
     path = tmp_path / "aci.sqlite"

@@ -352,11 +352,15 @@ class SqliteMetaInfoStore(MetaInfoStore):
 # owners numbered once (aci_owner_number), and a row per owner of a few numbers (aci_row: the
 # owner, which of the page's distinct relevances and summaries are theirs, urgent and expired
 # flags), written by one statement per page from one number per owner: rows are appended in
-# page order (page ids only grow), which costs little. An owner's list is read through
-# aci_by_owner (owner, page), kept up to the page named by aci_meta 'indexed' in bulk, sorted
-# by owner (one pass over the index, not a random insert a row: 3-4x cheaper at 3,500 owners a
-# page); the pages after it, at most _TAIL_ROWS rows, are read from aci_row itself, in the
-# same statement.
+# page order (page ids only grow), which costs little. An owner's list is read through the
+# owner index, aci_owner_run (run, owner, page), kept up to the page named by aci_meta
+# 'indexed' in bulk: every _TAIL_ROWS rows the rows past it become one more run, sorted by
+# owner, labelled by the last page it holds (listed in aci_run). A run is appended whole (its
+# label is the largest), so bringing the index up costs the same in a store of a billion rows
+# as in a new one, where one index sorted by owner would take a row between others at every
+# owner, rewriting the whole index each time (at 10,000 owners that was the largest cost of
+# storing). An owner's list is then one seek per run, and the pages past the index, at most
+# _TAIL_ROWS rows, are read from aci_row itself, in the same statement.
 _ACI_SCHEMA = """
 CREATE TABLE IF NOT EXISTS aci_version (
     id          INTEGER PRIMARY KEY,
@@ -391,11 +395,15 @@ CREATE TABLE IF NOT EXISTS aci_row (
     delivered   INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (page, owner)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS aci_by_owner (
+CREATE TABLE IF NOT EXISTS aci_owner_run (
+    run         INTEGER NOT NULL,
     owner       INTEGER NOT NULL,
     page        INTEGER NOT NULL,
-    PRIMARY KEY (owner, page)
+    PRIMARY KEY (run, owner, page)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS aci_run (
+    run         INTEGER PRIMARY KEY
+);
 CREATE TABLE IF NOT EXISTS aci_meta (
     name        TEXT PRIMARY KEY,
     value       INTEGER NOT NULL
@@ -405,7 +413,7 @@ INSERT OR IGNORE INTO aci_meta (name, value) VALUES ('indexed', 0);
 _TAIL_ROWS = 200_000  # rows past the owner index before it is brought up to date
 _INDEXED = "(SELECT value FROM aci_meta WHERE name = 'indexed')"
 # the pages holding an ACI of owner ?1: indexed, and past the index
-_PAGES_OF = (f"SELECT page FROM aci_by_owner WHERE owner = ?1 UNION ALL "
+_PAGES_OF = (f"SELECT page FROM aci_owner_run WHERE run IN (SELECT run FROM aci_run) AND owner = ?1 UNION ALL "
              f"SELECT page FROM aci_row WHERE page > {_INDEXED} AND owner = ?1")
 # one number per owner: owner << 38 | summary << 20 | relevance << 2 | urgent << 1 | expired
 _ROWS = ("INSERT OR IGNORE INTO aci_row (page, owner, relevance, summary, flags) "
@@ -440,12 +448,25 @@ class SqliteAciStore(AciStore):
                                           f"{'TEXT' if name == 'summary' else 'INTEGER'}")
                 self.conn.execute("CREATE TABLE IF NOT EXISTS aci_page (id INTEGER PRIMARY KEY, "
                                   + ", ".join(_LEGACY_FIELDS) + ")")
+        self._from_one_index()
         self._owner_no: dict[str, int] = {}
         self._spaces: dict[int, tuple[Any, np.ndarray]] = {}  # owner spaces (see PageAcis) -> store numbers
         self._tail = self.conn.execute(f"SELECT count(*) FROM aci_row WHERE page > {_INDEXED}").fetchone()[0]
         self._wrote = False  # a store that only read leaves the index to the one that wrote
         self._waiting: list[_Pending] = []  # pages of threads waiting to be written
         self._waiting_lock = threading.Lock()
+
+    def _from_one_index(self) -> None:
+        """A store whose owner index was one table (aci_by_owner): it becomes the first run."""
+        one_table = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'aci_by_owner'"
+        if not self.conn.execute(one_table).fetchone():
+            return
+        with _Transaction(self.conn):
+            if self.conn.execute(one_table).fetchone():  # another process may have moved it meanwhile
+                self.conn.execute("INSERT OR IGNORE INTO aci_owner_run (run, owner, page) "
+                                  "SELECT 0, owner, page FROM aci_by_owner ORDER BY owner, page")
+                self.conn.execute("INSERT OR IGNORE INTO aci_run (run) VALUES (0)")
+                self.conn.execute("DROP TABLE aci_by_owner")
 
     def add(self, acis: PageAcis | Iterable[Aci]) -> int:
         """All in one transaction: each page version once, then one row per owner.
@@ -522,8 +543,8 @@ class SqliteAciStore(AciStore):
             self.conn.execute(_ROWS, (page_id, json.dumps(packed.tolist())))
             added += self.conn.total_changes - start
             if stored_before and page_id <= self._indexed():  # more owners of a page the index holds already
-                self.conn.execute("INSERT OR IGNORE INTO aci_by_owner (owner, page) SELECT owner, page FROM aci_row "
-                                  "WHERE page = ?", (page_id,))
+                self.conn.execute("INSERT OR IGNORE INTO aci_owner_run (run, owner, page) SELECT "
+                                  "(SELECT max(run) FROM aci_run), owner, page FROM aci_row WHERE page = ?", (page_id,))
         self._tail += added
         self._wrote = True
         if self._tail > _TAIL_ROWS:
@@ -618,10 +639,13 @@ class SqliteAciStore(AciStore):
 
     def _index_owners(self) -> None:
         """Bring the owner index up to the last page (inside the caller's transaction)."""
-        self.conn.execute(f"INSERT OR IGNORE INTO aci_by_owner (owner, page) SELECT owner, page FROM aci_row "
-                          f"WHERE page > {_INDEXED} ORDER BY owner, page")
-        self.conn.execute("UPDATE aci_meta SET value = (SELECT coalesce(max(page), 0) FROM aci_row) "
-                          "WHERE name = 'indexed'")
+        indexed = self._indexed()
+        run = self.conn.execute("SELECT coalesce(max(page), 0) FROM aci_row").fetchone()[0]
+        if run > indexed:  # one more run, labelled by its last page: appended whole (see _ACI_SCHEMA)
+            self.conn.execute("INSERT OR IGNORE INTO aci_owner_run (run, owner, page) SELECT ?, owner, page "
+                              "FROM aci_row WHERE page > ? ORDER BY owner, page", (run, indexed))
+            self.conn.execute("INSERT OR IGNORE INTO aci_run (run) VALUES (?)", (run,))
+            self.conn.execute("UPDATE aci_meta SET value = ? WHERE name = 'indexed'", (run,))
         self._tail = 0
 
     def _acis(self, rows: list[tuple]) -> list[Aci]:
@@ -658,7 +682,7 @@ class SqliteAciStore(AciStore):
     @_serialised
     def owners(self) -> list[str]:
         names = {o for (o,) in self.conn.execute(
-            "SELECT name FROM aci_owner_number WHERE id IN (SELECT DISTINCT owner FROM aci_by_owner UNION "
+            "SELECT name FROM aci_owner_number WHERE id IN (SELECT DISTINCT owner FROM aci_owner_run UNION "
             f"SELECT owner FROM aci_row WHERE page > {_INDEXED})")}
         if self.legacy:
             names.update(o for (o,) in self.conn.execute("SELECT DISTINCT owner FROM aci"))
