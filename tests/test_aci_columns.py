@@ -10,6 +10,7 @@ import threading
 from decimal import Decimal
 from random import Random
 
+import numpy as np
 import pytest
 from scrapy.extensions.feedexport import ItemFilter
 from scrapy.utils.test import get_crawler
@@ -99,14 +100,14 @@ def test_an_owners_list_reads_the_pages_the_owner_index_holds_and_those_past_it(
         for page in pages:
             assert store.add(page) == len(page)
         indexed = store._indexed()
-        assert 0 < indexed < store.conn.execute("SELECT max(page) FROM aci_row").fetchone()[0]  # some past it
+        assert 0 < indexed < store.conn.execute("SELECT max(page) FROM aci_page_rows").fetchone()[0]  # some past it
         for owner, acis in expected.items():
             listed = store.list(owner)
             assert sorted(as_tuples(listed)) == sorted(as_tuples(Aci.from_xml(a.to_xml()) for a in acis))
             assert store.get(listed[0].id) == listed[0]
         assert store.owners() == sorted(expected)
     with SqliteAciStore(path) as store:  # closing brought the index up to the last page
-        last = store.conn.execute("SELECT max(page) FROM aci_row").fetchone()[0]
+        last = store.conn.execute("SELECT max(page) FROM aci_page_rows").fetchone()[0]
         assert store._tail == 0 and store._indexed() == last
         first = pages[0]  # more owners of an indexed page: read back through the index too
         late = Aci(owner="newcomer", uri=first.uri, relevance=7, updatetime=first.updatetime, filesize=first.filesize,
@@ -117,7 +118,7 @@ def test_an_owners_list_reads_the_pages_the_owner_index_holds_and_those_past_it(
         assert store.ack("newcomer", [late.id]) == 1 and store.ack("newcomer") == 0
 
 
-def test_the_owner_index_grows_by_appended_runs_and_a_one_table_index_becomes_the_first(tmp_path, monkeypatch):
+def test_the_owner_index_grows_by_appended_runs_and_a_store_of_a_row_per_aci_is_moved_to_blobs(tmp_path, monkeypatch):
     pages = judged_pages()
     monkeypatch.setattr(sqlite_module, "_TAIL_ROWS", len(pages[0]))  # a run every page or two
     path = tmp_path / "aci.sqlite"
@@ -125,17 +126,32 @@ def test_the_owner_index_grows_by_appended_runs_and_a_one_table_index_becomes_th
         for page in pages:
             store.add(page)
         before = {o: as_tuples(store.list(o)) for o in store.owners()}
-        runs = [r for (r,) in store.conn.execute("SELECT run FROM aci_run ORDER BY run")]
+        runs = [r for (r,) in store.conn.execute("SELECT run FROM aci_runs ORDER BY run")]
         assert len(runs) > 2 and runs[-1] == store._indexed()  # each run labelled by its last page
-        # the index as the layout before kept it: one table, owner first
+        alice = store.owners()[0]
+        first_id = store.list(alice)[0].id
+        assert store.ack(alice, [first_id]) == 1
+        # the layout before: a row per ACI (its delivered flag in it), an owner index of rows
         store.conn.executescript("""
+            CREATE TABLE aci_row (page INTEGER NOT NULL, owner INTEGER NOT NULL, relevance INTEGER NOT NULL,
+                summary INTEGER NOT NULL, flags INTEGER NOT NULL, delivered INTEGER NOT NULL DEFAULT 0,
+                PRIMARY KEY (page, owner)) WITHOUT ROWID;
             CREATE TABLE aci_by_owner (owner INTEGER NOT NULL, page INTEGER NOT NULL, PRIMARY KEY (owner, page))
-                WITHOUT ROWID;
-            INSERT INTO aci_by_owner SELECT DISTINCT owner, page FROM aci_owner_run;
-            DELETE FROM aci_owner_run; DELETE FROM aci_run;""")
+                WITHOUT ROWID;""")
+        for page, blob in store.conn.execute("SELECT page, rows FROM aci_page_rows").fetchall():
+            for n in np.frombuffer(blob, dtype="<i8").tolist():
+                delivered = store.conn.execute("SELECT count(*) FROM aci_delivered WHERE page = ? AND owner = ?",
+                                               (page, n >> 38)).fetchone()[0]
+                store.conn.execute("INSERT INTO aci_row VALUES (?, ?, ?, ?, ?, ?)",
+                                   (page, n >> 38, (n >> 2) & 262143, (n >> 20) & 262143, n & 3, delivered))
+        store.conn.executescript("""DELETE FROM aci_page_rows; DELETE FROM aci_owner_rows; DELETE FROM aci_runs;
+            DELETE FROM aci_delivered; UPDATE aci_meta SET value = 0;""")
     with SqliteAciStore(path) as store:
-        assert store.conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'aci_by_owner'").fetchone()[0] == 0
+        assert store.conn.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('aci_row', 'aci_by_owner')"
+                                  ).fetchone()[0] == 0
         assert {o: as_tuples(store.list(o)) for o in store.owners()} == before
+        assert store.ack(alice, [first_id]) == 0  # still delivered
+        assert store.ack(alice) == len(before[alice]) - 1
 
 
 def test_pages_added_together_share_a_transaction_and_a_refused_page_fails_alone(tmp_path):
@@ -144,8 +160,7 @@ def test_pages_added_together_share_a_transaction_and_a_refused_page_fails_alone
     victim = pages[2].owners[0]
     with SqliteAciStore(path) as store:
         store._owner_numbers({o for p in pages for o in p.owners})
-        number = store._owner_no[victim]
-        store.conn.execute(f"CREATE TRIGGER refuse BEFORE INSERT ON aci_row WHEN NEW.owner = {number} AND NEW.page "
+        store.conn.execute(f"CREATE TRIGGER refuse BEFORE INSERT ON aci_page_rows WHEN NEW.page "
                            f"IN (SELECT id FROM aci_version WHERE uri = '{pages[2].uri}') "
                            f"BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
         batch = [_Pending([page]) for page in pages]
@@ -221,7 +236,7 @@ def test_an_owner_first_seen_on_a_refused_page_is_still_stored_with_a_later_page
                     summary="s")]
 
     with SqliteAciStore(tmp_path / "aci.sqlite") as store:
-        store.conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON aci_row WHEN NEW.page IN "
+        store.conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON aci_page_rows WHEN NEW.page IN "
                            "(SELECT id FROM aci_version WHERE uri = 'http://a.test/bad') "
                            "BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
         with pytest.raises(sqlite3.IntegrityError):

@@ -191,9 +191,8 @@ def test_a_page_whose_store_fails_half_way_keeps_none_of_its_acis(tmp_path):
     path = tmp_path / "aci.sqlite"
     with SqliteAciStore(path) as store:
         store.add(acis_of_a_page(["before"], "http://a.test/earlier"))
-    with sqlite3.connect(path) as conn:  # the third ACI of the page cannot be written
-        conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON aci_row "
-                     "WHEN NEW.owner = (SELECT id FROM aci_owner_number WHERE name = 'carol') "
+    with sqlite3.connect(path) as conn:  # the page of four owners cannot be written (its version row can)
+        conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON aci_page_rows WHEN NEW.owners = 4 "
                      "BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
     with SqliteAciStore(path) as store:
         with pytest.raises(sqlite3.IntegrityError, match="disk says no"):

@@ -349,18 +349,16 @@ class SqliteMetaInfoStore(MetaInfoStore):
 # A page's ACIs are kept as the crawl makes them (webrace.records.aci.PageAcis): the page
 # version once (aci_version: the text its summaries quote, compressed, the keywords they quote
 # and the distinct lists of them owners' summaries are made of; summaries are made when read),
-# owners numbered once (aci_owner_number), and a row per owner of a few numbers (aci_row: the
-# owner, which of the page's distinct relevances and summaries are theirs, urgent and expired
-# flags), written by one statement per page from one number per owner: rows are appended in
-# page order (page ids only grow), which costs little. An owner's list is read through the
-# owner index, aci_owner_run (run, owner, page), kept up to the page named by aci_meta
-# 'indexed' in bulk: every _TAIL_ROWS rows the rows past it become one more run, sorted by
-# owner, labelled by the last page it holds (listed in aci_run). A run is appended whole (its
-# label is the largest), so bringing the index up costs the same in a store of a billion rows
-# as in a new one, where one index sorted by owner would take a row between others at every
-# owner, rewriting the whole index each time (at 10,000 owners that was the largest cost of
-# storing). An owner's list is then one seek per run, and the pages past the index, at most
-# _TAIL_ROWS rows, are read from aci_row itself, in the same statement.
+# owners numbered once (aci_owner_number), and the page's owners as one blob (aci_page_rows):
+# a number per owner, sorted, owner << 38 | summary << 20 | relevance << 2 | urgent << 1 |
+# expired (which of the page's distinct summaries and relevances are theirs). A page costs one
+# row however many owners share it. An owner's list is read through the owner index,
+# aci_owner_rows (run, owner, rows): every _TAIL_ROWS numbers (or _TAIL_PAGES pages) past it,
+# the pages past it become one more run, a row per owner holding (page, number) pairs, labelled
+# by the last page it holds (listed in aci_runs). A run is appended whole (its label is the
+# largest), so bringing the index up costs the same in a large store as in a new one; an
+# owner's list is one seek per run, and the pages past the index are read from their blobs.
+# Which ACIs were delivered is a row each (aci_delivered).
 _ACI_SCHEMA = """
 CREATE TABLE IF NOT EXISTS aci_version (
     id          INTEGER PRIMARY KEY,
@@ -386,42 +384,37 @@ CREATE TABLE IF NOT EXISTS aci_owner_number (
     key         TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS aci_owner_number_key ON aci_owner_number(key);
-CREATE TABLE IF NOT EXISTS aci_row (
-    page        INTEGER NOT NULL,
-    owner       INTEGER NOT NULL,
-    relevance   INTEGER NOT NULL,
-    summary     INTEGER NOT NULL,
-    flags       INTEGER NOT NULL,
-    delivered   INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (page, owner)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS aci_owner_run (
+CREATE TABLE IF NOT EXISTS aci_page_rows (
+    page        INTEGER PRIMARY KEY,
+    owners      INTEGER NOT NULL,
+    rows        BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS aci_owner_rows (
     run         INTEGER NOT NULL,
     owner       INTEGER NOT NULL,
-    page        INTEGER NOT NULL,
-    PRIMARY KEY (run, owner, page)
+    rows        BLOB NOT NULL,
+    PRIMARY KEY (run, owner)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS aci_run (
+CREATE TABLE IF NOT EXISTS aci_runs (
     run         INTEGER PRIMARY KEY
 );
+CREATE TABLE IF NOT EXISTS aci_delivered (
+    page        INTEGER NOT NULL,
+    owner       INTEGER NOT NULL,
+    PRIMARY KEY (page, owner)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS aci_meta (
     name        TEXT PRIMARY KEY,
     value       INTEGER NOT NULL
 );
 INSERT OR IGNORE INTO aci_meta (name, value) VALUES ('indexed', 0);
 """
-_TAIL_ROWS = 200_000  # rows past the owner index before it is brought up to date
+_TAIL_ROWS = 200_000  # ACIs past the owner index before it is brought up to date
+_TAIL_PAGES = 2_000  # pages past it (an owner's list reads each of their blobs)
 _INDEXED = "(SELECT value FROM aci_meta WHERE name = 'indexed')"
-# the pages holding an ACI of owner ?1: indexed, and past the index
-_PAGES_OF = (f"SELECT page FROM aci_owner_run WHERE run IN (SELECT run FROM aci_run) AND owner = ?1 UNION ALL "
-             f"SELECT page FROM aci_row WHERE page > {_INDEXED} AND owner = ?1")
-# one number per owner: owner << 38 | summary << 20 | relevance << 2 | urgent << 1 | expired
-_ROWS = ("INSERT OR IGNORE INTO aci_row (page, owner, relevance, summary, flags) "
-         "SELECT ?, value >> 38, (value >> 2) & 262143, (value >> 20) & 262143, value & 3 FROM json_each(?)")
+_INT64 = np.dtype("<i8")
+_VERSION_FIELDS = "v.id, v.key, v.uri, v.docbase, v.version, v.updatetime, v.filesize, v.format, v.extension, v.title"
 _FIELD_MAX, _OWNER_MAX = 1 << 18, 1 << 25  # distinct summaries (and relevances) a page version holds; owners
-_ROW_SELECT = ("SELECT r.relevance, r.summary, r.flags, o.name, o.key, v.id, v.key, v.uri, v.docbase, "
-               "v.version, v.updatetime, v.filesize, v.format, v.extension, v.title "
-               "FROM aci_row r JOIN aci_version v ON v.id = r.page JOIN aci_owner_number o ON o.id = r.owner")
 # ACI stores from before aci_version: one row per ACI (its XML, or its own fields and a row
 # of aci_page); read, acknowledged and kept, never written to
 _LEGACY_FIELDS = ("uri", "docbase", "version", "updatetime", "filesize", "format", "extension", "title")
@@ -448,25 +441,50 @@ class SqliteAciStore(AciStore):
                                           f"{'TEXT' if name == 'summary' else 'INTEGER'}")
                 self.conn.execute("CREATE TABLE IF NOT EXISTS aci_page (id INTEGER PRIMARY KEY, "
                                   + ", ".join(_LEGACY_FIELDS) + ")")
-        self._from_one_index()
+        self._from_rows()
         self._owner_no: dict[str, int] = {}
         self._spaces: dict[int, tuple[Any, np.ndarray]] = {}  # owner spaces (see PageAcis) -> store numbers
-        self._tail = self.conn.execute(f"SELECT count(*) FROM aci_row WHERE page > {_INDEXED}").fetchone()[0]
+        self._tail, self._tail_pages = self.conn.execute(
+            f"SELECT coalesce(sum(owners), 0), count(*) FROM aci_page_rows WHERE page > {_INDEXED}").fetchone()
         self._wrote = False  # a store that only read leaves the index to the one that wrote
         self._waiting: list[_Pending] = []  # pages of threads waiting to be written
         self._waiting_lock = threading.Lock()
 
-    def _from_one_index(self) -> None:
-        """A store whose owner index was one table (aci_by_owner): it becomes the first run."""
-        one_table = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'aci_by_owner'"
-        if not self.conn.execute(one_table).fetchone():
+    def _from_rows(self) -> None:
+        """A store of the layout before (aci_row: a row per ACI, and an owner index of rows):
+        each page's rows become its blob, the delivered ones rows of aci_delivered, and the
+        owner index is made again, in one transaction."""
+        exists = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'aci_row'"
+        if not self.conn.execute(exists).fetchone():
             return
         with _Transaction(self.conn):
-            if self.conn.execute(one_table).fetchone():  # another process may have moved it meanwhile
-                self.conn.execute("INSERT OR IGNORE INTO aci_owner_run (run, owner, page) "
-                                  "SELECT 0, owner, page FROM aci_by_owner ORDER BY owner, page")
-                self.conn.execute("INSERT OR IGNORE INTO aci_run (run) VALUES (0)")
-                self.conn.execute("DROP TABLE aci_by_owner")
+            if not self.conn.execute(exists).fetchone():  # another process moved it meanwhile
+                return
+            last = 0
+            while True:  # a page range at a time: bounded memory however large the store
+                rows = self.conn.execute(
+                    "SELECT page, owner, summary, relevance, flags, delivered FROM aci_row WHERE page > ? AND page <= "
+                    "(SELECT max(page) FROM (SELECT page FROM aci_row WHERE page > ? ORDER BY page LIMIT ?)) "
+                    "ORDER BY page, owner", (last, last, _TAIL_ROWS)).fetchall()
+                if not rows:
+                    break
+                table = np.array(rows, dtype=np.int64)
+                packed = (table[:, 1] << 38) | (table[:, 2] << 20) | (table[:, 3] << 2) | table[:, 4]
+                starts = np.flatnonzero(np.diff(table[:, 0])) + 1
+                for page_rows, (page,) in zip(np.split(packed, starts), table[np.append(0, starts)][:, :1].tolist(),
+                                              strict=True):
+                    self.conn.execute("INSERT OR REPLACE INTO aci_page_rows (page, owners, rows) VALUES (?, ?, ?)",
+                                      (page, len(page_rows), page_rows.astype(_INT64).tobytes()))
+                done = table[table[:, 5] != 0]
+                self.conn.executemany("INSERT OR IGNORE INTO aci_delivered (page, owner) VALUES (?, ?)",
+                                      done[:, :2].tolist())
+                last = int(table[-1, 0])
+            for name in ("aci_row", "aci_by_owner", "aci_owner_run", "aci_run"):
+                self.conn.execute(f"DROP TABLE IF EXISTS {name}")
+            self.conn.execute("DELETE FROM aci_owner_rows")
+            self.conn.execute("DELETE FROM aci_runs")
+            self.conn.execute("UPDATE aci_meta SET value = 0 WHERE name = 'indexed'")
+            self._index_owners()
 
     def add(self, acis: PageAcis | Iterable[Aci]) -> int:
         """All in one transaction: each page version once, then one row per owner.
@@ -530,26 +548,50 @@ class SqliteAciStore(AciStore):
         for page in pages:
             relevances, which = np.unique(np.asarray(page.relevance, dtype=np.float64), return_inverse=True)
             page_id, key_base, relevance_base = self._version(page, relevances.tolist())
-            stored_before = key_base > 0 or relevance_base > 0
             owners = self._owners_of(page)
             flags = np.asarray(page.urgent, dtype=np.int64) * 2
             if page.expired:
                 flags += np.asarray(page.expired, dtype=np.int64)
             packed = ((owners << 38) | ((np.asarray(page.key, dtype=np.int64) + key_base) << 20)
                       | ((which.astype(np.int64) + relevance_base) << 2) | flags)
-            packed.sort()  # by owner: the rows go in in key order, appended rather than inserted between
-            packed.sort()  # owner first: rows go in in key order (appended, not inserted between)
-            start = self.conn.total_changes
-            self.conn.execute(_ROWS, (page_id, json.dumps(packed.tolist())))
-            added += self.conn.total_changes - start
-            if stored_before and page_id <= self._indexed():  # more owners of a page the index holds already
-                self.conn.execute("INSERT OR IGNORE INTO aci_owner_run (run, owner, page) SELECT "
-                                  "(SELECT max(run) FROM aci_run), owner, page FROM aci_row WHERE page = ?", (page_id,))
-        self._tail += added
+            _, first = np.unique(owners, return_index=True)  # an owner twice in one page: the first counts
+            packed = np.sort(packed[first])
+            stored = self.conn.execute("SELECT rows FROM aci_page_rows WHERE page = ?", (page_id,)).fetchone()
+            if stored is None:
+                new = packed
+                self.conn.execute("INSERT INTO aci_page_rows (page, owners, rows) VALUES (?, ?, ?)",
+                                  (page_id, len(new), new.astype(_INT64).tobytes()))
+            else:  # more owners of a stored version: those not in it yet
+                before = np.frombuffer(stored[0], dtype=_INT64)
+                new = packed[~np.isin(packed >> 38, before >> 38)]
+                if not len(new):
+                    continue
+                merged = np.sort(np.concatenate((before, new)))
+                self.conn.execute("UPDATE aci_page_rows SET owners = ?, rows = ? WHERE page = ?",
+                                  (len(merged), merged.astype(_INT64).tobytes(), page_id))
+                if page_id <= self._indexed():  # a page the owner index holds: its newcomers go in too
+                    self._index_late(page_id, new)
+                    added += len(new)
+                    continue
+            added += len(new)
+            self._tail += len(new)
+            self._tail_pages += stored is None
         self._wrote = True
-        if self._tail > _TAIL_ROWS:
+        if self._tail > _TAIL_ROWS or self._tail_pages > _TAIL_PAGES:
             self._index_owners()
         return added
+
+    def _index_late(self, page_id: int, numbers: np.ndarray) -> None:
+        """Owners added to a page the owner index holds already: into its last run."""
+        run = self.conn.execute("SELECT max(run) FROM aci_runs").fetchone()[0]
+        for number in numbers.tolist():
+            owner = number >> 38
+            found = self.conn.execute("SELECT rows FROM aci_owner_rows WHERE run = ? AND owner = ?",
+                                      (run, owner)).fetchone()
+            pairs = np.frombuffer(found[0], dtype=_INT64) if found else np.zeros(0, dtype=_INT64)
+            pairs = np.concatenate((pairs, np.array([page_id, number], dtype=_INT64)))
+            self.conn.execute("INSERT OR REPLACE INTO aci_owner_rows (run, owner, rows) VALUES (?, ?, ?)",
+                              (run, owner, pairs.tobytes()))
 
     def _indexed(self) -> int:
         return self.conn.execute(f"SELECT {_INDEXED}").fetchone()[0]
@@ -623,9 +665,7 @@ class SqliteAciStore(AciStore):
     @_serialised
     def list(self, owner: str, since: int = 0, min_relevance: float = 0.0) -> list[Aci]:
         number = self._owner_no.get(owner) or self._number_of(owner)
-        rows = [] if number is None else self.conn.execute(
-            f"{_ROW_SELECT} WHERE r.owner = ?1 AND r.page IN ({_PAGES_OF}) AND v.updatetime >= ?2",
-            (number, since)).fetchall()
+        rows = [] if number is None else self._rows(number, self._pages_of(number), since)
         found = [a for a in self._acis(rows) if a.relevance >= min_relevance]
         if self.legacy:
             found += [_legacy_aci(row) for row in self.conn.execute(
@@ -637,16 +677,64 @@ class SqliteAciStore(AciStore):
         row = self.conn.execute("SELECT id FROM aci_owner_number WHERE name = ?", (owner,)).fetchone()
         return None if row is None else row[0]
 
+    def _pages_of(self, number: int) -> dict[int, int]:
+        """The pages holding an ACI of owner ``number``, each with its number there: from the
+        owner index's runs, and the blobs of the pages past it."""
+        found: dict[int, int] = {}
+        for (blob,) in self.conn.execute("SELECT rows FROM aci_owner_rows WHERE run IN (SELECT run FROM aci_runs) "
+                                         "AND owner = ?", (number,)):
+            pairs = np.frombuffer(blob, dtype=_INT64).reshape(-1, 2)
+            found.update(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist(), strict=True))
+        for page, blob in self.conn.execute(f"SELECT page, rows FROM aci_page_rows WHERE page > {_INDEXED}"):
+            found_here = _number_in(blob, number)
+            if found_here is not None:
+                found[page] = found_here
+        return found
+
+    def _rows(self, number: int, pages: dict[int, int], since: int = 0) -> list[tuple]:
+        """What :meth:`_acis` reads, for owner ``number`` on ``pages`` (page -> their number)."""
+        if not pages:
+            return []
+        name, okey = self.conn.execute("SELECT name, key FROM aci_owner_number WHERE id = ?", (number,)).fetchone()
+        out = []
+        for page, *fields in self.conn.execute(
+                f"SELECT {_VERSION_FIELDS} FROM aci_version v WHERE v.id IN (SELECT value FROM json_each(?)) "
+                f"AND v.updatetime >= ?", (json.dumps(list(pages)), since)):
+            packed = pages[page]
+            out.append(((packed >> 2) & 262143, (packed >> 20) & 262143, packed & 3, name, okey, page, *fields))
+        return out
+
     def _index_owners(self) -> None:
-        """Bring the owner index up to the last page (inside the caller's transaction)."""
-        indexed = self._indexed()
-        run = self.conn.execute("SELECT coalesce(max(page), 0) FROM aci_row").fetchone()[0]
-        if run > indexed:  # one more run, labelled by its last page: appended whole (see _ACI_SCHEMA)
-            self.conn.execute("INSERT OR IGNORE INTO aci_owner_run (run, owner, page) SELECT ?, owner, page "
-                              "FROM aci_row WHERE page > ? ORDER BY owner, page", (run, indexed))
-            self.conn.execute("INSERT OR IGNORE INTO aci_run (run) VALUES (?)", (run,))
+        """Bring the owner index up to the last page (inside the caller's transaction): the
+        pages past it become runs of at most about ``_TAIL_ROWS`` ACIs, each appended whole."""
+        while True:
+            indexed = self._indexed()
+            pages, blobs = [], []
+            count = 0
+            for page, owners, blob in self.conn.execute(
+                    "SELECT page, owners, rows FROM aci_page_rows WHERE page > ? ORDER BY page", (indexed,)):
+                pages.append(page)
+                blobs.append(blob)
+                count += owners
+                if count >= _TAIL_ROWS:
+                    break
+            if not pages:
+                break
+            numbers = [np.frombuffer(b, dtype=_INT64) for b in blobs]
+            page_of = np.repeat(np.array(pages, dtype=np.int64), [len(n) for n in numbers])
+            numbers = np.concatenate(numbers)
+            owner = numbers >> 38
+            order = np.lexsort((page_of, owner))
+            owner, pairs = owner[order], np.column_stack((page_of[order], numbers[order])).astype(_INT64)
+            cuts = np.flatnonzero(np.diff(owner)) + 1
+            run = pages[-1]  # labelled by its last page: the largest label, appended whole
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO aci_owner_rows (run, owner, rows) VALUES (?, ?, ?)",
+                ((run, first, chunk.tobytes()) for first, chunk in
+                 zip(owner[np.append(0, cuts)].tolist(), np.split(pairs, cuts), strict=True)))
+            self.conn.execute("INSERT OR IGNORE INTO aci_runs (run) VALUES (?)", (run,))
             self.conn.execute("UPDATE aci_meta SET value = ? WHERE name = 'indexed'", (run,))
-        self._tail = 0
+        self._tail = self._tail_pages = 0
 
     def _acis(self, rows: list[tuple]) -> list[Aci]:
         parts_of: dict[int, tuple[list, list, list, Any]] = {}
@@ -671,9 +759,13 @@ class SqliteAciStore(AciStore):
     def get(self, aci_id: str) -> Aci | None:
         parts = split_id(aci_id)
         if parts is not None:
-            rows = self.conn.execute(f"{_ROW_SELECT} WHERE v.key = ? AND o.key = ?", parts).fetchall()
-            if rows:
-                return self._acis(rows[:1])[0]
+            owner = self.conn.execute("SELECT id FROM aci_owner_number WHERE key = ?", (parts[1],)).fetchone()
+            if owner is not None:
+                for page, blob in self.conn.execute("SELECT p.page, p.rows FROM aci_page_rows p JOIN aci_version v "
+                                                    "ON v.id = p.page WHERE v.key = ?", (parts[0],)):
+                    number = _number_in(blob, owner[0])
+                    if number is not None:
+                        return self._acis(self._rows(owner[0], {page: number}))[0]
         if self.legacy:
             row = self.conn.execute(f"{_LEGACY_SELECT} WHERE a.id = ?", (aci_id,)).fetchone()
             return _legacy_aci(row) if row else None
@@ -681,9 +773,11 @@ class SqliteAciStore(AciStore):
 
     @_serialised
     def owners(self) -> list[str]:
-        names = {o for (o,) in self.conn.execute(
-            "SELECT name FROM aci_owner_number WHERE id IN (SELECT DISTINCT owner FROM aci_owner_run UNION "
-            f"SELECT owner FROM aci_row WHERE page > {_INDEXED})")}
+        numbers = {o for (o,) in self.conn.execute("SELECT DISTINCT owner FROM aci_owner_rows")}
+        for (blob,) in self.conn.execute(f"SELECT rows FROM aci_page_rows WHERE page > {_INDEXED}"):
+            numbers.update(np.unique(np.frombuffer(blob, dtype=_INT64) >> 38).tolist())
+        names = {o for (o,) in self.conn.execute("SELECT name FROM aci_owner_number WHERE id IN "
+                                                  "(SELECT value FROM json_each(?))", (json.dumps(sorted(numbers)),))}
         if self.legacy:
             names.update(o for (o,) in self.conn.execute("SELECT DISTINCT owner FROM aci"))
         return sorted(names)
@@ -695,8 +789,7 @@ class SqliteAciStore(AciStore):
             done = 0
             if ids is None:
                 if row is not None:
-                    done += self.conn.execute(f"UPDATE aci_row SET delivered = 1 WHERE owner = ?1 AND delivered = 0 "
-                                              f"AND page IN ({_PAGES_OF})", (row[0],)).rowcount
+                    done += self._delivered(row[0], list(self._pages_of(row[0])))
                 if self.legacy:
                     done += self.conn.execute("UPDATE aci SET delivered = 1 WHERE owner = ? AND delivered = 0",
                                               (owner,)).rowcount
@@ -704,19 +797,27 @@ class SqliteAciStore(AciStore):
             for aci_id in ids:
                 parts = split_id(aci_id)
                 if row is not None and parts is not None and parts[1] == row[1]:
-                    done += self.conn.execute(
-                        "UPDATE aci_row SET delivered = 1 WHERE owner = ? AND delivered = 0 AND page IN "
-                        "(SELECT id FROM aci_version WHERE key = ?)", (row[0], parts[0])).rowcount
+                    pages = [page for page, blob in self.conn.execute(
+                        "SELECT p.page, p.rows FROM aci_page_rows p JOIN aci_version v ON v.id = p.page "
+                        "WHERE v.key = ?", (parts[0],)) if _number_in(blob, row[0]) is not None]
+                    done += self._delivered(row[0], pages)
                 elif self.legacy:
                     done += self.conn.execute("UPDATE aci SET delivered = 1 WHERE owner = ? AND id = ? "
                                               "AND delivered = 0", (owner, aci_id)).rowcount
             return done
 
+    def _delivered(self, owner: int, pages: list[int]) -> int:
+        """Mark the owner's ACIs on ``pages`` delivered; how many were not yet."""
+        start = self.conn.total_changes
+        self.conn.execute("INSERT OR IGNORE INTO aci_delivered (page, owner) SELECT value, ? FROM json_each(?)",
+                          (owner, json.dumps(pages)))
+        return self.conn.total_changes - start
+
     @_serialised
     def undelivered_digests(self) -> set[str]:
         found = {d for (d,) in self.conn.execute(
-            "SELECT DISTINCT v.docbase FROM aci_version v WHERE EXISTS "
-            "(SELECT 1 FROM aci_row r WHERE r.page = v.id AND r.delivered = 0)")}
+            "SELECT DISTINCT v.docbase FROM aci_version v JOIN aci_page_rows p ON p.page = v.id "
+            "WHERE p.owners > (SELECT count(*) FROM aci_delivered d WHERE d.page = p.page)")}
         if self.legacy:
             found.update(d for (d,) in self.conn.execute(
                 "SELECT DISTINCT CASE WHEN a.page IS NULL THEN a.docbase ELSE p.docbase END "
@@ -725,10 +826,17 @@ class SqliteAciStore(AciStore):
 
     @_serialised
     def close(self) -> None:
-        if self._wrote and self._tail:
+        if self._wrote and (self._tail or self._tail_pages):
             with _Transaction(self.conn):
                 self._index_owners()
         self.conn.close()
+
+
+def _number_in(blob: bytes, owner: int) -> int | None:
+    """Owner ``owner``'s number in a page's blob (None: no ACI of theirs there)."""
+    numbers = np.frombuffer(blob, dtype=_INT64)
+    at = int(np.searchsorted(numbers >> 38, owner))
+    return int(numbers[at]) if at < len(numbers) and numbers[at] >> 38 == owner else None
 
 
 class _Pending:
