@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from webrace.annotation.filtering import FilteringProcessor, RoundIndex, Version, text_and_title
-from webrace.annotation.matcher import KeywordIndex, naive_relevance
+from webrace.annotation.matcher import KeywordIndex, naive_relevance, normalize_keyword
 from webrace.annotation.text import MASK, page_text, page_texts
 from webrace.urd import Keyword, Urd
 
@@ -139,3 +139,12 @@ def test_a_summary_window_is_cut_to_whole_words_as_the_character_rule_says():
         if span is None:  # glued to other letters: not a whole word
             continue
         assert matches.window("keyword") == by_hand(text, *span)
+
+
+def test_an_index_that_only_counts_counts_what_the_full_index_counts():
+    profiles = {"a": [("web crawler", 2.0), ("Crawl", 1.0)], "b": [("c++", 3.0), ("the web crawler farm", 1.0)],
+                "c": [("", 1.0), ("farm", 0.5)]}
+    text = "A web crawler farm; the web crawler farm runs C++ and a crawl. Farm!"
+    full = KeywordIndex(profiles)
+    counting = KeywordIndex.counting(normalize_keyword(k) for kws in profiles.values() for k, _ in kws)
+    assert counting.count(text) == full.count(text) and len(full.count(text)) == 5

@@ -27,6 +27,7 @@ from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from html import unescape
+from typing import Any
 
 import numpy as np
 from w3lib.encoding import html_to_unicode
@@ -93,12 +94,14 @@ class RoundIndex:
                                 for u in self.urd_ids], dtype=bool)
         self.vocabulary = sorted({k for w in weights.values() for k in w})
         self.kw_position = {k: n for n, k in enumerate(self.vocabulary)}
-        pairs = sorted((self.kw_position[k], self.position[u], w)
-                       for u, mine in weights.items() for k, w in mine.items())
-        self.pair_urd = np.array([u for _, u, _ in pairs], dtype=np.int64)
-        self.pair_weight = np.array([w for _, _, w in pairs], dtype=np.float64)
-        self.kw_start = np.searchsorted(np.array([k for k, _, _ in pairs], dtype=np.int64),
-                                        np.arange(len(self.vocabulary) + 1))
+        kw_position, position = self.kw_position, self.position
+        pair_kw = np.fromiter((kw_position[k] for mine in weights.values() for k in mine), dtype=np.int64)
+        pair_urd = np.repeat(np.fromiter((position[u] for u in weights), dtype=np.int64, count=len(weights)),
+                             np.fromiter(map(len, weights.values()), dtype=np.int64, count=len(weights)))
+        pair_weight = np.fromiter((w for mine in weights.values() for w in mine.values()), dtype=np.float64)
+        order = np.lexsort((pair_urd, pair_kw))  # by keyword, then URD (a URD names a keyword once)
+        self.pair_urd, self.pair_weight = pair_urd[order], pair_weight[order]
+        self.kw_start = np.searchsorted(pair_kw[order], np.arange(len(self.vocabulary) + 1))
         self._reach: OrderedDict[tuple[str, ...], Reach] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -106,15 +109,21 @@ class RoundIndex:
     def build(cls, urds: Iterable[Urd]) -> RoundIndex:
         urds = list(urds)
         weights: dict[str, dict[str, float]] = {}
+        # URDs naming the same keyword with the same weight share its object (webrace.urd): each
+        # is normalised once (the objects are kept alive, so their ids stay theirs)
+        seen: dict[int, tuple[Any, str, float]] = {}
         for urd in urds:
             if not urd.keywords:
                 continue
             mine = weights[urd.id] = {}
             for kw in urd.keywords:
-                key = normalize_keyword(kw.key)
-                if key:
-                    mine[key] = max(mine.get(key, float("-inf")), float(kw.weight))
-        index = cls(KeywordIndex({i: list(w.items()) for i, w in weights.items()}), weights, urds)
+                known = seen.get(id(kw))
+                if known is None:
+                    known = seen[id(kw)] = (kw, normalize_keyword(kw.key), float(kw.weight))
+                _, key, weight = known
+                if key and weight > mine.get(key, float("-inf")):
+                    mine[key] = weight
+        index = cls(KeywordIndex.counting({key for _, key, _ in seen.values()}), weights, urds)
         index.plain = frozenset(u.id for u in urds if u.id not in weights)
         return index
 

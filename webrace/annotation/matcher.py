@@ -51,20 +51,38 @@ class KeywordIndex:
                 if not key:
                     continue
                 if key not in self.owners_of:  # each distinct keyword sorted once (profiles share them)
-                    if WORDS_KEY.fullmatch(key):
-                        words = tuple(key.split())
-                        if len(words) == 1:
-                            self.singles.add(key)
-                        elif len(words) == 2:
-                            self.pairs.add(words)
-                        else:
-                            self.longer[words[:2]].add(words)
-                    else:
-                        special.add(key)
+                    self._learn(key, special)
                 self.owners_of[key].append((profile, float(weight)))
         self.owners_of = dict(self.owners_of)
         self.longer = dict(self.longer)
         self.special_re = _literal_alternation(special) if special else None
+
+    @classmethod
+    def counting(cls, keys: Iterable[str]) -> KeywordIndex:
+        """An index that only counts these keywords (normalised) in a page (:meth:`count`),
+        for a caller that keeps who chose them itself (``match`` finds no profile)."""
+        index = cls({})
+        special: set[str] = set()
+        for key in keys:
+            if key and key not in index.owners_of:
+                index._learn(key, special)
+                index.owners_of[key] = []
+        index.longer = dict(index.longer)
+        index.special_re = _literal_alternation(special) if special else None
+        return index
+
+    def _learn(self, key: str, special: set[str]) -> None:
+        """Where the count looks for ``key``: a word, a pair of words, longer, or literally."""
+        if WORDS_KEY.fullmatch(key):
+            words = tuple(key.split())
+            if len(words) == 1:
+                self.singles.add(key)
+            elif len(words) == 2:
+                self.pairs.add(words)
+            else:
+                self.longer.setdefault(words[:2], set()).add(words)
+        else:
+            special.add(key)
 
     def match(self, text: str, reading: str | None = None) -> Matches:
         """Count the page's words and word pairs once (C-speed Counters), keep those that
