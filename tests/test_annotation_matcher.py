@@ -148,3 +148,18 @@ def test_an_index_that_only_counts_counts_what_the_full_index_counts():
     full = KeywordIndex(profiles)
     counting = KeywordIndex.counting(normalize_keyword(k) for kws in profiles.values() for k, _ in kws)
     assert counting.count(text) == full.count(text) and len(full.count(text)) == 5
+
+
+def test_the_urds_reaching_a_page_are_worked_out_once_per_shared_list_and_per_plain_content():
+    from webrace.rounds.groups import Members
+
+    urds = [Urd(id=f"u{n}", owner=f"o{n % 3}", url="http://a.test/", depth=1, timing=1000,
+                keywords=(Keyword("w", 1),)) for n in range(6)]
+    index = RoundIndex.build(urds)
+    shared = Members(u.id for u in urds[:4])
+    first = index.reach(shared)
+    assert index.reach(shared) is first  # known by identity: not copied, not hashed
+    assert index.reach(list(shared)) is not first and index.reach(list(shared)) is index.reach(tuple(shared))
+    other = Members(u.id for u in urds[:2])
+    mine, plain = index.reach(other), index.reach(list(other))
+    assert mine is not first and (mine.single == plain.single).all() and mine.shared == plain.shared

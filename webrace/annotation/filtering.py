@@ -35,6 +35,7 @@ from w3lib.encoding import html_to_unicode
 from webrace.annotation.matcher import FEW_KEYWORDS, KeywordIndex, Matches, normalize_keyword
 from webrace.annotation.text import PageText, page_texts
 from webrace.records.aci import Aci, PageAcis, extension_of
+from webrace.rounds.groups import Members
 from webrace.rounds.memory import keep_built
 from webrace.urd import Urd
 
@@ -102,7 +103,7 @@ class RoundIndex:
         order = np.lexsort((pair_urd, pair_kw))  # by keyword, then URD (a URD names a keyword once)
         self.pair_urd, self.pair_weight = pair_urd[order], pair_weight[order]
         self.kw_start = np.searchsorted(pair_kw[order], np.arange(len(self.vocabulary) + 1))
-        self._reach: OrderedDict[tuple[str, ...], Reach] = OrderedDict()
+        self._reach: OrderedDict[Hashable, tuple[Members | None, Reach]] = OrderedDict()
         self._lock = threading.Lock()
 
     @classmethod
@@ -127,17 +128,21 @@ class RoundIndex:
         index.plain = frozenset(u.id for u in urds if u.id not in weights)
         return index
 
-    def reach(self, urd_ids: tuple[str, ...]) -> Reach:
+    def reach(self, urd_ids: Sequence[str]) -> Reach:
         """What judging a page reached by these URDs needs (the same set of URDs reaches many
-        pages: worked out once per set)."""
+        pages: worked out once per set). A list that cannot change (the page items' shared
+        :class:`~webrace.rounds.groups.Members`) is known by its identity: 10,000 ids are
+        neither copied nor hashed again for every page."""
+        shared = urd_ids if type(urd_ids) is Members else None
+        key: Hashable = id(shared) if shared is not None else tuple(urd_ids)
         with self._lock:
-            found = self._reach.get(urd_ids)
-            if found is not None:
-                self._reach.move_to_end(urd_ids)
-                return found
+            kept = self._reach.get(key)
+            if kept is not None and kept[0] is shared:
+                self._reach.move_to_end(key)
+                return kept[1]
         found = Reach.of(self, urd_ids)
         with self._lock:
-            self._reach[urd_ids] = found
+            self._reach[key] = (shared, found)  # holds the shared list: its id stays its
             while len(self._reach) > REACH_KEPT:
                 self._reach.popitem(last=False)
         return found
@@ -156,7 +161,7 @@ class Reach:
     shared: dict[int, list[int]]  # owner number -> the columns of their reached URDs, owners with several
 
     @classmethod
-    def of(cls, index: RoundIndex, urd_ids: tuple[str, ...]) -> Reach:
+    def of(cls, index: RoundIndex, urd_ids: Sequence[str]) -> Reach:
         position = index.position
         columns = np.array(sorted({position[i] for i in urd_ids if i in position}), dtype=np.int64)
         archived = any(i in index.plain for i in urd_ids)

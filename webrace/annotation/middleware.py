@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,7 +74,7 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
 
     # -- the work ------------------------------------------------------------------------
 
-    def _job(self, obj: Any) -> tuple[Page, dict, tuple[str, ...], Any] | None:
+    def _job(self, obj: Any) -> tuple[Page, dict, Sequence[str], Any] | None:
         """What judging ``obj`` needs, read on the reactor thread (no I/O); None: not to be judged."""
         if not isinstance(obj, Page) or not obj.get("new_version") or not obj.get("digest"):
             return None
@@ -83,9 +83,9 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
         round_urds = self.rounds.urds(obj.get("round"))
         if not round_urds or not obj.get("urd_ids"):
             return None
-        return obj, round_urds, tuple(obj["urd_ids"]), object_cache(self.crawler)
+        return obj, round_urds, obj["urd_ids"], object_cache(self.crawler)  # a shared list: not copied
 
-    def _work(self, page: Page, round_urds: dict, urd_ids: tuple[str, ...], cache: Any) -> Outcome:
+    def _work(self, page: Page, round_urds: dict, urd_ids: Sequence[str], cache: Any) -> Outcome:
         """In a worker thread: read the version back, judge it for every owner at once, keep
         its ACIs (or drop an irrelevant body)."""
         meta = cache.lookup(page["url"])
