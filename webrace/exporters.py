@@ -81,37 +81,41 @@ class SharedListsMixin:
 
     SHARED_KEPT = 64
 
-    def _encode(self, itemdict: dict) -> str:
+    def _encode(self, itemdict: dict) -> list[bytes]:
+        """The item's JSON as pieces, written one after the other: a shared list's JSON is
+        kept as bytes and written as it is (250 KB a line at 10,000 owners, never copied)."""
         shared = [(k, itemdict.pop(k)) for k, v in list(itemdict.items()) if type(v) is Members]
         text = self.encoder.encode(itemdict)
         if not shared:
-            return text
+            return [to_bytes(text, self.encoding)]
         memo = self.__dict__.setdefault("_shared_json", {})
-        parts = []
-        for key, value in shared:
+        parts = [to_bytes(text[:-1] + (", " if itemdict else ""), self.encoding)]
+        for n, (key, value) in enumerate(shared):
             kept = memo.get(id(value))
             if kept is None or kept[0] is not value:
                 if len(memo) >= self.SHARED_KEPT:
                     memo.clear()
-                kept = memo[id(value)] = (value, self.encoder.encode(list(value)))  # holds it: the id stays its
-            parts.append(f"{self.encoder.encode(key)}: {kept[1]}")
-        return text[:-1] + (", " if itemdict else "") + ", ".join(parts) + "}"
+                # holds the list: its id stays its
+                kept = memo[id(value)] = (value, to_bytes(self.encoder.encode(list(value)), self.encoding))
+            parts += [to_bytes(f"{', ' if n else ''}{self.encoder.encode(key)}: ", self.encoding), kept[1]]
+        parts.append(b"}")
+        return parts
 
 
 class JsonLinesItemExporter(SharedListsMixin, ScrapyJsonLinesItemExporter):
     """Scrapy's JSON lines exporter, shared lists encoded once (``FEED_EXPORTERS``)."""
 
     def export_item(self, item: Any) -> None:
-        self.file.write(to_bytes(self._encode(dict(self.get_serialized_fields(item))) + "\n", self.encoding))
+        self.file.writelines([*self._encode(dict(self.get_serialized_fields(item))), b"\n"])
 
 
 class JsonItemExporter(SharedListsMixin, ScrapyJsonItemExporter):
     """Scrapy's JSON exporter, shared lists encoded once (``FEED_EXPORTERS``)."""
 
     def export_item(self, item: Any) -> None:
-        data = to_bytes(self._encode(dict(self.get_serialized_fields(item))), self.encoding)
+        parts = self._encode(dict(self.get_serialized_fields(item)))
         self._add_comma_after_first()
-        self.file.write(data)
+        self.file.writelines(parts)
 
 
 class CsvItemExporter(ScrapyCsvItemExporter):
