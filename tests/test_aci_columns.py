@@ -299,3 +299,24 @@ def test_a_store_of_the_page_and_row_layout_before_keeps_its_acis_ids_and_delive
         assert store.undelivered_digests() == {"c" * 64, "d" * 64}
         assert store.ack("alice", ["0123456789abcdef"]) == 1 and store.ack("alice") == 1
         assert store.undelivered_digests() == set()
+
+
+def test_a_version_judged_for_some_owners_then_for_others_keeps_every_owners_summary(tmp_path):
+    """Two judgements of one page version (two rounds' URDs) stored one after the other: the
+    second's keyword lists go after the first's, and each owner reads their own summary."""
+    urds, pages = world(7)
+    processor = FilteringProcessor()
+    first_urd = {}
+    for urd in urds:
+        first_urd.setdefault(urd.owner, urd)
+    parts = ([u for u in first_urd.values() if u.owner < "o050"],  # one URD an owner: keys as arrays
+             [u for u in first_urd.values() if "o050" <= u.owner < "o100"],
+             [u for u in urds if u.owner >= "o100"])  # owners of several URDs: keys as a list
+    judged = [processor.judge(pages[3], part, RoundIndex.build(part)).acis for part in parts]
+    assert [type(j.keys).__name__ for j in judged] == ["Keys", "Keys", "list"]
+    assert all(len(j.keys) > 3 for j in judged)
+    with SqliteAciStore(tmp_path / "aci.sqlite") as store:
+        assert [store.add(j) for j in judged] == [len(j) for j in judged]
+        for page in judged:
+            for aci in page:
+                assert as_tuples(store.list(aci.owner)) == as_tuples([Aci.from_xml(aci.to_xml())])

@@ -34,7 +34,7 @@ from w3lib.encoding import html_to_unicode
 
 from webrace.annotation.matcher import FEW_KEYWORDS, KeywordIndex, Matches, normalize_keyword
 from webrace.annotation.text import PageText, page_texts
-from webrace.records.aci import Aci, PageAcis, extension_of
+from webrace.records.aci import Aci, Keys, PageAcis, extension_of
 from webrace.rounds.groups import Members
 from webrace.rounds.memory import keep_built
 from webrace.urd import Urd
@@ -246,6 +246,7 @@ class FilteringProcessor:
                 owners = np.concatenate((owners, np.array([o for o, _ in shared], dtype=np.int64)))
                 rel = np.concatenate((rel, np.array([m[0] for _, m in shared], dtype=np.float64)))
                 urgent = np.concatenate((urgent, np.array([m[2] for _, m in shared], dtype=bool)))
+                key_list = list(key_list)  # tuples, to be extended
                 known = {k: n for n, k in enumerate(key_list)}
                 extra = []
                 for _, (_, kws, _) in shared:
@@ -271,11 +272,11 @@ class FilteringProcessor:
         return Judgement(acis, True, reach.archived)
 
 
-def _keys(items: np.ndarray, first: np.ndarray, alphabet: int) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+def _keys(items: np.ndarray, first: np.ndarray, alphabet: int) -> tuple[np.ndarray, Keys]:
     """Groups of ``items`` (group ``g`` is ``items[first[g]:first[g + 1]]``, every item below
     ``alphabet``): each group's number in the list of distinct groups, and that list."""
     if not len(first):
-        return np.zeros(0, dtype=np.int64), []
+        return np.zeros(0, dtype=np.int64), Keys([], [0])
     sizes = np.diff(np.append(first, len(items)))
     base = alphabet + 1
     longest = max(1, int(62 // max(1.0, np.log2(base))))  # digits an int64 holds
@@ -285,18 +286,19 @@ def _keys(items: np.ndarray, first: np.ndarray, alphabet: int) -> tuple[np.ndarr
     codes = np.add.reduceat(digits, first)
     codes[sizes > longest] = -1 - np.arange(int((sizes > longest).sum()))  # long ones: each its own
     distinct, where, key_of = np.unique(codes, return_index=True, return_inverse=True)
-    flat = items.tolist()
-    starts, ends = first[where].tolist(), (first[where] + sizes[where]).tolist()
-    key_list = [tuple(flat[a:b]) for a, b in zip(starts, ends, strict=True)]
-    long_keys = {}  # long groups alike share a key too
-    for n, code in enumerate(distinct.tolist()):
-        if code < 0:
-            long_keys.setdefault(key_list[n], n)
-    if len(long_keys) < int((distinct < 0).sum()):
-        remap = np.array([long_keys.get(k, n) if c < 0 else n
-                          for n, (k, c) in enumerate(zip(key_list, distinct.tolist(), strict=True))])
+    chosen_first, chosen_size = first[where], sizes[where]
+    starts = np.concatenate(([0], np.cumsum(chosen_size)))
+    keys = Keys(items[np.arange(starts[-1]) - np.repeat(starts[:-1] - chosen_first, chosen_size)], starts)
+    long = np.flatnonzero(distinct < 0).tolist()
+    long_keys: dict[tuple[int, ...], int] = {}  # long groups alike share a key too
+    for n in long:
+        long_keys.setdefault(keys[n], n)
+    if len(long_keys) < len(long):
+        remap = np.arange(len(distinct))
+        for n in long:
+            remap[n] = long_keys[keys[n]]
         key_of = remap[key_of]
-    return key_of.astype(np.int64), key_list
+    return key_of.astype(np.int64), keys
 
 
 def _threshold(urd: Urd | None) -> float:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore, Version
-from webrace.records.aci import Aci, PageAcis, _xml_safe, owner_key, page_key, quoting, split_id, summary_of
+from webrace.records.aci import Aci, Keys, PageAcis, _xml_safe, owner_key, page_key, quoting, split_id, summary_of
 from webrace.records.metainfo import MetaInfo, Revisit
 from webrace.records.sentinel import Sentinel
 from webrace.urd import MAX_TIME_MS, Urd
@@ -606,17 +606,18 @@ class SqliteAciStore(AciStore):
         if found is None:
             found = (None, "[]", "[]", "[]", True)
         page_id, stored_keywords, stored_keys, stored_relevances, no_text = found
-        stored_keywords, stored_keys = json.loads(stored_keywords), json.loads(stored_keys)
+        stored_keywords, stored_keys = json.loads(stored_keywords), _load_keys(stored_keys)
         stored_relevances = json.loads(stored_relevances)
         if len(stored_keys) + len(keys) > _FIELD_MAX or len(stored_relevances) + len(relevances) > _FIELD_MAX:
             raise ValueError(f"{page.uri}: more than {_FIELD_MAX} distinct summaries or relevances in one page version")
         shift = len(stored_keywords)
         if shift:
-            keys = [k if isinstance(k, str) else [i + shift for i in k] for k in keys]
+            keys = keys.shifted(shift) if isinstance(keys, Keys) else \
+                [k if isinstance(k, str) else [i + shift for i in k] for k in keys]
         # the text summaries quote, once per version (the two forms differ only where links are)
         # exactly as judged (escaped JSON keeps any character), so a summary made later is the same
         text = zlib.compress(json.dumps(list(page.text)).encode(), 1) if page.text is not None and no_text else None
-        values = (json.dumps(stored_keywords + list(keywords)), _json_safe(stored_keys + list(keys)),
+        values = (json.dumps(stored_keywords + list(keywords)), _keys_text(stored_keys, keys),
                   json.dumps(stored_relevances + relevances))
         if page_id is None:
             page_id = self.conn.execute(
@@ -745,7 +746,7 @@ class SqliteAciStore(AciStore):
                 keywords, keys, relevances, text = self.conn.execute(
                     "SELECT keywords, keys, relevances, text FROM aci_version WHERE id = ?", (page,)).fetchone()
                 matches = None if text is None else quoting(*json.loads(zlib.decompress(text)))
-                parts = parts_of[page] = (json.loads(keywords), json.loads(keys), json.loads(relevances), matches)
+                parts = parts_of[page] = (json.loads(keywords), _load_keys(keys), json.loads(relevances), matches)
             keywords, keys, relevances, matches = parts
             uri, docbase, version, updatetime, filesize, fmt, extension, title = fields
             # the relevance as an ACI's XML gives it (``%g``), as `aci list` and feeds read it before
@@ -852,6 +853,21 @@ class _Pending:
 
     def fail(self, exc: BaseException | None) -> None:
         self.error, self.done = exc, True
+
+
+def _load_keys(text: str) -> Any:
+    """A version's stored keys: a JSON list (of lists and summaries given as they are), or
+    a :class:`~webrace.records.aci.Keys` as JSON."""
+    value = json.loads(text)
+    return Keys.from_json(value) if isinstance(value, dict) else value
+
+
+def _keys_text(stored: Any, added: Any) -> str:
+    """The JSON of a version's keys, the stored followed by the added (compact when both
+    are :class:`~webrace.records.aci.Keys`, or none is stored)."""
+    if isinstance(added, Keys) and (isinstance(stored, Keys) or not stored):
+        return (stored + added if len(stored) else added).to_json()
+    return _json_safe(list(stored) + list(added))
 
 
 def _json_safe(value: Any) -> str:

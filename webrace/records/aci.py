@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import posixpath
 import re
 from collections.abc import Iterator, Sequence
@@ -24,6 +25,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
+import numpy as np
 from lxml import etree
 
 from webrace.records.quoting import SNIPPETS, SUMMARY_CHARS, Matches, render_summary, summary  # noqa: F401
@@ -125,7 +127,7 @@ class PageAcis:
     extension: str
     title: str
     keywords: list[str]
-    keys: list[tuple[int, ...] | str]  # a str: a summary given as it is (PageAcis.of)
+    keys: Sequence[tuple[int, ...] | str]  # a list (a str: a summary given as it is, PageAcis.of), or Keys
     owners: list[str]
     relevance: list[float]
     key: list[int]
@@ -181,6 +183,54 @@ class PageAcis:
             page.urgent.append(a.urgent)
             page.expired.append(a.expired)
         return list(pages.values())
+
+
+class Keys(Sequence):
+    """Distinct lists of keyword indexes (the keys a page's summaries are made from) as one
+    flat array and where each list starts: a page's 700 keys are two arrays, not 700 tuples.
+    ``keys[i]`` is list ``i`` as a tuple, made when asked for."""
+
+    __slots__ = ("flat", "starts")
+
+    def __init__(self, flat: Any, starts: Any) -> None:
+        self.flat = np.asarray(flat, dtype=np.int64)
+        self.starts = np.asarray(starts, dtype=np.int64)  # one more than lists: where each starts, then the end
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return tuple(self.flat[self.starts[i]:self.starts[i + 1]].tolist())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and not isinstance(other, str) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Keys({list(self)!r})"
+
+    def shifted(self, by: int) -> Keys:
+        """The same lists, every index ``by`` more (after another page's keywords)."""
+        return Keys(self.flat + by, self.starts)
+
+    def __add__(self, other: Keys) -> Keys:
+        return Keys(np.concatenate((self.flat, other.flat)),
+                    np.concatenate((self.starts[:-1], other.starts + len(self.flat))))
+
+    def to_json(self) -> str:
+        return json.dumps({"flat": self.flat.tolist(), "starts": self.starts.tolist()})
+
+    @classmethod
+    def from_json(cls, value: dict) -> Keys:
+        return cls(value["flat"], value["starts"])
 
 
 def quoting(text: str, reading: str | None) -> Any:
