@@ -36,7 +36,7 @@ from webrace.annotation.matcher import FEW_KEYWORDS, KeywordIndex, Matches, norm
 from webrace.annotation.text import PageText, page_texts
 from webrace.records.aci import Aci, Keys, PageAcis, extension_of
 from webrace.rounds.groups import Members
-from webrace.rounds.memory import keep_built
+from webrace.rounds.memory import building
 from webrace.urd import Urd
 
 INDEXES_KEPT = 4  # rounds whose index is kept (continuous mode, several shared rounds)
@@ -189,8 +189,8 @@ class FilteringProcessor:
             if index is not None:
                 self._indexes.move_to_end(key)
                 return index
-            index = self._indexes[key] = RoundIndex.build(urds)
-            keep_built()  # lives as long as the round (see webrace.rounds.memory)
+            with building():  # lives as long as the round (see webrace.rounds.memory)
+                index = self._indexes[key] = RoundIndex.build(urds)
             while len(self._indexes) > INDEXES_KEPT:
                 self._indexes.popitem(last=False)
             return index

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 from webrace.records.rounds import FAILED, PENDING, Node
 from webrace.rounds.engine import Limits, Round, RoundEngine, Stats
 from webrace.rounds.frontier import Frontier
+from webrace.rounds.memory import building
 from webrace.traps import QueryVariants
 from webrace.urd import Urd
 
@@ -48,6 +49,10 @@ class LocalRounds(RoundEngine):
         """A round for the URDs due now (or ``only_ids``) and the sentinels due now."""
         if self.current is not None:
             return None
+        with building():  # see webrace.rounds.memory
+            return self._open_due(now_ms, only_ids)
+
+    def _open_due(self, now_ms: int, only_ids: list[str] | None) -> Round | None:
         with self.urd_store() as store:
             if only_ids:
                 found = [store.get(i) for i in only_ids]

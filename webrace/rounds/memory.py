@@ -8,6 +8,9 @@ are moved out of the collector's sight (:func:`gc.freeze`), and when a round clo
 into it (:func:`gc.unfreeze`), so that what the round left behind, cycles included, is
 collected as usual: nothing frozen outlives the next round's end.
 
+While a round's structures are built (its URDs read, the keyword index made), the collector
+waits (:func:`building`): a collection then would walk what is being built to find nothing.
+
 Freezing moves every object alive at that moment, not only the round's: a page in flight
 then stays uncollected until the round closes. That is bounded by what is in flight.
 """
@@ -16,8 +19,12 @@ from __future__ import annotations
 
 import gc
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 _lock = threading.Lock()
+_building = 0  # threads inside building()
+_was_enabled = True
 
 
 def keep_built() -> None:
@@ -26,10 +33,31 @@ def keep_built() -> None:
         gc.freeze()
 
 
+@contextmanager
+def building() -> Iterator[None]:
+    """Long-lived structures are being built: no collection meanwhile (each would walk all
+    that is built so far, to find nothing), then they are kept out of sight (:func:`keep_built`)."""
+    global _building, _was_enabled
+    with _lock:
+        _building += 1
+        if _building == 1:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+    try:
+        yield
+    finally:
+        with _lock:
+            _building -= 1
+            if _building == 0:
+                gc.freeze()
+                if _was_enabled:
+                    gc.enable()
+
+
 def release_built() -> None:
     """A round closed: everything frozen is collectable again (collected as usual, later)."""
     with _lock:
         gc.unfreeze()
 
 
-__all__ = ["keep_built", "release_built"]
+__all__ = ["building", "keep_built", "release_built"]
