@@ -411,6 +411,7 @@ INSERT OR IGNORE INTO aci_meta (name, value) VALUES ('indexed', 0);
 """
 _TAIL_ROWS = 200_000  # ACIs past the owner index before it is brought up to date
 _TAIL_PAGES = 2_000  # pages past it (an owner's list reads each of their blobs)
+_PARTS_KEPT = 256  # page versions whose quoting parts a store keeps (see SqliteAciStore._parts)
 _INDEXED = "(SELECT value FROM aci_meta WHERE name = 'indexed')"
 _INT64 = np.dtype("<i8")
 _VERSION_FIELDS = "v.id, v.key, v.uri, v.docbase, v.version, v.updatetime, v.filesize, v.format, v.extension, v.title"
@@ -448,6 +449,7 @@ class SqliteAciStore(AciStore):
             f"SELECT coalesce(sum(owners), 0), count(*) FROM aci_page_rows WHERE page > {_INDEXED}").fetchone()
         self._wrote = False  # a store that only read leaves the index to the one that wrote
         self._waiting: list[_Pending] = []  # pages of threads waiting to be written
+        self._parts_kept: dict[int, tuple[list, Any, list, Any]] = {}  # see _parts
         self._waiting_lock = threading.Lock()
 
     def _from_rows(self) -> None:
@@ -738,16 +740,9 @@ class SqliteAciStore(AciStore):
         self._tail = self._tail_pages = 0
 
     def _acis(self, rows: list[tuple]) -> list[Aci]:
-        parts_of: dict[int, tuple[list, list, list, Any]] = {}
         out = []
         for relevance, key, flags, owner, okey, page, pkey, *fields in rows:
-            parts = parts_of.get(page)
-            if parts is None:
-                keywords, keys, relevances, text = self.conn.execute(
-                    "SELECT keywords, keys, relevances, text FROM aci_version WHERE id = ?", (page,)).fetchone()
-                matches = None if text is None else quoting(*json.loads(zlib.decompress(text)))
-                parts = parts_of[page] = (json.loads(keywords), _load_keys(keys), json.loads(relevances), matches)
-            keywords, keys, relevances, matches = parts
+            keywords, keys, relevances, matches = self._parts(page, key, relevance)
             uri, docbase, version, updatetime, filesize, fmt, extension, title = fields
             # the relevance as an ACI's XML gives it (``%g``), as `aci list` and feeds read it before
             out.append(Aci(owner=owner, uri=uri, relevance=float(f"{relevances[relevance]:g}"), updatetime=updatetime,
@@ -755,6 +750,22 @@ class SqliteAciStore(AciStore):
                            summary=_xml_safe(summary_of(keys[key], keywords, matches)), urgent=bool(flags & 2),
                            expired=bool(flags & 1), format=fmt, extension=extension, title=title, id=pkey + okey))
         return out
+
+    def _parts(self, page: int, key: int, relevance: int) -> tuple[list, Any, list, Any]:
+        """A version's keywords, keys, relevances and text to quote, read once for the last
+        ``_PARTS_KEPT`` versions asked about (owners' lists quote the same pages again and
+        again). They only grow (more owners of a version extend them): a number past what
+        was read reads them again."""
+        parts = self._parts_kept.get(page)
+        if parts is None or key >= len(parts[1]) or relevance >= len(parts[2]):
+            keywords, keys, relevances, text = self.conn.execute(
+                "SELECT keywords, keys, relevances, text FROM aci_version WHERE id = ?", (page,)).fetchone()
+            matches = None if text is None else quoting(*json.loads(zlib.decompress(text)))
+            parts = (json.loads(keywords), _load_keys(keys), json.loads(relevances), matches)
+            if len(self._parts_kept) >= _PARTS_KEPT:
+                self._parts_kept.pop(next(iter(self._parts_kept)))
+            self._parts_kept[page] = parts
+        return parts
 
     @_serialised
     def get(self, aci_id: str) -> Aci | None:

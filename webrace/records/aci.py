@@ -236,7 +236,7 @@ class Keys(Sequence):
 def quoting(text: str, reading: str | None) -> Any:
     """What summaries of a page are made from (a :class:`webrace.annotation.matcher.Matches`
     of its texts)."""
-    return Matches(text, reading=reading, many=True)
+    return Matches(text, reading=reading)  # a few keywords searched for; beyond, one pass (see Matches)
 
 
 def summary_of(key: Sequence[int] | str, keywords: Sequence[str], matches: Any) -> str:
