@@ -144,7 +144,7 @@ def test_the_owner_index_grows_by_appended_runs_and_a_store_of_a_row_per_aci_is_
                                                (page, n >> 38)).fetchone()[0]
                 store.conn.execute("INSERT INTO aci_row VALUES (?, ?, ?, ?, ?, ?)",
                                    (page, n >> 38, (n >> 2) & 262143, (n >> 20) & 262143, n & 3, delivered))
-        store.conn.executescript("""DELETE FROM aci_page_rows; DELETE FROM aci_owner_rows; DELETE FROM aci_runs;
+        store.conn.executescript("""DELETE FROM aci_page_rows; DELETE FROM aci_owner_index; DELETE FROM aci_runs;
             DELETE FROM aci_delivered; UPDATE aci_meta SET value = 0;""")
     with SqliteAciStore(path) as store:
         assert store.conn.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('aci_row', 'aci_by_owner')"

@@ -353,7 +353,8 @@ class SqliteMetaInfoStore(MetaInfoStore):
 # a number per owner, sorted, owner << 38 | summary << 20 | relevance << 2 | urgent << 1 |
 # expired (which of the page's distinct summaries and relevances are theirs). A page costs one
 # row however many owners share it. An owner's list is read through the owner index,
-# aci_owner_rows (run, owner, rows): every _TAIL_ROWS numbers (or _TAIL_PAGES pages) past it,
+# aci_owner_index (a row per run and owner, id run << 25 | owner, holding the owner's (page,
+# number) pairs): every _TAIL_ROWS numbers (or _TAIL_PAGES pages) past it,
 # the pages past it become one more run, a row per owner holding (page, number) pairs, labelled
 # by the last page it holds (listed in aci_runs). A run is appended whole (its label is the
 # largest), so bringing the index up costs the same in a large store as in a new one; an
@@ -389,12 +390,10 @@ CREATE TABLE IF NOT EXISTS aci_page_rows (
     owners      INTEGER NOT NULL,
     rows        BLOB NOT NULL
 );
-CREATE TABLE IF NOT EXISTS aci_owner_rows (
-    run         INTEGER NOT NULL,
-    owner       INTEGER NOT NULL,
-    rows        BLOB NOT NULL,
-    PRIMARY KEY (run, owner)
-) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS aci_owner_index (
+    id          INTEGER PRIMARY KEY,
+    rows        BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS aci_runs (
     run         INTEGER PRIMARY KEY
 );
@@ -415,7 +414,8 @@ _PARTS_KEPT = 256  # page versions whose quoting parts a store keeps (see Sqlite
 _INDEXED = "(SELECT value FROM aci_meta WHERE name = 'indexed')"
 _INT64 = np.dtype("<i8")
 _VERSION_FIELDS = "v.id, v.key, v.uri, v.docbase, v.version, v.updatetime, v.filesize, v.format, v.extension, v.title"
-_FIELD_MAX, _OWNER_MAX = 1 << 18, 1 << 25  # distinct summaries (and relevances) a page version holds; owners
+_OWNER_BITS = 25
+_FIELD_MAX, _OWNER_MAX = 1 << 18, 1 << _OWNER_BITS  # distinct summaries (and relevances) a page version holds; owners
 # ACI stores from before aci_version: one row per ACI (its XML, or its own fields and a row
 # of aci_page); read, acknowledged and kept, never written to
 _LEGACY_FIELDS = ("uri", "docbase", "version", "updatetime", "filesize", "format", "extension", "title")
@@ -443,6 +443,7 @@ class SqliteAciStore(AciStore):
                 self.conn.execute("CREATE TABLE IF NOT EXISTS aci_page (id INTEGER PRIMARY KEY, "
                                   + ", ".join(_LEGACY_FIELDS) + ")")
         self._from_rows()
+        self._index_again_if_older()
         self._owner_no: dict[str, int] = {}
         self._spaces: dict[int, tuple[Any, np.ndarray]] = {}  # owner spaces (see PageAcis) -> store numbers
         self._tail, self._tail_pages = self.conn.execute(
@@ -483,10 +484,22 @@ class SqliteAciStore(AciStore):
                 last = int(table[-1, 0])
             for name in ("aci_row", "aci_by_owner", "aci_owner_run", "aci_run"):
                 self.conn.execute(f"DROP TABLE IF EXISTS {name}")
-            self.conn.execute("DELETE FROM aci_owner_rows")
+            self.conn.execute("DELETE FROM aci_owner_index")
             self.conn.execute("DELETE FROM aci_runs")
             self.conn.execute("UPDATE aci_meta SET value = 0 WHERE name = 'indexed'")
             self._index_owners()
+
+    def _index_again_if_older(self) -> None:
+        """An owner index of an earlier form (a row per run and owner, keyed by both): made
+        again (it is derived from the pages' blobs)."""
+        older = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'aci_owner_rows'"
+        if self.conn.execute(older).fetchone():
+            with _Transaction(self.conn):
+                if self.conn.execute(older).fetchone():
+                    self.conn.execute("DROP TABLE aci_owner_rows")
+                    self.conn.execute("DELETE FROM aci_runs")
+                    self.conn.execute("UPDATE aci_meta SET value = 0 WHERE name = 'indexed'")
+                    self._index_owners()
 
     def add(self, acis: PageAcis | Iterable[Aci]) -> int:
         """All in one transaction: each page version once, then one row per owner.
@@ -588,12 +601,12 @@ class SqliteAciStore(AciStore):
         run = self.conn.execute("SELECT max(run) FROM aci_runs").fetchone()[0]
         for number in numbers.tolist():
             owner = number >> 38
-            found = self.conn.execute("SELECT rows FROM aci_owner_rows WHERE run = ? AND owner = ?",
-                                      (run, owner)).fetchone()
+            found = self.conn.execute("SELECT rows FROM aci_owner_index WHERE id = ?",
+                                      (run << _OWNER_BITS | owner,)).fetchone()
             pairs = np.frombuffer(found[0], dtype=_INT64) if found else np.zeros(0, dtype=_INT64)
             pairs = np.concatenate((pairs, np.array([page_id, number], dtype=_INT64)))
-            self.conn.execute("INSERT OR REPLACE INTO aci_owner_rows (run, owner, rows) VALUES (?, ?, ?)",
-                              (run, owner, pairs.tobytes()))
+            self.conn.execute("INSERT OR REPLACE INTO aci_owner_index (id, rows) VALUES (?, ?)",
+                              (run << _OWNER_BITS | owner, pairs.tobytes()))
 
     def _indexed(self) -> int:
         return self.conn.execute(f"SELECT {_INDEXED}").fetchone()[0]
@@ -684,8 +697,8 @@ class SqliteAciStore(AciStore):
         """The pages holding an ACI of owner ``number``, each with its number there: from the
         owner index's runs, and the blobs of the pages past it."""
         found: dict[int, int] = {}
-        for (blob,) in self.conn.execute("SELECT rows FROM aci_owner_rows WHERE run IN (SELECT run FROM aci_runs) "
-                                         "AND owner = ?", (number,)):
+        for (blob,) in self.conn.execute(f"SELECT rows FROM aci_owner_index WHERE id IN "
+                                         f"(SELECT run << {_OWNER_BITS} | ? FROM aci_runs)", (number,)):
             pairs = np.frombuffer(blob, dtype=_INT64).reshape(-1, 2)
             found.update(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist(), strict=True))
         for page, blob in self.conn.execute(f"SELECT page, rows FROM aci_page_rows WHERE page > {_INDEXED}"):
@@ -729,12 +742,12 @@ class SqliteAciStore(AciStore):
             owner = numbers >> 38
             order = np.lexsort((page_of, owner))
             owner, pairs = owner[order], np.column_stack((page_of[order], numbers[order])).astype(_INT64)
-            cuts = np.flatnonzero(np.diff(owner)) + 1
+            starts = np.concatenate(([0], np.flatnonzero(np.diff(owner)) + 1)).tolist()
             run = pages[-1]  # labelled by its last page: the largest label, appended whole
-            self.conn.executemany(
-                "INSERT OR REPLACE INTO aci_owner_rows (run, owner, rows) VALUES (?, ?, ?)",
-                ((run, first, chunk.tobytes()) for first, chunk in
-                 zip(owner[np.append(0, cuts)].tolist(), np.split(pairs, cuts), strict=True)))
+            ids = (owner[starts] | (run << _OWNER_BITS)).tolist()
+            self.conn.executemany("INSERT OR REPLACE INTO aci_owner_index (id, rows) VALUES (?, ?)",
+                                  zip(ids, (pairs[a:b].tobytes() for a, b in
+                                            zip(starts, [*starts[1:], len(pairs)], strict=True)), strict=True))
             self.conn.execute("INSERT OR IGNORE INTO aci_runs (run) VALUES (?)", (run,))
             self.conn.execute("UPDATE aci_meta SET value = ? WHERE name = 'indexed'", (run,))
         self._tail = self._tail_pages = 0
@@ -785,7 +798,7 @@ class SqliteAciStore(AciStore):
 
     @_serialised
     def owners(self) -> list[str]:
-        numbers = {o for (o,) in self.conn.execute("SELECT DISTINCT owner FROM aci_owner_rows")}
+        numbers = {o for (o,) in self.conn.execute(f"SELECT DISTINCT id & {_OWNER_MAX - 1} FROM aci_owner_index")}
         for (blob,) in self.conn.execute(f"SELECT rows FROM aci_page_rows WHERE page > {_INDEXED}"):
             numbers.update(np.unique(np.frombuffer(blob, dtype=_INT64) >> 38).tolist())
         names = {o for (o,) in self.conn.execute("SELECT name FROM aci_owner_number WHERE id IN "
