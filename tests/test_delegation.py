@@ -898,3 +898,4 @@ def test_what_a_probe_teaches_an_organisation_serves_no_more_pages_than_capaciti
 def test_a_negative_probe_budget_is_refused():
     with pytest.raises(D.DelegationError, match="probe_budget"):
         D.Delegator(D.Hierarchy(), D.TableProber(), probe_budget=-1)
+
