@@ -875,6 +875,27 @@ def test_a_probe_budget_raises_the_price_of_probes_once_spent_and_not_before():
     assert spent > 0.3 * 400 + 2.0 * 12 and delegator.policy.overspent > 0 and delegator.policy.price() > 1.0
 
 
+def test_what_a_probe_teaches_an_organisation_serves_no_more_pages_than_capacities_leave_room_for():
+    sim = D.simulate(4, 40, seed=3, capacity=12)  # 48 places for 40 URLs
+    delegator = D.Delegator(sim.hierarchy(), sim.prober())
+    for crawler in sim.crawlers:
+        delegator.register(crawler)
+    for url in sim.urls[:10]:
+        delegator.delegate(url)
+    assert delegator.policy.worth(5) == 5.0  # 38 places left after 10 URLs: as many pages again may come
+    for url in sim.urls[10:]:
+        delegator.delegate(url)
+    # 8 places left after 40 URLs: an organisation that had 5 of them may have 5 * 8 / 40 more, less this one's
+    assert 1.0 < delegator.policy.worth(5) == 1.0 + 5 * 7 / 40 < 5.0
+    unlimited = D.Delegator(sim.hierarchy(), sim.prober())
+    for crawler in sim.crawlers:
+        unlimited.register(D.Crawler(crawler.id, crawler.ip))
+    for url in sim.urls:
+        unlimited.delegate(url)
+    assert unlimited.policy.worth(5) == 5.0  # no capacity: no end in sight
+
+
 def test_a_negative_probe_budget_is_refused():
     with pytest.raises(D.DelegationError, match="probe_budget"):
         D.Delegator(D.Hierarchy(), D.TableProber(), probe_budget=-1)
+

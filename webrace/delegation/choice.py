@@ -84,6 +84,7 @@ CROWDED = 3.0
 # would the probes.
 PRICE_SCALE = 50.0
 MAX_PRICE = 10.0
+MAX_VERIFY = 3  # rounds of probing the pages a way to make room would move, at most
 REFRESH = 100  # pages placed (at least, and a tenth of all) between two estimations of the rows that may move
 
 
@@ -102,6 +103,7 @@ class KnowledgePolicy:
         self.pages: dict[tuple, int] = {}  # organisation (or subnet) -> pages delegated in it
         self.urls = 0  # URLs decided
         self.spent = 0  # probes sent for them
+        self.verified = 0  # probes of pages that may move, for the URL being decided
 
     def delegate(self, key: str, ip: IPAddress, subnet: Subnet | None) -> Decision:
         d = self.d
@@ -112,9 +114,21 @@ class KnowledgePolicy:
         self.urls += 1
         if owner is not None and d._room(owner, 1):
             return self._place(key, ip, subnet, owner, session, DELEGATED)
-        room, via, cancelled = self.room()
-        chosen, estimates = self.choose(ip, session, room)
-        self.spent += len(session.results)
+        cancelled: tuple[Move, ...] = ()
+        self.verified = 0
+        verified = 0
+        for _ in range(MAX_VERIFY):  # each round probes pages not probed before: it ends
+            room, via, cycle = self.room()
+            cancelled += cycle
+            chosen, estimates = self.choose(ip, session, room)
+            if d._room(chosen, 1):
+                break
+            probed, surprised = self._verify(chosen, via)
+            verified += probed
+            if not surprised:
+                break
+        verified += self.verified
+        self.spent += len(session.results) + verified
         nearest = owner or min(((e.ms, n, c) for n, (c, e) in enumerate(estimates.items()) if e.known),
                                default=(0, 0, chosen))[2]
         if subnet is not None and owner is None:
@@ -122,7 +136,47 @@ class KnowledgePolicy:
         moves = cancelled + (self._make_room(chosen, via) if not d._room(chosen, 1) else ())
         reason = (BALANCED if moves or chosen != nearest else DELEGATED if owner
                   else PROBED if session.results else KNOWN)
-        return self._place(key, ip, subnet, chosen, session, reason, moves, estimates)
+        return self._place(key, ip, subnet, chosen, session, reason, moves, estimates, verified)
+
+    def _verify(self, crawler_id: str, via: dict[str, tuple[str, str]]) -> tuple[int, bool]:
+        """Before pages move along the way found to make room on ``crawler_id``, each page
+        that would move to a crawler whose latency to it nothing near backs (not measured in
+        its subnet or organisation: a country's or a registry's estimate, which an
+        organisation hosted elsewhere, or one block of it, belies) is probed there: a move is
+        a delegation too, and an unchecked one is never checked later. Returns the probes
+        sent and whether one showed a move slower than the cautious estimate it was chosen
+        by (then the way is looked for again, with the rows of the pages that may move
+        estimated again)."""
+        d, knowledge = self.d, self.knowledge
+        ids = list(d.crawlers)
+        probes, surprised, seen, at = 0, False, {crawler_id}, crawler_id
+        while not d._room(at, 1) and at in via and via[at][0] not in seen:
+            target, key = via[at]
+            seen.add(target)
+            page_ip = self.ips[key]
+            estimate = knowledge.estimate(target, page_ip)
+            if not estimate.near:
+                used = self._row(self.cautious, key, len(ids))[ids.index(target)]
+                ms = Session(d.prober, page_ip, knowledge).probe(target)
+                knowledge.check(estimate, ms, page_ip, count=False)
+                probes += 1
+                surprised = surprised or not ms <= used
+            at = target
+        if surprised:
+            self._refresh([c for c in ids if not d._room(c, 1)])
+        return probes, surprised
+
+    def worth(self, pages: int) -> float:
+        """How many pages what a probe teaches of an organisation that has had ``pages``
+        (this one among them) serves: this one and as many again to come, by the best guess;
+        but no more than its share of the places the crawlers have left, where capacities
+        are limited (pages cannot come beyond them: the run is that near its end)."""
+        d = self.d
+        capacities = [c.capacity for c in d.crawlers.values()]
+        if None in capacities or not self.urls:
+            return float(pages)
+        left = max(0, sum(capacities) - sum(d._load.values()) - 1)
+        return 1.0 + min(pages - 1.0, pages * left / self.urls)
 
     def probe_results(self, subnet: Subnet) -> dict[str, float]:
         return self.knowledge.measured(subnet)
@@ -148,7 +202,7 @@ class KnowledgePolicy:
         knowledge = self.knowledge
         # what a probe teaches of the organisation serves the pages that will follow in it (as
         # many as came before, by the best guess), where what it teaches of one host does not
-        pages = self.pages.get(knowledge.anchor(ip), 1)
+        pages = self.worth(self.pages.get(knowledge.anchor(ip), 1))
         estimates = {c: knowledge.estimate(c, ip) for c in self.d.crawlers}
         candidates = {c: e for c, e in estimates.items() if math.isfinite(room[c])}
         if not candidates:
@@ -217,9 +271,10 @@ class KnowledgePolicy:
         estimates came to disagree with where they are can form a cycle of moves that saves
         latency, which is made (cycle cancelling, as min-cost flow does)."""
         full = [c for c in self.d.crawlers if not self.d._room(c, 1)]
-        if full and self.stale >= max(REFRESH, len(self.ips) // 10):
-            self._refresh(full)
         moves: list[Move] = []
+        if full and self.stale >= max(REFRESH, len(self.ips) // 10):
+            self._refresh(list(self.d.crawlers))
+            moves += self._improve()
         for _ in range(MAX_CANCELS):  # each cancelled cycle lowers the estimated total: it ends
             cost, via, cycle = self._ways()
             if not cycle:
@@ -237,6 +292,39 @@ class KnowledgePolicy:
             if not self.d._room(at, 1):
                 cost[a] = math.inf
         return cost, via, tuple(moves)
+
+    def _improve(self) -> list[Move]:
+        """Pages on crawlers that are not full, which what is known now says a crawler with
+        room serves faster (a page moved there by an estimate that proved wrong, an
+        organisation learnt since), move there: each is probed there first where nothing
+        near backs the estimate, and moves only if the probe confirms it. Full crawlers'
+        pages are the ways' business (:meth:`_ways`). The probes are counted in
+        ``self.verified``."""
+        d, knowledge = self.d, self.knowledge
+        ids = list(d.crawlers)
+        moves: list[Move] = []
+        for source in ids:
+            if not d._room(source, 1):
+                continue
+            for key in sorted(d._held.get(source, ())):
+                rows, cautious = self._row(self.rows, key, len(ids)), self._row(self.cautious, key, len(ids))
+                now = rows[ids.index(source)]
+                saving = np.where([d._room(c, 1) and c != source for c in ids], now - cautious, -np.inf)
+                best = int(np.argmax(saving))
+                if not math.isfinite(now) or not saving[best] > 0:
+                    continue
+                target, page_ip = ids[best], self.ips[key]
+                estimate = knowledge.estimate(target, page_ip)
+                ms = estimate.ms
+                if not estimate.near:
+                    ms = Session(d.prober, page_ip, knowledge).probe(target)
+                    knowledge.check(estimate, ms, page_ip, count=False)
+                    self.verified += 1
+                    found = {c: knowledge.estimate(c, page_ip) for c in ids}
+                    self._set_row(key, found)
+                if ms < now:
+                    moves.append(Move(d._move_page(key, target), source, target))
+        return moves
 
     def _ways(self) -> tuple[Room, dict[str, tuple[str, str]], list[tuple[str, str]]]:
         """Bellman-Ford towards the crawlers with room; and a cycle that saves latency, as
@@ -307,11 +395,12 @@ class KnowledgePolicy:
         return tuple(reversed(moves))
 
     def _place(self, key: str, ip: IPAddress, subnet: Subnet | None, crawler_id: str, session: Session, reason: str,
-               moves: tuple[Move, ...] = (), estimates: dict[str, Estimate] | None = None) -> Decision:
+               moves: tuple[Move, ...] = (), estimates: dict[str, Estimate] | None = None,
+               verified: int = 0) -> Decision:
         self.ips[key] = ip
         self._set_row(key, estimates or {c: self.knowledge.estimate(c, ip) for c in self.d.crawlers})
         self.stale += 1
-        return self.d._assign(key, ip, subnet, crawler_id, session, reason, moves)
+        return self.d._assign(key, ip, subnet, crawler_id, session, reason, moves, verified)
 
     def _set_row(self, key: str, estimates: dict[str, Estimate]) -> None:
         found = [estimates[c] for c in self.d.crawlers]

@@ -263,10 +263,12 @@ class Delegator:
             self._load[crawler_id] += 1
 
     def _assign(self, key: str, ip: IPAddress, subnet: Subnet | None, crawler_id: str, session: Session,
-                reason: str, moved: tuple[Move, ...] = ()) -> Decision:
+                reason: str, moved: tuple[Move, ...] = (), verified: int = 0) -> Decision:
+        """``verified``: probes of pages that moved (at other addresses than ``ip``), counted
+        with the decision's own."""
         self._give([key], subnet, crawler_id)
-        return self._decided(Decision(crawler_id, ip, subnet, len(session.results), reason, dict(session.results),
-                                      moved))
+        return self._decided(Decision(crawler_id, ip, subnet, len(session.results) + verified, reason,
+                                      dict(session.results), moved))
 
     def _decided(self, decision: Decision) -> Decision:
         self.stats[f"delegation/{decision.reason}"] += 1
