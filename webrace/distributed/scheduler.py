@@ -303,6 +303,9 @@ class LeaseScheduler(BaseScheduler):
         for round_id, node in leased:
             self.holding.setdefault(round_id, set()).add(node.url)
             self.buffer.append((round_id, node))
+        if leased:
+            logger.debug("Leased %d pages ahead, %d buffered: %s", len(leased), len(self.buffer),
+                         " ".join(node.url for _, node in leased))
         if leased and not self._closing:
             self.poll_delay = MIN_POLL
             if self._poll_call is not None and self._poll_call.active():
