@@ -1,12 +1,14 @@
-"""The thread of a distributed worker's Redis round trips (issue 23: no blocking network I/O
+"""The threads of a distributed worker's Redis round trips (issue 23: no blocking network I/O
 on the reactor thread).
 
-A worker's calls to the shared rounds (leasing pages, offering a page's links, finishing
-pages, ending and renewing leases) run one after the other in this one thread, never on the
-reactor: the reactor goes on downloading and parsing while a call waits on Redis, and one
-thread keeps the calls in the order the reactor made them (a page's links are offered
-before its lease ends, in the order its pages were fetched), so the round engine's state
-stays single-threaded apart from the reactor's reads. The embedded mode has no such thread.
+A worker's calls to the shared rounds never run on the reactor: the reactor goes on
+downloading and parsing while a call waits on Redis. The round engine's calls on fetched
+pages (offering links, finishing pages, releasing items) run one after the other in one
+thread (``webrace-redis``, the spider's), in the order the reactor made them, so the
+engine's state stays single-threaded apart from the reactor's reads; the lease scheduler's
+calls (leasing ahead, ending and renewing leases) in another (``webrace-leases``), so that
+leases never wait behind a page's links. An item exists only once its page is finished, so
+its lease ends after that. The embedded mode has no such thread.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ THREAD_NAME = "webrace-redis"
 
 
 class RedisThread:
-    def __init__(self) -> None:
+    def __init__(self, name: str = THREAD_NAME) -> None:
+        self.name = name
         self._pool: ThreadPool | None = None
 
     def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Deferred:
@@ -32,7 +35,7 @@ class RedisThread:
         from twisted.internet import reactor  # the one Scrapy installed (never at import time)
 
         if self._pool is None:
-            self._pool = ThreadPool(1, 1, name=THREAD_NAME)
+            self._pool = ThreadPool(1, 1, name=self.name)
             self._pool.start()
         return threads.deferToThreadPool(reactor, self._pool, fn, *args, **kwargs)
 

@@ -12,13 +12,13 @@ back. A worker fetches no more leased pages than ``WEBRACE_MAX_LEASED`` at once,
 round's pages spread over the workers.
 
 No Redis round trip runs on the reactor thread (issue 23): leases are taken ahead, in the
-worker's Redis thread (:mod:`webrace.distributed.offload`), into a buffer of at most
+worker's lease thread (:mod:`webrace.distributed.offload`), into a buffer of at most
 ``WEBRACE_MAX_LEASED`` pages (one script call leases several), which :meth:`next_request`
 takes from without waiting (None while it is empty: the buffer is topped up in the
 background and the engine woken when leases arrive); leases buffered are renewed like those
 being fetched, and a worker killed with some loses nothing (they expire and go back to the
-queue; one that stops gives them back at once). Lease ends (acks) are sent from that thread
-too, those waiting sent in one call. An idle worker polls Redis with a backoff (50 ms
+queue; one that stops gives them back at once). Lease ends (acks) and renewals are sent from
+that thread too, the acks waiting in one call. An idle worker polls Redis with a backoff (50 ms
 doubling to 2 s) instead of Scrapy's 5-second idle tick, and stops after
 ``WEBRACE_IDLE_CLOSE`` seconds without work (unset: it runs until stopped). A Redis that
 goes away mid-crawl is logged and retried with the same backoff.
@@ -58,7 +58,7 @@ class LeaseScheduler(BaseScheduler):
         self.stats = crawler.stats
         self.rounds: Any = None  # the spider's round engine (RedisRounds), from open()
         self.registry: Any = None
-        self.io: RedisThread | None = None  # the worker's Redis thread (the spider's), from open()
+        self.io = RedisThread("webrace-leases")  # leases, acks, renewals: never on the reactor
         self.lease_ms = int(settings.getfloat("WEBRACE_LEASE_TIMEOUT") * 1000)
         self.max_leased = settings.getint("WEBRACE_MAX_LEASED")
         self.idle_close = settings.getfloat("WEBRACE_IDLE_CLOSE") if settings.get("WEBRACE_IDLE_CLOSE") else None
@@ -68,7 +68,7 @@ class LeaseScheduler(BaseScheduler):
         self.last_work = time.monotonic()
         self.poll_delay = MIN_POLL
         self._poll_call: Any = None
-        self._rounds_cache: tuple[float, list[str]] = (0.0, [])  # the Redis thread's
+        self._rounds_cache: tuple[float, list[str]] = (0.0, [])  # the lease thread's
         self._redis_down = False
         # round id -> URLs leased by this worker whose items are not written yet (buffered,
         # being fetched, or their items in the pipeline): their leases are renewed while this
@@ -93,7 +93,6 @@ class LeaseScheduler(BaseScheduler):
         self.spider = spider
         self.rounds = spider.engine  # the URD spider's RedisRounds: one registry for both
         self.registry = self.rounds.registry
-        self.io = getattr(spider, "redis_io", None) or RedisThread()
         self._renewal = task.LoopingCall(self._renew)
         self._renewal.start(max(self.lease_ms / 3000, 0.05), now=False).addErrback(
             lambda failure: logger.error("Lease renewal stopped: %s", failure.getErrorMessage()))
@@ -125,7 +124,7 @@ class LeaseScheduler(BaseScheduler):
             self.io.stop()
 
     def _end(self, unused: dict[str, list[str]]) -> None:
-        """(Redis thread) The last acks, and the leases this worker will not fetch given back."""
+        """(Lease thread) The last acks, and the leases this worker will not fetch given back."""
         self._send_acks()
         for round_id, urls in unused.items():
             back = self.registry.frontier(round_id).release(urls)
@@ -135,7 +134,7 @@ class LeaseScheduler(BaseScheduler):
 
     def item_done(self, item: Any, **kwargs: Any) -> None:
         """An item left the pipeline (written to the feeds, dropped or failed): flush the
-        feeds, then end the lease of its page (in the Redis thread, with the others waiting).
+        feeds, then end the lease of its page (in the lease thread, with the others waiting).
         A worker killed before this point loses no page: the lease expires and another
         worker fetches the page again."""
         lease = getattr(item, "_webrace_lease", None)
@@ -158,7 +157,7 @@ class LeaseScheduler(BaseScheduler):
         self.io.run(self._send_acks).addBoth(self._acked)
 
     def _send_acks(self) -> None:
-        """(Redis thread) End the leases of every item written so far: one call per round."""
+        """(Lease thread) End the leases of every item written so far: one call per round."""
         by_round: dict[str, list[str]] = {}
         while self._acks:
             round_id, url = self._acks.popleft()
@@ -191,7 +190,7 @@ class LeaseScheduler(BaseScheduler):
         self.io.run(self._renew_leases, asked).addBoth(self._renewed, asked)
 
     def _renew_leases(self, asked: dict[str, list[str]]) -> dict[str, set[str]] | None:
-        """(Redis thread) round id -> the leases of ``asked`` that still exist, renewed."""
+        """(Lease thread) round id -> the leases of ``asked`` that still exist, renewed."""
         try:
             return {round_id: self.registry.frontier(round_id).renew(urls, self.lease_ms)
                     for round_id, urls in asked.items()}
@@ -234,6 +233,8 @@ class LeaseScheduler(BaseScheduler):
         if len(self.crawler.engine.downloader.active) >= self.max_leased:
             return None
         request = self._next_leased()
+        if request is None:
+            self.stats.inc_value("webrace/leases/buffer_empty")
         self._fill()
         return request
 
@@ -249,16 +250,17 @@ class LeaseScheduler(BaseScheduler):
         return None
 
     def _fill(self) -> None:
-        """Top the buffer up in the Redis thread (one call at a time)."""
-        want = self.max_leased - len(self.buffer)
-        if self._filling is not None or self._closing or want <= 0:
+        """Top the buffer up in the lease thread (one call at a time)."""
+        if self._filling is not None or self._closing or len(self.buffer) >= self.max_leased:
             return
-        self._filling = self.io.run(self._lease, want)
+        self._filling = self.io.run(self._lease)
         self._filling.addBoth(self._filled)
 
-    def _lease(self, want: int) -> tuple[list[tuple[str, Node]], list[str] | None, int, int]:
-        """(Redis thread) Up to ``want`` pages leased, oldest open round first; the rounds
-        lost if Redis came back empty; leases expired and queue entries skipped meanwhile."""
+    def _lease(self) -> tuple[list[tuple[str, Node]], list[str] | None, int, int]:
+        """(Lease thread) Pages leased to fill the buffer, oldest open round first; the
+        rounds lost if Redis came back empty; leases expired and queue entries skipped
+        meanwhile."""
+        want = self.max_leased - len(self.buffer)  # as it is now: the reactor took some meanwhile
         leased: list[tuple[str, Node]] = []
         lost = self._lost_rounds()
         reaped = skipped = 0
@@ -322,7 +324,7 @@ class LeaseScheduler(BaseScheduler):
             self.crawler.engine.crawl(request)
 
     def _open_rounds(self) -> list[str]:
-        """(Redis thread) The open rounds (re-read at most twice a second: rounds open and
+        """(Lease thread) The open rounds (re-read at most twice a second: rounds open and
         close rarely)."""
         at, rounds = self._rounds_cache
         now = time.monotonic()
@@ -332,7 +334,7 @@ class LeaseScheduler(BaseScheduler):
         return rounds
 
     def _lost_rounds(self) -> list[str] | None:
-        """(Redis thread) None, or (Redis came back empty: restarted without its data, or
+        """(Lease thread) None, or (Redis came back empty: restarted without its data, or
         flushed) the rounds this process knew; looked at when the open rounds are re-read."""
         if time.monotonic() - self._rounds_cache[0] <= 0.5:
             return None
