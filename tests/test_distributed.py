@@ -6,10 +6,11 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 import redis
-from conftest import Project, RedisServer, urd
+from conftest import HANG, Project, RedisServer, urd
 
 
 @pytest.fixture
@@ -277,3 +278,106 @@ def test_workers_run_rules_into_the_shared_results_table(wide_site, tmp_path, re
     rows = [json.loads(line) for line in exported.stdout.splitlines()]
     assert sorted(r["url"] for r in rows) == sorted(wide_site.url(p) for p in all_paths())  # each page once
     assert sorted(r["seq"] for r in rows) == list(range(1, len(all_paths()) + 1))  # one numbering for all workers
+
+
+# -- issue 23: no Redis round trip on the reactor thread --------------------------------------
+
+
+def test_worker_reactor_thread_sends_no_redis_command_while_crawling(wide_site, tmp_path, redis_env):
+    """Leases, link offers, finishes and acks go through the worker's Redis thread: a
+    wrapper around the real client (tests/redis_threads.py) records the thread of every
+    command sent while the engine runs."""
+    scheduler = worker_project(tmp_path, "scheduler", redis_env)
+    scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1))
+    schedule(scheduler)
+    worker = worker_project(tmp_path, "worker", redis_env)
+    calls = tmp_path / "redis-calls.json"
+    run = finish(worker, *start_worker(worker, ADDONS=json.dumps({"redis_threads.ReactorRedisCalls": 0}),
+                                       WEBRACE_TEST_REDIS_CALLS=calls))
+    assert run.returncode == 0 and len(run.items) == 31, run.stderr[-3000:]
+    recorded = json.loads(calls.read_text())
+    assert recorded["reactor"] == []
+    # the wrapper saw the crawl's commands: offers and finishes in the engine's Redis thread,
+    # leases and acks in the scheduler's
+    threads = recorded["threads"]
+    assert threads.get("PoolThread-webrace-redis-0", 0) >= 31 * 2, threads
+    assert threads.get("PoolThread-webrace-leases-0", 0) >= 2 * 10, threads
+    assert "done" in schedule(scheduler)
+
+
+def first_leaf_hangs(site, paths) -> threading.Event:
+    """The first request for any of ``paths`` gets no answer (the worker's only download
+    slot stays busy); later ones are answered as usual. The event is set when it came."""
+    hung = threading.Event()
+    lock = threading.Lock()
+
+    def route(path):
+        page = site.routes[(None, path)]
+
+        def answer():
+            with lock:
+                if not hung.is_set():
+                    hung.set()
+                    return HANG
+            return page
+        return answer
+
+    for path in paths:
+        site.routes[(None, path)] = route(path)
+    return hung
+
+
+def test_worker_killed_with_leases_buffered_loses_no_page(wide_site, tmp_path, redis_env):
+    """Leases taken ahead and not fetched yet die with the worker: they expire and another
+    worker fetches their pages (at-least-once, as for pages being fetched)."""
+    wide_site.delay = 0
+    hung = first_leaf_hangs(wide_site, [f"/p{i}.html" for i in range(30)])
+    scheduler = worker_project(tmp_path, "scheduler", redis_env)
+    scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1))
+    schedule(scheduler)
+    a = worker_project(tmp_path, "a", redis_env)
+    proc, out_a = start_worker(a, WEBRACE_LEASE_TIMEOUT=2, CONCURRENT_REQUESTS=1, WEBRACE_MAX_LEASED=4,
+                               WEBRACE_IDLE_CLOSE="")
+    buffered = []
+    for line in proc.stderr:  # the root page's links are offered, and A leases 4 of them ahead
+        if "Leased 4 pages ahead" in line:
+            buffered = line.rsplit(": ", 1)[1].split()
+            break
+    assert hung.wait(60)  # A fetches the first of them (and never gets it), the others wait in its buffer
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    requested = {wide_site.url(p) for p in wide_site.paths()}
+    assert len(buffered) == 4 and set(buffered) - requested  # leased, never requested
+    b = worker_project(tmp_path, "b", redis_env)
+    run_b = finish(b, *start_worker(b, WEBRACE_IDLE_CLOSE=5))
+    assert run_b.returncode == 0, run_b.stderr[-3000:]
+    assert set(wide_site.paths()) == set(all_paths())
+    assert feed_urls(out_a) | {i["url"] for i in run_b.items} == {wide_site.url(p) for p in all_paths()}
+    assert "done" in schedule(scheduler)
+
+
+def test_stopped_worker_gives_its_buffered_leases_back_at_once(wide_site, tmp_path, redis_env):
+    """A worker stopped (SIGTERM) with leases taken ahead puts their pages back in the queue
+    as it closes: another worker fetches them without waiting for the leases to expire
+    (WEBRACE_LEASE_TIMEOUT is 300 s here, longer than the test's timeout)."""
+    wide_site.delay = 0
+    hung = first_leaf_hangs(wide_site, [f"/p{i}.html" for i in range(30)])
+    scheduler = worker_project(tmp_path, "scheduler", redis_env)
+    scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1))
+    schedule(scheduler)
+    a = worker_project(tmp_path, "a", redis_env)
+    proc, out_a = start_worker(a, CONCURRENT_REQUESTS=1, WEBRACE_MAX_LEASED=4, WEBRACE_IDLE_CLOSE="",
+                               DOWNLOAD_TIMEOUT=5)
+    for line in proc.stderr:
+        if "Leased 4 pages ahead" in line:
+            break
+    assert hung.wait(60)
+    proc.send_signal(signal.SIGTERM)  # graceful: the hung download is cancelled, the leases ahead given back
+    run_a = finish(a, proc, out_a)
+    assert run_a.returncode == 0
+    b = worker_project(tmp_path, "b", redis_env)
+    run_b = finish(b, *start_worker(b, WEBRACE_IDLE_CLOSE=3))
+    fetched = {i["url"] for i in run_a.items + run_b.items}
+    cut = {wide_site.url(p) for p in wide_site.paths()} - fetched  # the page A was fetching when stopped
+    assert len(cut) <= 1
+    assert fetched | cut == {wide_site.url(p) for p in all_paths()}

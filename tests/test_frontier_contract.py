@@ -83,6 +83,34 @@ def test_lease_is_breadth_first_then_first_come(redis_frontier):
     assert f.pending() == 4  # all leased, none finished
 
 
+def test_lease_many_takes_several_pages_in_queue_order_in_one_call(redis_frontier, client):
+    f = redis_frontier
+    assert f.lease_many(60_000, 3) == []  # (the script is loaded in Redis now)
+    for url in ["http://a/", "http://b/", "http://c/"]:
+        f.offer(url, None, 1, {"u": 1})
+    f.offer("http://root/", None, 0, {"u": 2})
+    client.zadd(f.keys["queue"], {"http://ghost/": 0})  # no node: skipped, not counted as leased
+    scripts = client.info("commandstats")["cmdstat_evalsha"]["calls"]
+    taken = f.lease_many(60_000, 3)
+    assert client.info("commandstats")["cmdstat_evalsha"]["calls"] - scripts == 1  # one round trip
+    assert [n.url for n in taken] == ["http://root/", "http://a/", "http://b/"] and f.skipped == 1
+    assert taken[0].budgets == {"u": 2} and taken[0].depth == 0
+    assert [n.url for n in f.lease_many(60_000, 5)] == ["http://c/"]
+    assert f.lease_many(60_000, 5) == [] and f.pending() == 4
+
+
+def test_released_leases_go_back_to_the_queue_at_once(redis_frontier):
+    """A worker that stops gives back the pages it leased ahead and will not fetch."""
+    f = redis_frontier
+    f.offer("http://a/", None, 0, {"u": 0})
+    f.offer("http://b/", None, 0, {"u": 0})
+    a, b = f.lease_many(600_000, 2)
+    f.finish(a, DONE, {"u": 0}, keep_lease=True)  # fetched, its item not written yet: not given back
+    assert f.release([a.url, b.url, "http://never-leased/"]) == 1
+    assert f.lease(600_000).url == "http://b/" and f.lease(600_000) is None
+    assert f.pending() == 1  # b, leased again
+
+
 def test_expired_lease_goes_back_to_the_queue(redis_frontier):
     f = redis_frontier
     f.offer("http://a/", None, 0, {"u": 1})

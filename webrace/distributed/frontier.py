@@ -113,10 +113,10 @@ end
 return renewed
 """
 
-# Take the next page from the queue KEYS[1] (the shared one, or a worker's own): first put
-# expired leases back in the shared queue KEYS[5], then move the head of KEYS[1] to the
-# leases. Members whose node is missing, unreadable or no longer pending are dropped and
-# counted.
+# Take the next ARGV[2] pages (default 1) from the queue KEYS[1] (the shared one, or a
+# worker's own): first put expired leases back in the shared queue KEYS[5], then move the
+# head of KEYS[1] to the leases, as many times. Members whose node is missing, unreadable or
+# no longer pending are dropped and counted. Returns {reaped, skipped, url, node, url, node...}.
 _LEASE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -135,19 +135,43 @@ for _, url in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)) do
     reaped = reaped + 1
   end
 end
-while true do
+local want = tonumber(ARGV[2] or '1')
+local taken = {}
+while #taken < 2 * want do
   local head = redis.call('ZRANGE', KEYS[1], 0, 0)
-  if #head == 0 then return {reaped, skipped} end
+  if #head == 0 then break end
   local url = head[1]
   redis.call('ZREM', KEYS[1], url)
   local raw = redis.call('HGET', KEYS[3], url)
   local ok, node = pcall(cjson.decode, raw or '')
   if ok and type(node) == 'table' and node.s == 'pending' then
     redis.call('ZADD', KEYS[2], now + tonumber(ARGV[1]), url)
-    return {reaped, skipped, url, raw}
+    table.insert(taken, url); table.insert(taken, raw)
+  else
+    skipped = skipped + 1
   end
-  skipped = skipped + 1
 end
+local out = {reaped, skipped}
+for _, v in ipairs(taken) do table.insert(out, v) end
+return out
+"""
+
+# Give back leased pages this worker will not fetch (it stops with leases it had not started):
+# those of ARGV still leased and pending go back to the shared queue KEYS[2] at once, instead
+# of waiting for their lease to expire. Returns how many went back.
+_RELEASE = """
+local back = 0
+for _, url in ipairs(ARGV) do
+  if redis.call('ZREM', KEYS[1], url) == 1 then
+    local ok, node = pcall(cjson.decode, redis.call('HGET', KEYS[3], url) or '')
+    if ok and type(node) == 'table' and node.s == 'pending' then
+      local seq = redis.call('INCR', KEYS[4])
+      redis.call('ZADD', KEYS[2], node.d * 1e12 + seq, url)
+      back = back + 1
+    end
+  end
+end
+return back
 """
 
 
@@ -166,6 +190,7 @@ class RedisFrontier:
         self._finish = client.register_script(_FINISH)
         self._lease = client.register_script(_LEASE)
         self._renew = client.register_script(_RENEW)
+        self._release = client.register_script(_RELEASE)
         self.reaped = 0  # leases that expired and went back to the queue
         self.skipped = 0  # queue entries without a readable pending node
 
@@ -261,16 +286,34 @@ class RedisFrontier:
         own queue first, then the shared queue, then the queues of the workers in ``also``
         (those that stopped: their pages must not wait for them); None when there is none
         (pages may still be leased by other workers: see :meth:`pending`)."""
+        nodes = self.lease_many(lease_ms, 1, worker, also)
+        return nodes[0] if nodes else None
+
+    def lease_many(self, lease_ms: int, count: int, worker: str | None = None,
+                   also: tuple[str, ...] = ()) -> list[Node]:
+        """Up to ``count`` pages, as :meth:`lease` takes one: one script call per queue
+        looked at (a worker's lease prefetch: one round trip for several pages)."""
         k = self.keys
         sources = [self.worker_queue(worker)] if worker else []
         sources += [k["queue"], *(self.worker_queue(w) for w in also if w != worker)]
+        nodes: list[Node] = []
         for queue in sources:
-            result = self._lease(keys=[queue, k["leases"], k["nodes"], k["seq"], k["queue"]], args=[lease_ms])
+            if len(nodes) >= count:
+                break
+            result = self._lease(keys=[queue, k["leases"], k["nodes"], k["seq"], k["queue"]],
+                                 args=[lease_ms, count - len(nodes)])
             self.reaped += int(result[0])
             self.skipped += int(result[1])
-            if len(result) >= 4:
-                return _node(_text(result[2]), result[3])
-        return None
+            nodes += [_node(_text(result[i]), result[i + 1]) for i in range(2, len(result) - 1, 2)]
+        return nodes
+
+    def release(self, urls: list[str]) -> int:
+        """Give back leases this worker took but will not fetch: still pending, they go back
+        to the shared queue now (else they would wait for their lease to expire)."""
+        if not urls:
+            return 0
+        k = self.keys
+        return int(self._release(keys=[k["leases"], k["queue"], k["nodes"], k["seq"]], args=urls))
 
     def ack(self, urls: list[str]) -> None:
         """The items of ``urls`` are written: their leases end."""

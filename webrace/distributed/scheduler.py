@@ -3,16 +3,25 @@
 The URD spider sets it (``SCHEDULER``, spider priority) in distributed mode only; embedded,
 and for every other spider, Scrapy's own scheduler runs.
 
-:meth:`next_request` leases the next page of the oldest open round
-(breadth first) and the spider builds its request; the lease ends when the spider finishes
-the page, or expires after ``WEBRACE_LEASE_TIMEOUT`` seconds if this worker dies, and the
-page goes back to the queue. Requests made on this worker (redirects, retries) wait in a
-local queue: they belong to a leased page, so a crash loses nothing that the lease does not
-bring back. A worker leases no more pages than ``WEBRACE_MAX_LEASED`` at once, so that
-the round's pages spread over the workers. An idle worker polls Redis with a backoff (50 ms doubling to 2 s) instead of
-Scrapy's 5-second idle tick, and stops after ``WEBRACE_IDLE_CLOSE`` seconds without work
-(unset: it runs until stopped). A Redis that goes away mid-crawl is logged and retried with
-the same backoff.
+:meth:`next_request` hands out the next leased page of the oldest open round (breadth
+first) and the spider builds its request; the lease ends when the page's item is in the
+feed, or expires after ``WEBRACE_LEASE_TIMEOUT`` seconds if this worker dies, and the page
+goes back to the queue. Requests made on this worker (redirects, retries) wait in a local
+queue: they belong to a leased page, so a crash loses nothing that the lease does not bring
+back. A worker fetches no more leased pages than ``WEBRACE_MAX_LEASED`` at once, so that the
+round's pages spread over the workers.
+
+No Redis round trip runs on the reactor thread (issue 23): leases are taken ahead, in the
+worker's lease thread (:mod:`webrace.distributed.offload`), into a buffer of at most
+``WEBRACE_MAX_LEASED`` pages (one script call leases several), which :meth:`next_request`
+takes from without waiting (None while it is empty: the buffer is topped up in the
+background and the engine woken when leases arrive); leases buffered are renewed like those
+being fetched, and a worker killed with some loses nothing (they expire and go back to the
+queue; one that stops gives them back at once). Lease ends (acks) and renewals are sent from
+that thread too, the acks waiting in one call. An idle worker polls Redis with a backoff (50 ms
+doubling to 2 s) instead of Scrapy's 5-second idle tick, and stops after
+``WEBRACE_IDLE_CLOSE`` seconds without work (unset: it runs until stopped). A Redis that
+goes away mid-crawl is logged and retried with the same backoff.
 """
 
 from __future__ import annotations
@@ -28,11 +37,18 @@ from scrapy.core.scheduler import BaseScheduler
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider
 from scrapy.extensions.feedexport import FeedExporter
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet import task
+from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
+
+from webrace.distributed.offload import RedisThread
+from webrace.records.rounds import Node
 
 logger = logging.getLogger(__name__)
 
 MIN_POLL, MAX_POLL = 0.05, 2.0
+REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
 
 class LeaseScheduler(BaseScheduler):
@@ -42,21 +58,28 @@ class LeaseScheduler(BaseScheduler):
         self.stats = crawler.stats
         self.rounds: Any = None  # the spider's round engine (RedisRounds), from open()
         self.registry: Any = None
+        self.io = RedisThread("webrace-leases")  # leases, acks, renewals: never on the reactor
         self.lease_ms = int(settings.getfloat("WEBRACE_LEASE_TIMEOUT") * 1000)
         self.max_leased = settings.getint("WEBRACE_MAX_LEASED")
         self.idle_close = settings.getfloat("WEBRACE_IDLE_CLOSE") if settings.get("WEBRACE_IDLE_CLOSE") else None
         self.local: deque[Request] = deque()
+        self.buffer: deque[tuple[str, Node]] = deque()  # leased ahead, not requested yet (round id, page)
         self.spider: Spider | None = None
         self.last_work = time.monotonic()
         self.poll_delay = MIN_POLL
         self._poll_call: Any = None
-        self._queued_cache = (0.0, False)
-        self._rounds_cache: tuple[float, list[str]] = (0.0, [])
+        self._rounds_cache: tuple[float, list[str]] = (0.0, [])  # the lease thread's
         self._redis_down = False
-        # round id -> URLs leased by this worker whose items are not written yet: their leases
-        # are renewed while this worker lives and end when the item is in the feed
+        # round id -> URLs leased by this worker whose items are not written yet (buffered,
+        # being fetched, or their items in the pipeline): their leases are renewed while this
+        # worker lives and end when the item is in the feed
         self.holding: dict[str, set[str]] = {}
         self._renewal: Any = None
+        self._filling: Deferred | None = None  # the lease call in flight
+        self._renewing = False
+        self._acks: deque[tuple[str, str]] = deque()  # (round id, URL) whose items are written
+        self._acking = False
+        self._closing = False
         crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
         for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
             crawler.signals.connect(self.item_done, signal=signal)
@@ -73,17 +96,47 @@ class LeaseScheduler(BaseScheduler):
         self._renewal = task.LoopingCall(self._renew)
         self._renewal.start(max(self.lease_ms / 3000, 0.05), now=False).addErrback(
             lambda failure: logger.error("Lease renewal stopped: %s", failure.getErrorMessage()))
+        self._fill()  # the first leases while the engine starts
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str) -> Deferred:
+        self._closing = True
         if self._poll_call is not None and self._poll_call.active():
             self._poll_call.cancel()
         if self._renewal is not None and self._renewal.running:
             self._renewal.stop()
+        return deferred_from_coro(self._close())
+
+    async def _close(self) -> None:
+        """Send the acks still waiting, and give back the leases buffered (their pages go
+        back to the queue now instead of when their leases expire)."""
+        if self._filling is not None:  # its leases land in the buffer first
+            await maybe_deferred_to_future(self._filling)
+        unused: dict[str, list[str]] = {}
+        while self.buffer:
+            round_id, node = self.buffer.popleft()
+            unused.setdefault(round_id, []).append(node.url)
+            self.holding.get(round_id, set()).discard(node.url)
+        try:
+            await self.io.call(self._end, unused)
+        except Exception as exc:  # Redis gone: the acks and the leases given back wait for expiry
+            logger.warning("Leases not ended at close (%s: %s): they expire", type(exc).__name__, exc)
+        finally:
+            self.io.stop()
+
+    def _end(self, unused: dict[str, list[str]]) -> None:
+        """(Lease thread) The last acks, and the leases this worker will not fetch given back."""
+        self._send_acks()
+        for round_id, urls in unused.items():
+            back = self.registry.frontier(round_id).release(urls)
+            self.stats.inc_value("webrace/leases/given_back", back)
+
+    # -- leases ending -------------------------------------------------------------------
 
     def item_done(self, item: Any, **kwargs: Any) -> None:
         """An item left the pipeline (written to the feeds, dropped or failed): flush the
-        feeds, then end the lease of its page. A worker killed before this point loses no
-        page: the lease expires and another worker fetches the page again."""
+        feeds, then end the lease of its page (in the lease thread, with the others waiting).
+        A worker killed before this point loses no page: the lease expires and another
+        worker fetches the page again."""
         lease = getattr(item, "_webrace_lease", None)
         if lease is None:
             return
@@ -92,11 +145,34 @@ class LeaseScheduler(BaseScheduler):
         for slot in exporter.slots if exporter is not None else ():
             if slot.file is not None and not slot.file.closed:
                 slot.file.flush()
-        try:
-            self.rounds.written(round_id, [url])
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
-            logger.warning("Redis unreachable (%s): the lease of %s ends when it expires", exc, url)
         self.holding.get(round_id, set()).discard(url)
+        self._acks.append(lease)
+        self.last_work = time.monotonic()
+        self._ack()
+
+    def _ack(self) -> None:
+        if self._acking or not self._acks or self._closing:
+            return
+        self._acking = True
+        self.io.run(self._send_acks).addBoth(self._acked)
+
+    def _send_acks(self) -> None:
+        """(Lease thread) End the leases of every item written so far: one call per round."""
+        by_round: dict[str, list[str]] = {}
+        while self._acks:
+            round_id, url = self._acks.popleft()
+            by_round.setdefault(round_id, []).append(url)
+        for round_id, urls in by_round.items():
+            try:
+                self.rounds.written(round_id, urls)
+            except REDIS_DOWN as exc:
+                logger.warning("Redis unreachable (%s): the leases of %d pages end when they expire", exc, len(urls))
+
+    def _acked(self, result: Any) -> None:
+        self._acking = False
+        if isinstance(result, Failure):
+            logger.error("Ending leases failed: %s", result.getErrorMessage())
+        self._ack()  # those that came meanwhile
 
     def callback_failed(self, failure: Any, response: Any, spider: Spider) -> None:
         """A page's callback raised (e.g. Redis went away meanwhile): its item will not come,
@@ -106,18 +182,43 @@ class LeaseScheduler(BaseScheduler):
             self.holding[context["round"]].discard(context["link"])
 
     def _renew(self) -> None:
-        """Extend the leases this worker holds (pages in flight, items not written yet)."""
+        """Extend the leases this worker holds (buffered, in flight, items not written yet)."""
+        if self._renewing or self._closing or not self.holding:
+            return
+        asked = {round_id: sorted(urls) for round_id, urls in self.holding.items()}
+        self._renewing = True
+        self.io.run(self._renew_leases, asked).addBoth(self._renewed, asked)
+
+    def _renew_leases(self, asked: dict[str, list[str]]) -> dict[str, set[str]] | None:
+        """(Lease thread) round id -> the leases of ``asked`` that still exist, renewed."""
         try:
-            for round_id, urls in list(self.holding.items()):
-                alive = self.registry.frontier(round_id).renew(sorted(urls), self.lease_ms)
-                urls &= alive  # the others ended (failed or duplicate pages: no item)
-                if not urls:
-                    del self.holding[round_id]
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            return {round_id: self.registry.frontier(round_id).renew(urls, self.lease_ms)
+                    for round_id, urls in asked.items()}
+        except REDIS_DOWN as exc:
             logger.warning("Redis unreachable (%s): leases not renewed", exc)
+            return None
+
+    def _renewed(self, alive: Any, asked: dict[str, list[str]]) -> None:
+        self._renewing = False
+        if isinstance(alive, Failure):
+            logger.error("Lease renewal failed: %s", alive.getErrorMessage())
+            return
+        if alive is None:  # Redis unreachable
+            return
+        for round_id, urls in asked.items():
+            held = self.holding.get(round_id)
+            if held is None:
+                continue
+            held -= set(urls) - alive.get(round_id, set())  # the others ended (failed or duplicate pages: no item)
+            if not held:
+                del self.holding[round_id]
+
+    # -- handing out pages ---------------------------------------------------------------
 
     def has_pending_requests(self) -> bool:
-        return bool(self.local) or self._shared_queued()
+        # Pages queued in Redis but not leased yet are not pending here: when nothing else
+        # is, the engine goes idle and spider_idle polls (a lease arriving wakes it at once).
+        return bool(self.local) or bool(self.buffer)
 
     def enqueue_request(self, request: Request) -> bool:
         self.local.append(request)
@@ -127,81 +228,134 @@ class LeaseScheduler(BaseScheduler):
     def next_request(self) -> Request | None:
         if self.local:
             return self.local.popleft()
-        return self._lease()
-
-    def _lease(self) -> Request | None:
-        # Take no more than this worker fetches at once, or it hoards the round's queue
-        # (Scrapy asks for requests until CONCURRENT_REQUESTS are in its downloader).
+        # Fetch no more than WEBRACE_MAX_LEASED at once, or this worker hoards the round's
+        # queue (Scrapy asks for requests until CONCURRENT_REQUESTS are in its downloader).
         if len(self.crawler.engine.downloader.active) >= self.max_leased:
             return None
-        try:
-            for round_id in self._open_rounds():
-                frontier = self.registry.frontier(round_id)
-                reaped, skipped = frontier.reaped, frontier.skipped
-                delegation = self.rounds.delegation
-                if delegation is None:
-                    node = frontier.lease(self.lease_ms)
-                else:  # IPMicra: this worker's own queue, then the shared one, then stopped workers'
-                    delegation.heartbeat()
-                    node = frontier.lease(self.lease_ms, delegation.me, delegation.stopped_workers())
-                self.stats.inc_value("webrace/leases/expired", frontier.reaped - reaped)
-                self.stats.inc_value("webrace/leases/corrupt_skipped", frontier.skipped - skipped)
-                if node is None:
-                    continue
-                request = self.spider.request_for_lease(round_id, node)
-                if request is not None:
-                    self.holding.setdefault(round_id, set()).add(node.url)
-                    self.stats.inc_value("webrace/leases/taken")
-                    self.last_work = time.monotonic()
-                    return request
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
-            if not self._redis_down:
-                logger.warning("Redis unreachable (%s): retrying with backoff; leased pages are kept", exc)
-            self._redis_down = True
-            return None
+        request = self._next_leased()
+        if request is None:
+            self.stats.inc_value("webrace/leases/buffer_empty")
+        self._fill()
+        return request
+
+    def _next_leased(self) -> Request | None:
+        while self.buffer:
+            round_id, node = self.buffer.popleft()
+            request = self.spider.request_for_lease(round_id, node)
+            if request is not None:
+                self.stats.inc_value("webrace/leases/taken")
+                self.last_work = time.monotonic()
+                return request
+            self.holding.get(round_id, set()).discard(node.url)  # its round is gone: the lease expires
+        return None
+
+    def _fill(self) -> None:
+        """Top the buffer up in the lease thread (one call at a time)."""
+        if self._filling is not None or self._closing or len(self.buffer) >= self.max_leased:
+            return
+        self._filling = self.io.run(self._lease)
+        self._filling.addBoth(self._filled)
+
+    def _lease(self) -> tuple[list[tuple[str, Node]], list[str] | None, int, int]:
+        """(Lease thread) Pages leased to fill the buffer, oldest open round first; the
+        rounds lost if Redis came back empty; leases expired and queue entries skipped
+        meanwhile."""
+        want = self.max_leased - len(self.buffer)  # as it is now: the reactor took some meanwhile
+        leased: list[tuple[str, Node]] = []
+        lost = self._lost_rounds()
+        reaped = skipped = 0
+        for round_id in self._open_rounds():
+            frontier = self.registry.frontier(round_id)
+            before = frontier.reaped, frontier.skipped
+            delegation = self.rounds.delegation
+            if delegation is None:
+                nodes = frontier.lease_many(self.lease_ms, want - len(leased))
+            else:  # IPMicra: this worker's own queue, then the shared one, then stopped workers'
+                delegation.heartbeat()
+                nodes = frontier.lease_many(self.lease_ms, want - len(leased), delegation.me,
+                                            delegation.stopped_workers())
+            reaped += frontier.reaped - before[0]
+            skipped += frontier.skipped - before[1]
+            if nodes:
+                self.rounds.load(round_id)  # its URDs read here, not on the reactor
+                leased += [(round_id, node) for node in nodes]
+            if len(leased) >= want:
+                break
+        return leased, lost, reaped, skipped
+
+    def _filled(self, result: Any) -> None:
+        self._filling = None
+        if isinstance(result, Failure):
+            if result.check(*REDIS_DOWN):
+                if not self._redis_down:
+                    logger.warning("Redis unreachable (%s): retrying with backoff; leased pages are kept",
+                                   result.getErrorMessage())
+                self._redis_down = True
+            else:
+                logger.error("Leasing pages failed: %s", result.getTraceback())
+            return
+        leased, lost, reaped, skipped = result
         if self._redis_down:
             logger.info("Redis reachable again")
             self._redis_down = False
-        return None
+        self.stats.inc_value("webrace/leases/expired", reaped)
+        self.stats.inc_value("webrace/leases/corrupt_skipped", skipped)
+        if lost is not None:
+            self._forget(lost)
+        for round_id, node in leased:
+            self.holding.setdefault(round_id, set()).add(node.url)
+            self.buffer.append((round_id, node))
+        if leased:
+            logger.debug("Leased %d pages ahead, %d buffered: %s", len(leased), len(self.buffer),
+                         " ".join(node.url for _, node in leased))
+        if leased and not self._closing:
+            self.poll_delay = MIN_POLL
+            if self._poll_call is not None and self._poll_call.active():
+                self._poll_call.cancel()
+            self._wake()
+
+    def _wake(self) -> None:
+        """Leases arrived: hand one to the engine if it has room (it then asks for the
+        others); when it has none, it asks as soon as a download ends."""
+        if len(self.crawler.engine.downloader.active) >= self.max_leased:
+            return
+        request = self._next_leased()
+        if request is not None:
+            self.crawler.engine.crawl(request)
 
     def _open_rounds(self) -> list[str]:
-        """The open rounds (re-read at most twice a second: rounds open and close rarely)."""
+        """(Lease thread) The open rounds (re-read at most twice a second: rounds open and
+        close rarely)."""
         at, rounds = self._rounds_cache
         now = time.monotonic()
         if now - at > 0.5:
-            self._check_lost()
             rounds = self.registry.open_rounds()
             self._rounds_cache = (now, rounds)
         return rounds
 
-    def _check_lost(self) -> None:
-        """Redis came back empty (restarted without its data, or flushed): say so, once."""
-        lost = self.rounds.lost_rounds()
-        if lost is None:
-            return
+    def _lost_rounds(self) -> list[str] | None:
+        """(Lease thread) None, or (Redis came back empty: restarted without its data, or
+        flushed) the rounds this process knew; looked at when the open rounds are re-read."""
+        if time.monotonic() - self._rounds_cache[0] <= 0.5:
+            return None
+        return self.rounds.lost_rounds()
+
+    def _forget(self, lost: list[str]) -> None:
+        """Redis came back empty: say so, once, and drop what this worker held of those rounds."""
         self.stats.inc_value("webrace/redis_lost")
         for round_id in lost:
             self.holding.pop(round_id, None)
+        self.buffer = deque((r, n) for r, n in self.buffer if r not in lost)
         logger.error("Redis came back empty: the state of %s is gone; `scrapy urd schedule` opens a "
                      "round again for the URDs it had not checked",
                      f"round(s) {', '.join(lost)}" if lost else "the open rounds")
 
-    def _shared_queued(self) -> bool:
-        """Whether an open round has queued pages (cached briefly: the engine asks often)."""
-        at, queued = self._queued_cache
-        now = time.monotonic()
-        if now - at > 0.2:
-            try:
-                delegation = self.rounds.delegation
-                me = delegation.me if delegation is not None else None
-                queued = any(self.registry.frontier(r).queued(me) for r in self._open_rounds())
-            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
-                queued = False
-            self._queued_cache = (now, queued)
-        return queued
+    # -- idle ----------------------------------------------------------------------------
 
     def spider_idle(self, spider: Spider) -> None:
         idle_for = time.monotonic() - self.last_work
+        # (a lease call may be in flight: the engine asked just before; leases it brings are
+        # given back at close)
         if self.idle_close is not None and idle_for >= self.idle_close:
             logger.info("No work for %.0f s (WEBRACE_IDLE_CLOSE): stopping", idle_for)
             return
@@ -212,13 +366,15 @@ class LeaseScheduler(BaseScheduler):
         raise DontCloseSpider
 
     def _poll(self) -> None:
-        """While idle: lease a page and hand it to the engine, or look again a bit later
-        (until WEBRACE_IDLE_CLOSE says stop, at Scrapy's next idle tick)."""
-        request = self._lease()
-        if request is not None:
-            self.poll_delay = MIN_POLL
-            self.crawler.engine.crawl(request)
+        """While idle: look for pages to lease (they wake the engine when they arrive), a
+        bit later each time (until WEBRACE_IDLE_CLOSE says stop, at Scrapy's next idle tick)."""
+        if self._closing:
             return
+        if self.buffer:
+            self.poll_delay = MIN_POLL
+            self._wake()
+            return
+        self._fill()
         self.poll_delay = min(self.poll_delay * 2, MAX_POLL)
         idle_for = time.monotonic() - self.last_work
         if self.idle_close is None or idle_for < self.idle_close:

@@ -219,7 +219,7 @@ class RoundEngine(ABC):
         return any(rnd.held and (not rnd.shared or self._releasable(rnd)) for rnd in self.rounds.values())
 
     def held(self) -> int:
-        return sum(len(rnd.held) for rnd in self.rounds.values())
+        return sum(len(rnd.held) for rnd in list(self.rounds.values()))
 
     def owners(self, rnd: Round, node: Node) -> dict[str, Any]:
         """``owners``, ``urd_ids`` (without sentinels' pseudo-URDs) and ``urgent`` of a page:
@@ -289,7 +289,7 @@ class RoundEngine(ABC):
                     offers.append((link, child))
                 else:
                     not_followed.append((link, reason))
-            self._not_followed(rnd, not_followed)
+            self._not_followed(rnd, not_followed, known)
             results = rnd.frontier.offer_many(parent.url, parent.depth + 1, offers)
             for (link, _), (verdict, gained, state) in zip(offers, results, strict=True):
                 if verdict is Offer.NEW:
@@ -325,11 +325,12 @@ class RoundEngine(ABC):
         rnd.requested[group_id] += 1
         return True
 
-    def _not_followed(self, rnd: Round, links: list[tuple[str, str]]) -> None:
+    def _not_followed(self, rnd: Round, links: list[tuple[str, str]], known: set[str]) -> None:
         """Count links no URD follows, once per crawl, and only while no other path has
-        brought them into the frontier (then they were not ignored after all)."""
+        brought them into the frontier (then they were not ignored after all). ``known``:
+        the links the frontier had when the page's links were looked up (one round trip for
+        both in a shared round; the links counted here were not offered since)."""
         fresh = [(link, reason) for link, reason in links if link not in rnd.not_followed]
-        known = rnd.frontier.known([link for link, _ in fresh]) if fresh else set()
         for link, reason in fresh:
             if link not in known and link not in rnd.not_followed:
                 counted = link not in self.ignored_before

@@ -44,18 +44,32 @@ class RedisRounds(RoundEngine):
         self.registry = registry
         self.urd_store = urd_store  # where `scrapy urd schedule` runs; workers have none
         self.sentinels = sentinels  # the due sentinels joining the rounds `scrapy urd schedule` opens
+        self._loaded: dict[str, Round] = {}  # rounds read ahead (:meth:`load`), not registered yet
 
     def round(self, round_id: str) -> Round | None:
         rnd = self.rounds.get(round_id)
         if rnd is None:
-            urds = self.registry.urds(round_id)
-            if not urds:
-                return None
-            rnd = self._register(Round(
-                round_id, urds, self.registry.frontier(round_id),
-                self.registry.opened_at(round_id) or now_millis(), shared=True,
-                sentinels=self.registry.sentinels(round_id), queries=QueryVariants(self.limits.max_queries)))
+            rnd = self._loaded.pop(round_id, None) or self._read(round_id)
+            if rnd is not None:
+                self._register(rnd)
         return rnd
+
+    def load(self, round_id: str) -> None:
+        """Read a round this process has not met yet from Redis, for :meth:`round` to
+        register without a round trip (a worker's Redis thread does this as it leases the
+        round's first page: registering tells the crawl, on the reactor thread)."""
+        if round_id not in self.rounds and round_id not in self._loaded:
+            rnd = self._read(round_id)
+            if rnd is not None:
+                self._loaded[round_id] = rnd
+
+    def _read(self, round_id: str) -> Round | None:
+        urds = self.registry.urds(round_id)
+        if not urds:
+            return None
+        return Round(round_id, urds, self.registry.frontier(round_id),
+                     self.registry.opened_at(round_id) or now_millis(), shared=True,
+                     sentinels=self.registry.sentinels(round_id), queries=QueryVariants(self.limits.max_queries))
 
     def open_due(self, now_ms: int, only_ids: list[str] | None = None) -> Round | None:
         """A round for the due URDs (or ``only_ids``) and, without ``only_ids``, the due
@@ -98,6 +112,7 @@ class RedisRounds(RoundEngine):
         lost = sorted(self.rounds)
         for round_id in lost:
             self.rounds.pop(round_id)
+        self._loaded.clear()
         return lost
 
     def close_finished(self) -> list[Round]:

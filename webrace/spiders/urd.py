@@ -5,7 +5,9 @@ round follows, coalesces and releases (seed 000 section 4: requests carry ``[Lin
 ParentLink, Depth, {owners}]``, here in ``meta["webrace"]``, the owners as the ids of their
 groups: see :mod:`webrace.rounds.groups`); the spider turns its steps into
 Requests and items, and runs what needs Scrapy: the page recorder (links, object cache), the
-rules, IPMicra's host resolution, and the continuous mode's timer.
+rules, IPMicra's host resolution, and the continuous mode's timer. In distributed mode the
+engine's calls on a fetched page (they go to Redis) run in the worker's Redis thread
+(:mod:`webrace.distributed.offload`), awaited: the reactor goes on meanwhile.
 
 Spider arguments: ``-a urd=ID[,ID...]`` crawls these URDs now, due or not;
 ``-a template=FILE`` runs the rules of a Scout template over every document
@@ -19,6 +21,7 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+import redis
 import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -28,6 +31,7 @@ from twisted.internet import task, threads
 from twisted.python.failure import Failure
 
 from webrace.backends import distributed, open_round_engine
+from webrace.distributed.offload import RedisThread
 from webrace.extractor import UrlExtractor
 from webrace.items import Page
 from webrace.middlewares.exclusion import IGNORED
@@ -55,6 +59,9 @@ class UrdSpider(scrapy.Spider):
         self.continuous = False
         self._wake_call: Any = None
         self._probe_loop: Any = None
+        self.redis_io: RedisThread | None = None  # distributed: where the engine's Redis calls run
+        self._flush_check: Any = None  # distributed, idle: whether held items can go, asked
+        self._flush_answer: bool | None = None
 
     @classmethod
     def update_settings(cls, settings: Any) -> None:
@@ -72,6 +79,8 @@ class UrdSpider(scrapy.Spider):
         stats = CrawlStats(crawler)
         spider.engine = open_round_engine(settings, stats, StoredSentinels(settings))
         spider.engine.on_open = spider._round_opened
+        if spider.engine.shared:  # no Redis round trip on the reactor thread (issue 23)
+            spider.redis_io = RedisThread()
         spider.extractor = UrlExtractor.from_settings(settings)
         spider.recorder = None  # needs the object cache, which its owner opens (spider_opened)
         crawler.signals.connect(spider.on_opened, signal=signals.spider_opened)
@@ -171,9 +180,16 @@ class UrdSpider(scrapy.Spider):
 
     # -- a fetched page ------------------------------------------------------------------
 
+    async def _call(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)``, an engine call: in the Redis thread in distributed mode (awaited),
+        else here."""
+        if self.redis_io is None:
+            return fn(*args)
+        return await self.redis_io.call(fn, *args)
+
     async def parse_page(self, response: Response) -> AsyncIterator[Any]:
         rnd, node = self._node(response.request)
-        step = self.engine.redirected(rnd, node, response.url)
+        step = await self._call(self.engine.redirected, rnd, node, response.url)
         if step is not None:  # a redirect to a page this round already has
             for out in self._emit(rnd, step):
                 yield out
@@ -189,7 +205,7 @@ class UrdSpider(scrapy.Spider):
             self.crawler.stats.set_value("webrace/store_unwritable", str(exc))
             raise CloseSpider("store_unwritable") from None
         if item is None:
-            for out in self._emit(rnd, self.engine.finish(rnd, node, FAILED)):
+            for out in self._emit(rnd, await self._call(self.engine.finish, rnd, node, FAILED)):
                 yield out
             return
         if self.scout is not None:  # before the links are followed: rules may add some
@@ -204,7 +220,7 @@ class UrdSpider(scrapy.Spider):
             if latency is not None and response.status != 304:
                 self.delegation.report(response.url, latency * 1000)
             await self.delegation.prepare(node.links)
-        for out in self._emit(rnd, self.engine.fetched(rnd, node, item)):
+        for out in self._emit(rnd, await self._call(self.engine.fetched, rnd, node, item)):
             yield out
 
     async def close_rules(self, spider: scrapy.Spider) -> None:
@@ -224,12 +240,12 @@ class UrdSpider(scrapy.Spider):
         items it holds (the lease scheduler decides when it stops)."""
         if spider is not self:
             return
-        if self.engine.wants_flush():
-            self.crawler.engine.crawl(scrapy.Request("data:,", callback=self._flush, dont_filter=True,
-                                                     meta={"dont_obey_robotstxt": True}))
-            raise DontCloseSpider
         if self.engine.shared:
+            self._shared_idle()
             return
+        if self.engine.wants_flush():
+            self._crawl_flush()
+            raise DontCloseSpider
         try:  # an error here must not end a continuous crawl as if it had finished
             for rnd in self.engine.close_finished():
                 logger.info("Round %s done", rnd.id.rsplit("-", 1)[-1])
@@ -242,8 +258,36 @@ class UrdSpider(scrapy.Spider):
             self._wake()
             raise DontCloseSpider
 
-    def _flush(self, response: Response) -> Iterator[Page]:
-        yield from self._emit(None, self.engine.flush())
+    def _crawl_flush(self) -> None:
+        self.crawler.engine.crawl(scrapy.Request("data:,", callback=self._flush, dont_filter=True,
+                                                 meta={"dont_obey_robotstxt": True}))
+
+    def _shared_idle(self) -> None:
+        """Distributed: whether held items can go is asked in the Redis thread (the crawl
+        stays open meanwhile, and a flush follows when they can). An answer "not yet" lets
+        the next idle tick through (the lease scheduler decides whether to stop), and the one
+        after asks again."""
+        if self._flush_answer is False:
+            self._flush_answer = None
+            return
+        if self._flush_check is None and self.engine.held():
+            self._flush_check = self.redis_io.run(self.engine.wants_flush).addBoth(self._flush_checked)
+        if self._flush_check is not None:
+            raise DontCloseSpider
+
+    def _flush_checked(self, wants: Any) -> None:
+        self._flush_check = None
+        if isinstance(wants, Failure):
+            logger.warning("Could not tell whether held items can go: %s", wants.getErrorMessage())
+            wants = False
+        self._flush_answer = bool(wants)
+        if wants:
+            self._flush_answer = None
+            self._crawl_flush()
+
+    async def _flush(self, response: Response) -> AsyncIterator[Page]:
+        for out in self._emit(None, await self._call(self.engine.flush)):
+            yield out
 
     def _wake(self) -> None:
         """Start a round with the URDs due now, or come back when the next one falls due."""
@@ -268,14 +312,20 @@ class UrdSpider(scrapy.Spider):
 
     # -- a failed fetch ------------------------------------------------------------------
 
-    def fetch_failed(self, failure: Failure) -> Iterator[Page]:
+    async def fetch_failed(self, failure: Failure) -> AsyncIterator[Page]:
         request = failure.request
+        if self.engine.shared and failure.check(redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+            # this worker's Redis (e.g. the meta-info lookup) failed, not the page: a spider
+            # error stops its lease's renewal, so it expires and the page is fetched again
+            raise redis.exceptions.ConnectionError(f"Redis unreachable while fetching {request.url}: "
+                                                   f"{failure.getErrorMessage()}")
         rnd, node = self._node(request)
         if not request.meta.get(IGNORED):  # else counted where it was decided
             reason = failure_reason(failure.value)
             self.crawler.stats.inc_value(f"webrace/failed/{reason}")
             logger.warning("Fetch failed (%s) %s: %s", reason, request.url, failure.getErrorMessage()[:200])
-        yield from self._emit(rnd, self.engine.finish(rnd, node, FAILED))
+        for out in self._emit(rnd, await self._call(self.engine.finish, rnd, node, FAILED)):
+            yield out
 
     def _node(self, request: scrapy.Request) -> tuple[Round, Node]:
         context = request.meta["webrace"]
@@ -288,6 +338,8 @@ class UrdSpider(scrapy.Spider):
             self._wake_call.cancel()
         if self._probe_loop is not None and self._probe_loop.running:
             self._probe_loop.stop()
+        if self.redis_io is not None:  # after the work it was given (the lease scheduler stopped it already)
+            self.redis_io.stop()
         current = getattr(self.engine, "current", None)
         if current is not None:
             logger.info("Crawl ended during round %s (%s): last check of its URDs left unchanged",
