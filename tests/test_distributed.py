@@ -327,14 +327,20 @@ def first_leaf_hangs(site, paths) -> threading.Event:
     return hung
 
 
-def test_worker_killed_with_leases_buffered_loses_no_page(wide_site, tmp_path, redis_env):
-    """Leases taken ahead and not fetched yet die with the worker: they expire and another
-    worker fetches their pages (at-least-once, as for pages being fetched)."""
+def round_whose_first_leaf_hangs(wide_site, tmp_path, redis_env):
+    """A scheduled round of the root and 30 leaves, the first leaf requested never answered."""
     wide_site.delay = 0
     hung = first_leaf_hangs(wide_site, [f"/p{i}.html" for i in range(30)])
     scheduler = worker_project(tmp_path, "scheduler", redis_env)
     scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1))
     schedule(scheduler)
+    return scheduler, hung
+
+
+def test_worker_killed_with_leases_buffered_loses_no_page(wide_site, tmp_path, redis_env):
+    """Leases taken ahead and not fetched yet die with the worker: they expire and another
+    worker fetches their pages (at-least-once, as for pages being fetched)."""
+    scheduler, hung = round_whose_first_leaf_hangs(wide_site, tmp_path, redis_env)
     a = worker_project(tmp_path, "a", redis_env)
     proc, out_a = start_worker(a, WEBRACE_LEASE_TIMEOUT=2, CONCURRENT_REQUESTS=1, WEBRACE_MAX_LEASED=4,
                                WEBRACE_IDLE_CLOSE="")
@@ -360,11 +366,7 @@ def test_stopped_worker_gives_its_buffered_leases_back_at_once(wide_site, tmp_pa
     """A worker stopped (SIGTERM) with leases taken ahead puts their pages back in the queue
     as it closes: another worker fetches them without waiting for the leases to expire
     (WEBRACE_LEASE_TIMEOUT is 300 s here, longer than the test's timeout)."""
-    wide_site.delay = 0
-    hung = first_leaf_hangs(wide_site, [f"/p{i}.html" for i in range(30)])
-    scheduler = worker_project(tmp_path, "scheduler", redis_env)
-    scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1))
-    schedule(scheduler)
+    scheduler, hung = round_whose_first_leaf_hangs(wide_site, tmp_path, redis_env)
     a = worker_project(tmp_path, "a", redis_env)
     proc, out_a = start_worker(a, CONCURRENT_REQUESTS=1, WEBRACE_MAX_LEASED=4, WEBRACE_IDLE_CLOSE="",
                                DOWNLOAD_TIMEOUT=5)
