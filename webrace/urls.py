@@ -17,11 +17,14 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-import tldextract
 from w3lib.html import strip_html5_whitespace
 from w3lib.url import canonicalize_url
+
+if TYPE_CHECKING:
+    import tldextract
 
 SCHEMES = ("http", "https")
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -110,6 +113,8 @@ def hostname(url: str) -> str:
 @lru_cache(maxsize=1)
 def _extractor() -> tldextract.TLDExtract:
     # The public suffix list snapshot shipped with tldextract: no network access, ever.
+    import tldextract  # here: slow to import, and most commands never ask for a registered domain
+
     return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 
 

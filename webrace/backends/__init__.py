@@ -8,44 +8,46 @@ the mode (the URD spider configures the lease scheduler from :func:`distributed`
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.misc import load_object
 
-from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore, Version
-from webrace.backends.delivery import DeliveryStore, RedisDeliveryStore, SqliteDeliveryStore
-from webrace.backends.redis import (
-    RedisAciStore,
-    RedisMetaInfoStore,
-    RedisObjectStore,
-    RedisResultsStore,
-    RedisUnavailable,
-    connect_url,
-    legacy_layout,
-    prefix,
-)
-from webrace.backends.redis_sentinels import RedisSentinelStore
-from webrace.backends.sqlite import (
-    SqliteAciStore,
-    SqliteMetaInfoStore,
-    SqliteResultsStore,
-    SqliteSentinelStore,
-    SqliteUrdStore,
-)
+from webrace.backends.errors import RedisUnavailable, SharedStoreMismatch
 from webrace.datadir import data_dir, objects_dir
-from webrace.distributed.delegation import RedisDelegation
-from webrace.distributed.registry import RoundRegistry
-from webrace.rounds.engine import Limits, RoundEngine
-from webrace.rounds.local import LocalRounds
-from webrace.rounds.redis import RedisRounds
-from webrace.store.cache import ObjectCache
-from webrace.store.objects import CompressedObjects, ObjectStore
+
+# The stores' modules are imported where a store is opened, not here: every `scrapy` command
+# imports this package (Scrapy imports each command module to list them), and most open one
+# store or none; importing all of them (Redis, numpy, Twisted's web) cost each command a third
+# of a second. The store classes are still importable from here (``__getattr__`` below).
+_LATE = {
+    "AciStore": "base", "MetaInfoStore": "base", "ResultsStore": "base", "SentinelStore": "base",
+    "UrdStore": "base", "Version": "base",
+    "DeliveryStore": "delivery",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LATE:
+        import importlib
+
+        return getattr(importlib.import_module(f"webrace.backends.{_LATE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore
+    from webrace.backends.delivery import DeliveryStore
+    from webrace.rounds.engine import RoundEngine
+    from webrace.store.cache import ObjectCache
+    from webrace.store.objects import CompressedObjects, ObjectStore
 
 logger = logging.getLogger(__name__)
 
 
 def open_urd_store(settings: Any) -> UrdStore:
     """The URD-DB. It stays where the scheduler runs, so it is SQLite in both modes."""
+    from webrace.backends.sqlite import SqliteUrdStore
+
     return SqliteUrdStore(data_dir(settings) / "urd.sqlite")
 
 
@@ -53,6 +55,9 @@ def open_metainfo_store(settings: Any, objects: CompressedObjects | None = None)
     """The object cache's index and meta-info store: shared in Redis when ``REDIS_URL`` is
     set (a page stored by one worker is re-crawled conditionally by any other; the headers
     and links of its records go to ``objects``, default :func:`open_object_store`)."""
+    from webrace.backends.redis import RedisMetaInfoStore, legacy_layout, prefix
+    from webrace.backends.sqlite import SqliteMetaInfoStore
+
     if distributed(settings):
         client = connect(settings)
         if legacy_layout(client, prefix(settings)):
@@ -71,6 +76,9 @@ def open_object_store(settings: Any) -> CompressedObjects:
     one: a directory store carries an id, recorded in Redis by the first worker; a worker whose
     directory has another id (a share not mounted, a typo) is refused with
     :class:`SharedStoreMismatch` before it stores anything."""
+    from webrace.backends.redis import RedisObjectStore, prefix
+    from webrace.store.objects import ObjectStore
+
     cls = load_object(settings.get("WEBRACE_OBJECT_STORE") or "webrace.store.objects.ObjectStore")
     if issubclass(cls, RedisObjectStore):  # the mode's own Redis: the factory connects
         store = cls(connect(settings), prefix(settings))
@@ -80,10 +88,6 @@ def open_object_store(settings: Any) -> CompressedObjects:
     if distributed(settings) and isinstance(store, ObjectStore):
         _check_shared(store, connect(settings), prefix(settings))
     return store
-
-
-class SharedStoreMismatch(RuntimeError):
-    """A worker's object store is not the one the other workers of this Redis use."""
 
 
 def _check_shared(store: ObjectStore, client: Any, key_prefix: str) -> None:
@@ -101,6 +105,9 @@ def _check_shared(store: ObjectStore, client: Any, key_prefix: str) -> None:
 def open_aci_store(settings: Any) -> AciStore:
     """The ACI store: in Redis with ``REDIS_URL`` (every worker adds to one store), else
     embedded (``WEBRACE_DATA_DIR/aci.sqlite``)."""
+    from webrace.backends.redis import RedisAciStore, prefix
+    from webrace.backends.sqlite import SqliteAciStore
+
     if distributed(settings):
         return RedisAciStore(connect(settings), prefix(settings))
     return SqliteAciStore(data_dir(settings) / "aci.sqlite")
@@ -109,6 +116,9 @@ def open_aci_store(settings: Any) -> AciStore:
 def open_results_store(settings: Any) -> ResultsStore:
     """Scout's results table: in Redis with ``REDIS_URL`` (shared by every worker), else
     ``WEBRACE_DATA_DIR/results.sqlite``."""
+    from webrace.backends.redis import RedisResultsStore, prefix
+    from webrace.backends.sqlite import SqliteResultsStore
+
     if distributed(settings):
         return RedisResultsStore(connect(settings), prefix(settings))
     return SqliteResultsStore(data_dir(settings) / "results.sqlite")
@@ -118,6 +128,10 @@ def open_sentinel_store(settings: Any) -> SentinelStore:
     """Sentinels, their page digests and notifications: in Redis with ``REDIS_URL`` (the
     worker that fetches a page evaluates its sentinels), else
     ``WEBRACE_DATA_DIR/sentinels.sqlite``."""
+    from webrace.backends.redis import prefix
+    from webrace.backends.redis_sentinels import RedisSentinelStore
+    from webrace.backends.sqlite import SqliteSentinelStore
+
     if distributed(settings):
         return RedisSentinelStore(connect(settings), prefix(settings))
     return SqliteSentinelStore(data_dir(settings) / "sentinels.sqlite")
@@ -126,6 +140,9 @@ def open_sentinel_store(settings: Any) -> SentinelStore:
 def open_delivery_store(settings: Any) -> DeliveryStore:
     """Delivery channels, what each was sent and its retry state: in Redis with ``REDIS_URL``
     (any delivery loop or worker may push), else ``WEBRACE_DATA_DIR/delivery.sqlite``."""
+    from webrace.backends.delivery import RedisDeliveryStore, SqliteDeliveryStore
+    from webrace.backends.redis import prefix
+
     if distributed(settings):
         return RedisDeliveryStore(connect(settings), prefix(settings))
     return SqliteDeliveryStore(data_dir(settings) / "delivery.sqlite")
@@ -139,12 +156,16 @@ def distributed(settings: Any) -> bool:
 def connect(settings: Any) -> Any:
     """A checked client of the distributed mode's Redis (``REDIS_URL``); ``RedisUnavailable``
     (one line, no password) when it cannot be had."""
+    from webrace.backends.redis import connect_url
+
     return connect_url(settings.get("REDIS_URL") or "", settings)
 
 
 def open_object_cache(settings: Any) -> ObjectCache:
     """The object cache: the meta-info index (:func:`open_metainfo_store`) and the bodies
     (:func:`open_object_store`: a directory, shared by the workers in the distributed mode)."""
+    from webrace.store.cache import ObjectCache
+
     objects = open_object_store(settings)
     return ObjectCache(open_metainfo_store(settings, objects), objects,
                        revisits_kept=settings.getint("WEBRACE_STORE_REVISITS", 50))
@@ -155,6 +176,13 @@ def open_round_engine(settings: Any, stats: Any = None, sentinels: Any = None,
     """The round engine of the mode, ``sentinels`` the due sentinels joining its rounds:
     :class:`LocalRounds` or :class:`RedisRounds` (with IPMicra routing when
     ``WEBRACE_DELEGATION`` is on, for a ``worker``: the engine's ``delegation``)."""
+    from webrace.backends.redis import prefix
+    from webrace.distributed.delegation import RedisDelegation
+    from webrace.distributed.registry import RoundRegistry
+    from webrace.rounds.engine import Limits
+    from webrace.rounds.local import LocalRounds
+    from webrace.rounds.redis import RedisRounds
+
     limits = Limits(page_budget=settings.getint("WEBRACE_MAX_PAGES_PER_URD"),
                     max_queries=settings.getint("WEBRACE_TRAP_MAX_QUERIES_PER_PATH"))
     urd_store = (lambda: open_urd_store(settings)) if with_urd_store else None

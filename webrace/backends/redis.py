@@ -33,6 +33,7 @@ import redis
 from scrapy_redis.connection import get_redis_from_settings
 
 from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, Version
+from webrace.backends.errors import RedisUnavailable
 from webrace.records.aci import Aci
 from webrace.records.metainfo import MetaInfo, Revisit
 from webrace.store.objects import CompressedObjects, ObjectCorrupt, ObjectMissing, digest_of
@@ -40,11 +41,6 @@ from webrace.store.objects import CompressedObjects, ObjectCorrupt, ObjectMissin
 logger = logging.getLogger(__name__)
 
 DEFAULT_PREFIX = "webrace:"
-
-
-class RedisUnavailable(RuntimeError):
-    """Redis cannot be reached, or the configured URL is not a Redis URL: one line naming the
-    URL (without its password) and what to do."""
 
 
 # The user information of a URL (``user:password@``), and query parameters that carry a

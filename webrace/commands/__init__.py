@@ -11,7 +11,7 @@ import functools
 import sys
 from typing import Any, TypeVar
 
-from webrace.backends.redis import RedisUnavailable
+from webrace.backends.errors import RedisUnavailable
 from webrace.pipes import EXIT_CLOSED_PIPE, quiet_on_closed_pipe
 
 C = TypeVar("C", bound=type)

@@ -8,18 +8,17 @@ import json
 import re
 import sys
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from lxml import etree
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from webrace.annotation.feed import atom_feed, rfc3339
 from webrace.backends import open_aci_store
-from webrace.backends.redis import RedisUnavailable
+from webrace.backends.errors import RedisUnavailable
 from webrace.commands import ends_quietly_on_closed_pipe
-from webrace.records.aci import Aci
-from webrace.urd import now_millis
+
+if TYPE_CHECKING:
+    from webrace.records.aci import Aci
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
@@ -80,6 +79,11 @@ class Command(ScrapyCommand):
         parser.add_argument("--all", action="store_true", help="with `ack`: every ACI of the owner")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        from lxml import etree
+
+        from webrace.annotation.feed import atom_feed
+        from webrace.urd import now_millis
+
         if not args:
             raise UsageError("missing subcommand: list, feed or ack")
         action, rest = args[0], args[1:]
@@ -126,6 +130,8 @@ class Command(ScrapyCommand):
             self.table(opts.owner, acis)
 
     def table(self, owner: str, acis: list[Aci]) -> None:
+        from webrace.annotation.feed import rfc3339
+
         if not acis:
             print(f"No ACI for {owner}", file=sys.stderr)
             return

@@ -22,7 +22,6 @@ from scrapy.utils.log import configure_logging
 
 from webrace.backends import distributed, open_urd_store
 from webrace.commands import ends_quietly_on_closed_pipe
-from webrace.exporters import split_csv_feeds
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +33,8 @@ class Command(ScrapyCrawl):
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         """The checks run here, before Scrapy starts logging, so that a refusal is only its
         error lines."""
+        from webrace.exporters import split_csv_feeds
+
         super().process_options(args, opts)
         spider, spargs = (args[0] if args else ""), (opts.spargs or {})
         problems = (self._redis_problems(spider) or self._store_problems(spider)

@@ -15,13 +15,9 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from webrace.backends.redis import RedisUnavailable
+from webrace.backends.errors import RedisUnavailable
 from webrace.commands import ends_quietly_on_closed_pipe
 from webrace.commands.aci import parse_since
-from webrace.delivery.agent import DeliveryAgent
-from webrace.delivery.channels import open_channels
-from webrace.records.channel import EVENTS, ChannelError
-from webrace.urd import now_millis
 
 
 @ends_quietly_on_closed_pipe
@@ -38,6 +34,8 @@ class Command(ScrapyCommand):
         return "Push new ACIs and notifications to the owners' channels (mail, webhooks, ntfy, chat)"
 
     def long_desc(self) -> str:
+        from webrace.records.channel import EVENTS
+
         return (
             "Without arguments: one delivery pass (every due channel gets one message with what it was not sent "
             "yet; ACIs every ACI channel of their owner took are acknowledged). --loop: a pass every "
@@ -49,6 +47,8 @@ class Command(ScrapyCommand):
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
+        from webrace.records.channel import EVENTS
+
         super().add_options(parser)
         parser.add_argument("--loop", action="store_true", help="keep delivering until interrupted")
         parser.add_argument("--interval", type=float, metavar="S", help="with --loop: seconds between passes")
@@ -59,6 +59,8 @@ class Command(ScrapyCommand):
         parser.add_argument("--format", choices=("table", "jsonl"), default="table")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        from webrace.records.channel import ChannelError
+
         if not args:
             self.deliver(opts.loop, opts.interval)
             return
@@ -76,6 +78,9 @@ class Command(ScrapyCommand):
         interval = self.settings.getfloat("WEBRACE_DELIVERY_INTERVAL") if interval is None else interval
         if loop and interval <= 0:
             raise UsageError("--interval must be more than 0 seconds")
+        # imported here, not at the top: Scrapy imports every command module to list them
+        from webrace.delivery.agent import DeliveryAgent
+
         agent, stop = DeliveryAgent(self.settings), threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         try:
@@ -96,15 +101,21 @@ class Command(ScrapyCommand):
             print("Stopped.")
 
     def add(self, args: list[str], opts: argparse.Namespace) -> None:
+        from webrace.urd import now_millis
+
         if len(args) != 2:
             raise UsageError("`channel add` takes OWNER URL")
         since = parse_since(opts.since, now_millis()) if opts.since else None
+        from webrace.delivery.channels import open_channels
+
         with open_channels(self.settings) as channels:
             print(channels.add(args[0], args[1], opts.events, since))
 
     def list(self, args: list[str], opts: argparse.Namespace) -> None:
         if args:
             raise UsageError("`channel list` takes no arguments (--owner NAME for one owner's)")
+        from webrace.delivery.channels import open_channels
+
         with open_channels(self.settings) as channels:
             rows = channels.list(opts.owner)
         if opts.format == "jsonl":
@@ -123,6 +134,8 @@ class Command(ScrapyCommand):
     def remove(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 2:
             raise UsageError("`channel remove` takes OWNER ID")
+        from webrace.delivery.channels import open_channels
+
         with open_channels(self.settings) as channels:
             if channels.remove(args[0], args[1]):
                 print(f"Removed channel {args[1]} of {args[0]}")

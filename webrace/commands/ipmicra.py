@@ -35,7 +35,6 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from webrace.commands import ends_quietly_on_closed_pipe
-from webrace.delegation.tables import InputError, read_crawlers, read_latency
 
 
 def write_atomically(path: str, lines: list[str]) -> None:
@@ -93,6 +92,8 @@ class Command(ScrapyCommand):
         parser.add_argument("--seed", type=int, default=1, help="simulate: the world's seed")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        from webrace.delegation.tables import InputError
+
         if len(args) != 1 or args[0] not in ("delegate", "simulate"):
             raise UsageError("expected `delegate` or `simulate`")
         lookahead = None if opts.lookahead < 0 else opts.lookahead
@@ -119,6 +120,7 @@ class Command(ScrapyCommand):
             UnknownProbe,
             target_ip,
         )
+        from webrace.delegation.tables import InputError, read_crawlers, read_latency
 
         missing = [flag for flag, value in (("--rir", opts.rir), ("--crawlers", opts.crawlers),
                                             ("--latency", opts.latency), ("--urls", opts.urls),
@@ -198,6 +200,8 @@ class Command(ScrapyCommand):
 
     @staticmethod
     def _lines(path: str) -> list[str]:
+        from webrace.delegation.tables import InputError
+
         try:
             return Path(path).read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as exc:

@@ -12,7 +12,6 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from webrace.backends import open_results_store
-from webrace.backends.base import SESSION
 from webrace.commands import ends_quietly_on_closed_pipe
 
 
@@ -59,6 +58,8 @@ class Command(ScrapyCommand):
                 self.export(rows, opts.output)
 
     def show(self, rows: Any) -> None:
+        from webrace.backends.base import SESSION
+
         documents, shown = set(), 0
         for rule, url, seq, results in rows:
             documents.add(url)

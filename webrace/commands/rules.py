@@ -8,19 +8,16 @@ import logging
 import sys
 import time
 from collections import deque
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from webrace.backends import open_object_cache, open_results_store, open_urd_store
 from webrace.commands import ends_quietly_on_closed_pipe
-from webrace.scout.crawl import read_template
-from webrace.scout.engine import RuleEngine
-from webrace.scout.template import TemplateError
-from webrace.store.cache import ObjectCache
-from webrace.store.objects import ObjectCorrupt, ObjectMissing
-from webrace.urls import BadURL, in_scope, normalize
+
+if TYPE_CHECKING:
+    from webrace.store.cache import ObjectCache
 
 
 @ends_quietly_on_closed_pipe
@@ -49,6 +46,12 @@ class Command(ScrapyCommand):
         parser.add_argument("--urd", metavar="ID", help="only URLs in this URD's scope")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        from webrace.scout.crawl import read_template
+        from webrace.scout.engine import RuleEngine
+        from webrace.scout.template import TemplateError
+        from webrace.store.objects import ObjectCorrupt, ObjectMissing
+        from webrace.urls import BadURL, in_scope, normalize
+
         if args != ["run"]:
             raise UsageError("expected `run`")
         if not opts.template:

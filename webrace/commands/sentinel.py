@@ -8,7 +8,7 @@ import sys
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -16,10 +16,9 @@ from scrapy.exceptions import UsageError
 from webrace import digest as D
 from webrace.backends import open_object_cache, open_sentinel_store
 from webrace.commands import ends_quietly_on_closed_pipe
-from webrace.records.sentinel import TYPES, SentinelError, make, parse_duration
-from webrace.sentinels.baseline import Stored, newest_stored
-from webrace.urd import now_millis
-from webrace.urls import BadURL, normalize
+
+if TYPE_CHECKING:
+    from webrace.sentinels.baseline import Stored
 
 _WARNINGS_SHOWN = 10  # a --urls FILE of thousands gets the first warnings and a count
 _NO_BASELINE = {"no body": "has no body (dropped as relevant to no owner)", "unreadable": "cannot be read"}
@@ -44,6 +43,8 @@ class Command(ScrapyCommand):
         return "Watch pages for changes (Page Digest sentinels) and read the notifications"
 
     def long_desc(self) -> str:
+        from webrace.records.sentinel import TYPES
+
         return (
             f"add: one sentinel per URL (--url, or --urls FILE with one URL per line); types: {', '.join(TYPES)}; "
             "prints the new ids. --where restricts it to a region, --ignore (repeatable) to leave out a region "
@@ -57,6 +58,8 @@ class Command(ScrapyCommand):
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
+        from webrace.records.sentinel import TYPES
+
         super().add_options(parser)
         parser.add_argument("--owner", metavar="O")
         parser.add_argument("--url", metavar="U")
@@ -84,6 +87,10 @@ class Command(ScrapyCommand):
             handler(store, rest, opts)
 
     def add(self, store: Any, rest: list[str], opts: argparse.Namespace) -> None:
+        from webrace.records.sentinel import SentinelError, make, parse_duration
+        from webrace.urd import now_millis
+        from webrace.urls import BadURL, normalize
+
         if rest:
             raise UsageError("`add` takes options only")
         if not opts.owner:
@@ -129,6 +136,8 @@ class Command(ScrapyCommand):
         """Each new sentinel's baseline is the newest stored version of its page, so the
         first change is reported; say so when there is no body to take it from, or when
         the location matches nothing on it."""
+        from webrace.sentinels.baseline import newest_stored
+
         seen = {s.id: baseline for s, _, baseline in store.all(sentinels[0].owner)} if sentinels else {}
         by_url: dict[str, list] = defaultdict(list)
         for sentinel in sentinels:
@@ -149,6 +158,8 @@ class Command(ScrapyCommand):
             print(f"warning: and {len(warnings) - _WARNINGS_SHOWN} more like these", file=sys.stderr)
 
     def list(self, store: Any, rest: list[str], opts: argparse.Namespace) -> None:
+        from webrace.urd import now_millis
+
         if rest:
             raise UsageError("`list` takes no arguments")
         rows = store.all(opts.owner)
@@ -179,6 +190,8 @@ class Command(ScrapyCommand):
             self.exitcode = 1
 
     def due(self, store: Any, rest: list[str], opts: argparse.Namespace) -> None:
+        from webrace.urd import now_millis
+
         if opts.all == bool(rest):
             raise UsageError("`due` takes --all or sentinel ids")
         made = store.make_due(None if opts.all else rest, now_millis())
@@ -189,6 +202,8 @@ class Command(ScrapyCommand):
             self.exitcode = 1
 
     def notifications(self, store: Any, rest: list[str], opts: argparse.Namespace) -> None:
+        from webrace.urd import now_millis
+
         if rest:
             raise UsageError("`notifications` takes options only")
         if not opts.owner:

@@ -8,23 +8,17 @@ import argparse
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, ClassVar
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from webrace.archive import CrawlView
 from webrace.backends import open_aci_store, open_object_cache, open_urd_store
 from webrace.commands import ends_quietly_on_closed_pipe
-from webrace.commands.aci import parse_since
-from webrace.store import warc as warcfile
-from webrace.store.cache import IndexLost, ObjectCache
-from webrace.store.objects import ObjectCorrupt, ObjectMissing
-from webrace.urd import now_millis
-from webrace.urls import BadURL, normalize
-from webrace.xpack import PackedDocument, XPackError, pack
-from webrace.xpack.cli import parse_prefixes, result_lines
-from webrace.xpack.query import namespace_hint
+
+if TYPE_CHECKING:
+    from webrace.store import warc as warcfile
+    from webrace.store.cache import ObjectCache
 
 
 @ends_quietly_on_closed_pipe
@@ -120,6 +114,8 @@ class Command(ScrapyCommand):
             print(f"{v.number:<8} {fetched.replace('+00:00', 'Z'):<24} {v.size:>9} {v.status:<6} {v.digest}")
 
     def get(self, cache: ObjectCache, url: str, number: int | None) -> None:
+        from webrace.store.objects import ObjectCorrupt, ObjectMissing
+
         try:
             _, body = cache.get(url, number)
         except (LookupError, ObjectMissing, ObjectCorrupt) as exc:
@@ -131,6 +127,11 @@ class Command(ScrapyCommand):
         sys.stdout.flush()
 
     def query(self, cache: ObjectCache, url: str, xpath: str, opts: argparse.Namespace) -> None:
+        from webrace.store.objects import ObjectCorrupt, ObjectMissing
+        from webrace.xpack import PackedDocument, XPackError, pack
+        from webrace.xpack.cli import parse_prefixes, result_lines
+        from webrace.xpack.query import namespace_hint
+
         try:
             version, doc = cache.packed(url, opts.version)
             if doc is None:  # stored zlib-compressed: packed here, in memory
@@ -166,6 +167,8 @@ class Command(ScrapyCommand):
         print(f"Migrated {urls} URL(s), {versions} version(s), {bodies} body/bodies to {cache.objects!r}")
 
     def gc(self, cache: ObjectCache, keep: int) -> None:
+        from webrace.store.cache import IndexLost
+
         with open_aci_store(self.settings) as acis:
             protected = acis.undelivered_digests()  # an owner has not been told about these yet
         try:
@@ -187,6 +190,9 @@ class Command(ScrapyCommand):
     # -- WARC ------------------------------------------------------------------------------
 
     def warc(self, action: str, rest: list[str], opts: argparse.Namespace) -> None:
+        from webrace.commands.aci import parse_since
+        from webrace.urd import now_millis
+
         if rest:
             raise UsageError(f"`{action}` takes no arguments: name the files with --warc")
         if not opts.warc:
@@ -207,6 +213,8 @@ class Command(ScrapyCommand):
         self.export_warc(opts.warc[0], opts.urd, since)
 
     def export_warc(self, out: str, urd_id: str | None, since: int) -> None:
+        from webrace.store import warc as warcfile
+
         urd = None
         if urd_id:
             with open_urd_store(self.settings) as urds:
@@ -247,6 +255,9 @@ class Command(ScrapyCommand):
             self.exitcode = 1
 
     def import_warc(self, paths: list[str]) -> None:
+        from webrace.archive import CrawlView
+        from webrace.store import warc as warcfile
+
         pages = CrawlView.from_settings(self.settings)
         with open_object_cache(self.settings) as cache:
             report = warcfile.import_warcs(cache, paths, pages, max_body=self.settings.getint("DOWNLOAD_MAXSIZE"))
@@ -262,6 +273,8 @@ class Command(ScrapyCommand):
 
 
 def _one_url(args: list[str]) -> str:
+    from webrace.urls import BadURL, normalize
+
     if len(args) != 1:
         raise UsageError("expected exactly one URL")
     try:

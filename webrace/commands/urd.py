@@ -9,15 +9,16 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from webrace.backends import distributed, open_round_engine, open_urd_store
 from webrace.commands import ends_quietly_on_closed_pipe
-from webrace.sentinels.due import StoredSentinels
-from webrace.urd import MAX_TIME_MS, Urd, UrdError, hide_credentials, iter_files, now_millis, to_document
+
+if TYPE_CHECKING:
+    from webrace.urd import Urd
 
 
 @ends_quietly_on_closed_pipe
@@ -77,6 +78,8 @@ class Command(ScrapyCommand):
             raise UsageError(f"unknown subcommand {action!r}: expected add, list, remove or due")
 
     def add(self, files: list[str]) -> None:
+        from webrace.urd import UrdError, iter_files
+
         if not files:
             raise UsageError("`add` needs at least one URD file")
         urds = iter_files(files, self.settings.getint("WEBRACE_MAX_XML_BYTES"))
@@ -93,6 +96,8 @@ class Command(ScrapyCommand):
         print(f"Added {tally.added} URD(s) from {len(files)} file(s){tally.note()}")
 
     def list(self, fmt: str) -> None:
+        from webrace.urd import hide_credentials, now_millis, to_document
+
         with open_urd_store(self.settings) as store:
             urds = [replace(u, url=hide_credentials(u.url)) for u in store.all()]  # stored before they were refused
         now = now_millis()
@@ -118,6 +123,8 @@ class Command(ScrapyCommand):
 
 
     def due(self, ids: list[str], everything: bool) -> None:
+        from webrace.urd import now_millis
+
         if everything == bool(ids):
             raise UsageError("`due` takes either --all or URD ids")
         with open_urd_store(self.settings) as store:
@@ -130,6 +137,8 @@ class Command(ScrapyCommand):
 
 
     def schedule(self, loop: bool, interval: float) -> None:
+        from webrace.sentinels.due import StoredSentinels
+
         if not distributed(self.settings):
             raise UsageError("`schedule` is for the distributed mode: set REDIS_URL")
         from webrace.backends.redis import RedisUnavailable
@@ -153,6 +162,8 @@ class Command(ScrapyCommand):
 def schedule_pass(engine: Any) -> None:
     """Close the rounds nothing is left of (their URDs get their last check: the time the
     round opened), then open one for the due URDs that no open round is crawling."""
+    from webrace.urd import now_millis
+
     lost = engine.lost_rounds()
     if lost is not None:
         print(f"Redis came back empty: {', '.join(lost) or 'no round'} lost; opening a round again for the "
@@ -245,4 +256,6 @@ def format_interval(ms: int) -> str:
 def format_time(ms: int) -> str:
     """Epoch ms as ISO 8601 UTC; a time past the year 9999 (stored before URDs were bounded)
     shows as the last second of 9999."""
+    from webrace.urd import MAX_TIME_MS
+
     return datetime.fromtimestamp(min(ms, MAX_TIME_MS) / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

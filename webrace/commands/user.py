@@ -6,13 +6,17 @@ import argparse
 import getpass
 import sys
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from webrace.commands import ends_quietly_on_closed_pipe
-from webrace.web.accounts import MAX_PASSWORD, AccountError, Accounts, check_name, check_password, open_accounts
+
+# webrace.web.accounts (argon2, the SQLite stores) is imported where it is used, not at the top: Scrapy
+# imports every command module to list them
+if TYPE_CHECKING:
+    from webrace.web.accounts import Accounts
 
 EXIT_BAD_INPUT = 2  # as a UsageError ends a command
 
@@ -59,6 +63,8 @@ class Command(ScrapyCommand):
                 raise UsageError("`list` takes no arguments")
         elif len(rest) != 1:
             raise UsageError(f"`{action}` takes one account name")
+        from webrace.web.accounts import AccountError, open_accounts
+
         try:
             with open_accounts(self.settings) as accounts:
                 handler(accounts, *rest, opts=opts)
@@ -67,6 +73,8 @@ class Command(ScrapyCommand):
             self.exitcode = EXIT_BAD_INPUT
 
     def add(self, accounts: Accounts, name: str, opts: argparse.Namespace) -> None:
+        from webrace.web.accounts import AccountError, check_name
+
         check_name(name)  # before the password is asked
         if accounts.exists(name):
             raise AccountError(f"there is already an account named {name!r}")
@@ -90,12 +98,16 @@ class Command(ScrapyCommand):
         print(f"Removed account {name} (its URDs, ACIs and sentinels stay)")
 
     def passwd(self, accounts: Accounts, name: str, opts: argparse.Namespace) -> None:
+        from webrace.web.accounts import AccountError
+
         if not accounts.exists(name):
             raise AccountError(f"no account named {name!r}")
         accounts.passwd(name, _password(opts.password_stdin))
         print(f"New password for {name}")
 
     def token(self, accounts: Accounts, name: str, opts: argparse.Namespace) -> None:
+        from webrace.web.accounts import AccountError
+
         if not accounts.exists(name):
             raise AccountError(f"no account named {name!r}")
         if opts.revoke:
@@ -106,6 +118,8 @@ class Command(ScrapyCommand):
 
 def _password(from_stdin: bool) -> str:
     """One line of standard input, or asked twice at the terminal (not echoed)."""
+    from webrace.web.accounts import MAX_PASSWORD, AccountError, check_password
+
     if from_stdin:
         line = sys.stdin.readline(MAX_PASSWORD + 2)
         return check_password(line.removesuffix("\n").removesuffix("\r"))

@@ -7,15 +7,15 @@ import argparse
 import ipaddress
 import logging
 import sys
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from webrace.commands import ends_quietly_on_closed_pipe
-from webrace.web.accounts import open_accounts
-from webrace.web.config import WebConfig
-from webrace.web.server import serve
+
+if TYPE_CHECKING:
+    from webrace.web.config import WebConfig
 
 
 @ends_quietly_on_closed_pipe
@@ -45,6 +45,10 @@ class Command(ScrapyCommand):
         parser.add_argument("--port", type=int, default=8080, metavar="P", help="TCP port (default 8080; 0: any)")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        # imported here, not at the top: Scrapy imports every command module to list them (Flask)
+        from webrace.web.config import WebConfig
+        from webrace.web.server import serve
+
         if args != ["serve"]:
             raise UsageError("expected `serve`")
         if not 0 <= opts.port <= 65535:
@@ -64,6 +68,8 @@ class Command(ScrapyCommand):
             self.exitcode = 1
 
     def _warn(self, web: WebConfig, host: str) -> None:
+        from webrace.web.accounts import open_accounts
+
         with open_accounts(self.settings) as accounts:
             if not accounts.names():
                 print("warning: no account yet: nobody can log in; add one with `scrapy user add NAME --admin`",
