@@ -79,3 +79,14 @@ def test_long_listing_piped_into_head_prints_its_first_line_and_nothing_on_stder
     assert done.stdout.splitlines()[1].split()[0] == "u00000"
     assert done.stderr == ""
     assert done.returncode == EXIT_CLOSED_PIPE  # what `seq 100000 | head -n 2` gives under pipefail
+
+
+def test_listing_the_commands_imports_no_store_web_app_or_numpy():
+    # Scrapy imports every command module to find the commands, before any of them runs: what a
+    # subcommand needs is imported when it runs, so `scrapy urd list` does not pay for Flask
+    code = ("import importlib, pkgutil, sys, webrace.commands as c\n"
+            "for m in pkgutil.iter_modules(c.__path__): importlib.import_module('webrace.commands.' + m.name)\n"
+            "print(' '.join(sorted(n for n in ('flask', 'redis', 'numpy', 'xmlschema', 'tldextract', 'argon2',"
+            " 'apprise', 'webrace.backends.sqlite', 'webrace.delivery.agent') if n in sys.modules)))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == []
