@@ -197,3 +197,28 @@ def test_html_and_malformed_xml_stay_byte_for_byte_with_the_xpack_codec(object_c
         assert not object_cache.objects._load(meta.digest).startswith(b"XPK2")
         assert object_cache.get(meta.url)[1] == body
         assert object_cache.packed(meta.url)[1] is None
+
+
+def test_get_many_answers_as_get_does_for_each_url(metainfo_store):
+    metainfo_store.put(meta("http://a.test/1", "a" * 64, 1), Version("http://a.test/1", 1, "a" * 64, 1000, 10, 200))
+    metainfo_store.put(meta("http://a.test/3", "b" * 64, 1))
+    urls = ["http://a.test/1", "http://a.test/2", "http://a.test/3"]
+    assert metainfo_store.get_many(urls) == [metainfo_store.get(url) for url in urls]
+    assert metainfo_store.get_many(urls)[1] is None
+
+
+def test_an_update_after_another_writer_changed_the_record_keeps_both_changes(redis_url, redis_prefix):
+    # one store read the record (and would compare-and-set against it), another worker's store
+    # adds a version meanwhile: the first one's version comes after it, none is lost
+    url = "http://a.test/"
+    first, second = (RedisMetaInfoStore(redis.Redis.from_url(redis_url), redis_prefix) for _ in range(2))
+    first.put(meta(url, "a" * 64, 1), Version(url, 1, "a" * 64, 1, 10, 200))
+    assert first.get(url).version == 1
+    second.put(meta(url, "b" * 64, 2), Version(url, 2, "b" * 64, 2, 10, 200))
+    first.put(meta(url, "c" * 64, 3), Version(url, 3, "c" * 64, 3, 10, 200))
+    assert [v.number for v in second.versions(url)] == [1, 2, 3]
+    assert second.get(url).digest == "c" * 64
+    # a record deleted meanwhile (a flushed Redis) is written again, not lost
+    redis.Redis.from_url(redis_url).delete(f"{redis_prefix}url:{url}")
+    first.put(meta(url, "d" * 64, 4), Version(url, 4, "d" * 64, 4, 10, 200))
+    assert [v.number for v in second.versions(url)] == [4]

@@ -90,6 +90,8 @@ def test_next_round_is_recrawled_conditionally_by_another_worker(wide_site, tmp_
     a = worker_project(tmp_path, "a", redis_env)
     first = finish(a, *start_worker(a))
     assert len(first.items) == 31
+    # each page's record is read with its lease (one round trip for several), not by its request
+    assert first.stat("recrawl/preloaded") == 31 and first.stat("recrawl/first_fetch") == 31
     schedule(scheduler)  # closes round 1
     scheduler.scrapy("urd", "due", "--all")
     assert "opened" in schedule(scheduler)  # round 2: not filtered by anything of round 1
@@ -97,6 +99,7 @@ def test_next_round_is_recrawled_conditionally_by_another_worker(wide_site, tmp_
     b = worker_project(tmp_path, "b", redis_env)  # its own data dir: the cache is in Redis
     second = finish(b, *start_worker(b))
     assert len(second.items) == 31 and all(i["not_modified"] for i in second.items)
+    assert second.stat("recrawl/preloaded") == 31 and second.stat("recrawl/conditional") == 31
     assert set(wide_site.statuses().values()) == {304}
 
 

@@ -65,6 +65,10 @@ class MetaInfoStore(ABC):
     @abstractmethod
     def get(self, url: str) -> MetaInfo | None: ...
 
+    def get_many(self, urls: list[str]) -> list[MetaInfo | None]:
+        """:meth:`get` of each URL (a store over the network answers them in one round trip)."""
+        return [self.get(url) for url in urls]
+
     @abstractmethod
     def put(self, meta: MetaInfo, new_version: Version | None = None) -> None:
         """Replace the URL's record and add ``new_version``, in one transaction."""

@@ -123,6 +123,11 @@ class RedisMetaInfoStore(MetaInfoStore):
         self.prefix = key_prefix
         self.url_prefix = f"{key_prefix}url:"
         self.objects = objects
+        # The raw record of each URL read lately: an update compares-and-sets against it in one
+        # round trip (a script) instead of WATCH, GET and MULTI/SET/EXEC; a stale one only costs
+        # a retry against what Redis holds (the crawl reads a page's record before it stores it)
+        self._read: dict[str, bytes | None] = {}
+        self._cas = client.register_script(_CAS)
 
     def _key(self, url: str) -> str:
         return self.url_prefix + url
@@ -194,27 +199,32 @@ class RedisMetaInfoStore(MetaInfoStore):
 
     def _load(self, url: str) -> dict[str, Any] | None:
         raw = self.client.get(self._key(url))
+        self._remember(url, raw)
         return _loads(raw) if raw else None
 
+    def _remember(self, url: str, raw: bytes | None) -> None:
+        if len(self._read) >= _READ_KEPT:  # bounded (cleared at once: several threads share it, and a
+            self._read.clear()             # record not remembered only costs its update a GET)
+        self._read[url] = raw
+
     def _update(self, url: str, change: Callable[[dict[str, Any] | None], dict[str, Any] | None]) -> bool:
-        """Apply ``change`` to the URL's record atomically (retried while another client
-        writes the same key); ``change`` returns the new record, or None to leave it."""
+        """Apply ``change`` to the URL's record atomically: compare-and-set against the
+        record as read (lately, or now), retried with what Redis holds while another client
+        writes the same key; ``change`` returns the new record, or None to leave it."""
         key = self._key(url)
-        with self.client.pipeline(transaction=True) as pipe:
-            for _ in range(_MAX_RETRIES):
-                try:
-                    pipe.watch(key)
-                    raw = pipe.get(key)
-                    record = change(_loads(raw) if raw else None)
-                    if record is None:
-                        pipe.unwatch()
-                        return False
-                    pipe.multi()
-                    pipe.set(key, _dumps(record))
-                    pipe.execute()
-                    return True
-                except redis.WatchError:
-                    continue
+        raw = self._read.pop(url, _UNREAD)
+        for _ in range(_MAX_RETRIES):
+            if raw is _UNREAD:
+                raw = self.client.get(key)
+            record = change(_loads(raw) if raw else None)
+            if record is None:
+                return False
+            new = _dumps(record)
+            answer = self._cas(keys=[key], args=[b"1" + raw if raw else b"0", new])
+            if answer == 1:
+                self._remember(url, new)
+                return True
+            raw = answer[1] if len(answer) > 1 else None  # what another writer left: the change again
         raise RuntimeError(f"meta-info of {url} changed {_MAX_RETRIES} times while being updated")
 
     # -- the interface ---------------------------------------------------------------------
@@ -222,6 +232,19 @@ class RedisMetaInfoStore(MetaInfoStore):
     def get(self, url: str) -> MetaInfo | None:
         record = self._load(url)
         return self._meta(url, record["m"]) if record else None
+
+    def get_many(self, urls: list[str]) -> list[MetaInfo | None]:
+        """The records of ``urls`` in one round trip (a pipeline of GETs: one key each, so a
+        Redis Cluster may hold them on different nodes)."""
+        pipe = self.client.pipeline(transaction=False)
+        for url in urls:
+            pipe.get(self._key(url))
+        found: list[MetaInfo | None] = []
+        for url, raw in zip(urls, pipe.execute(), strict=True):
+            self._remember(url, raw)
+            record = _loads(raw) if raw else None
+            found.append(self._meta(url, record["m"]) if record else None)
+        return found
 
     def put(self, meta: MetaInfo, new_version: Version | None = None) -> None:
         m = self._meta_record(meta, write=True)  # side objects first: a crash leaves garbage, not a dangling record
@@ -318,6 +341,21 @@ class RedisMetaInfoStore(MetaInfoStore):
 
 
 _MAX_RETRIES = 100
+_READ_KEPT = 4096  # raw records remembered for a compare-and-set (per store)
+_UNREAD = object()
+
+# Compare-and-set one meta-info record: ARGV[1] is "0" (expected absent) or "1" + the record
+# expected; ARGV[2] the new record. 1 when set, else {0, what the key holds (absent: nothing)}.
+_CAS = """
+local current = redis.call('GET', KEYS[1])
+local expected = ARGV[1]
+if (current == false and expected == '0') or (current ~= false and expected == '1' .. current) then
+  redis.call('SET', KEYS[1], ARGV[2])
+  return 1
+end
+if current == false then return {0} end
+return {0, current}
+"""
 
 
 def legacy_layout(client: redis.Redis, key_prefix: str) -> bool:

@@ -43,11 +43,13 @@ from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from webrace.distributed.offload import RedisThread
+from webrace.middlewares.recrawl import PRELOADED, RecrawlMiddleware
 from webrace.records.rounds import Node
 
 logger = logging.getLogger(__name__)
 
 MIN_POLL, MAX_POLL = 0.05, 2.0
+_NONE = object()  # no preloaded meta-info (None is: never fetched)
 REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
 
@@ -64,6 +66,7 @@ class LeaseScheduler(BaseScheduler):
         self.idle_close = settings.getfloat("WEBRACE_IDLE_CLOSE") if settings.get("WEBRACE_IDLE_CLOSE") else None
         self.local: deque[Request] = deque()
         self.buffer: deque[tuple[str, Node]] = deque()  # leased ahead, not requested yet (round id, page)
+        self.preloaded: dict[str, Any] = {}  # URL -> its meta-info, read with its lease (PRELOADED)
         self.spider: Spider | None = None
         self.last_work = time.monotonic()
         self.poll_delay = MIN_POLL
@@ -241,8 +244,11 @@ class LeaseScheduler(BaseScheduler):
     def _next_leased(self) -> Request | None:
         while self.buffer:
             round_id, node = self.buffer.popleft()
+            preloaded = self.preloaded.pop(node.url, _NONE)
             request = self.spider.request_for_lease(round_id, node)
             if request is not None:
+                if preloaded is not _NONE:
+                    request.meta[PRELOADED] = {"url": node.url, "meta": preloaded}
                 self.stats.inc_value("webrace/leases/taken")
                 self.last_work = time.monotonic()
                 return request
@@ -281,7 +287,20 @@ class LeaseScheduler(BaseScheduler):
                 leased += [(round_id, node) for node in nodes]
             if len(leased) >= want:
                 break
-        return leased, lost, reaped, skipped
+        return leased, lost, reaped, skipped, self._preload([node.url for _, node in leased])
+
+    def _preload(self, urls: list[str]) -> dict[str, Any]:
+        """(Lease thread) The meta-info of the pages just leased, in one round trip, so that
+        their requests need no lookup of their own; {} if it cannot be had (they look it up)."""
+        recrawl = self.crawler.get_downloader_middleware(RecrawlMiddleware)
+        if recrawl is None or not urls:
+            return {}
+        try:
+            found = recrawl.preload(urls)
+        except Exception as exc:  # noqa: BLE001 - the requests look their records up themselves
+            logger.debug("Meta-info of leased pages not preloaded: %s", exc)
+            return {}
+        return dict(zip(urls, found, strict=True)) if found is not None else {}
 
     def _filled(self, result: Any) -> None:
         self._filling = None
@@ -294,7 +313,7 @@ class LeaseScheduler(BaseScheduler):
             else:
                 logger.error("Leasing pages failed: %s", result.getTraceback())
             return
-        leased, lost, reaped, skipped = result
+        leased, lost, reaped, skipped, preloaded = result
         if self._redis_down:
             logger.info("Redis reachable again")
             self._redis_down = False
@@ -302,6 +321,9 @@ class LeaseScheduler(BaseScheduler):
         self.stats.inc_value("webrace/leases/corrupt_skipped", skipped)
         if lost is not None:
             self._forget(lost)
+        if len(self.preloaded) > 4 * self.max_leased:  # left by pages dropped unrequested (rounds lost)
+            self.preloaded.clear()
+        self.preloaded.update(preloaded)
         for round_id, node in leased:
             self.holding.setdefault(round_id, set()).add(node.url)
             self.buffer.append((round_id, node))

@@ -31,6 +31,7 @@ The spider adds ``recrawl/modified`` and ``recrawl/unchanged_body``.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +50,9 @@ logger = logging.getLogger(__name__)
 CONDITIONAL = "webrace_conditional"  # meta: {"url": ..., "meta": the MetaInfo the validators came from}
 UNCONDITIONAL = "webrace_unconditional"  # meta: never send validators for this request
 LOOKED_UP = "webrace_metainfo"  # meta: {"url": ..., "meta": MetaInfo or None}, saves the store a lookup
+# meta: {"url": ..., "meta": MetaInfo or None} read before the request was made (the lease scheduler
+# reads the records of the pages it leases in one round trip): no lookup of its own in the store's thread
+PRELOADED = "webrace_preloaded"
 _VALIDATOR_HEADERS = (b"If-None-Match", b"If-Modified-Since")
 
 
@@ -61,6 +65,7 @@ class RecrawlMiddleware:
         self._cache: ObjectCache | None = None
         self._threads = max(1, crawler.settings.getint("WEBRACE_STORE_THREADS", 4))
         self._pool: ThreadPool | None = None
+        self._cache_lock = threading.Lock()
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     async def offload(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -75,8 +80,17 @@ class RecrawlMiddleware:
     @property
     def cache(self) -> ObjectCache:
         if self._cache is None:
-            self._cache = self._factory(self.crawler.settings)
+            with self._cache_lock:  # made in whichever thread asks first (store or lease thread)
+                if self._cache is None:
+                    self._cache = self._factory(self.crawler.settings)
         return self._cache
+
+    def preload(self, urls: list[str]) -> list[Any] | None:
+        """(Any thread but the reactor's) the meta-info of ``urls``, read in one call, for
+        requests about to be made (:data:`PRELOADED`); None when this crawl asks no validators."""
+        if not self.conditional or not urls:
+            return None
+        return self.cache.index.get_many(urls)
 
     def spider_closed(self) -> None:
         if self._pool is not None:  # after the work it was given (stop() waits for it)
@@ -98,9 +112,16 @@ class RecrawlMiddleware:
             request.headers.pop(name, None)
         request.meta.pop(CONDITIONAL, None)
         request.meta.pop(LOOKED_UP, None)
+        preloaded = request.meta.pop(PRELOADED, None)  # a redirect's target was not preloaded
         if not self.conditional or request.meta.get(UNCONDITIONAL):
             return
-        meta, problem = await self.offload(self._look_up, request.url)
+        if preloaded is not None and preloaded["url"] == request.url:
+            self.stats.inc_value("recrawl/preloaded")
+        if preloaded is not None and preloaded["url"] == request.url and preloaded["meta"] is None:
+            meta, problem = None, None  # never fetched: nothing to check, no thread hop
+        else:
+            known = preloaded["meta"] if preloaded is not None and preloaded["url"] == request.url else ...
+            meta, problem = await self.offload(self._look_up, request.url, known)
         request.meta[LOOKED_UP] = {"url": request.url, "meta": meta}
         if meta is None:
             self.stats.inc_value("recrawl/first_fetch")
@@ -119,11 +140,12 @@ class RecrawlMiddleware:
         request.meta[CONDITIONAL] = {"url": request.url, "meta": meta}
         self.stats.inc_value("recrawl/conditional")
 
-    def _look_up(self, url: str) -> tuple[Any, str | None]:
-        """The URL's meta-info and what is wrong with its stored body (store thread); a
-        damaged or missing body's validators are forgotten, so the request is unconditional."""
+    def _look_up(self, url: str, known: Any = ...) -> tuple[Any, str | None]:
+        """The URL's meta-info (``known``: as read just before) and what is wrong with its
+        stored body (store thread); a damaged or missing body's validators are forgotten, so
+        the request is unconditional."""
         cache = self.cache
-        meta = cache.lookup(url)
+        meta = cache.lookup(url) if known is ... else known
         problem = cache.check(meta) if meta is not None else None
         if problem:
             cache.forget_validators(meta)
