@@ -127,6 +127,9 @@ class RedisMetaInfoStore(MetaInfoStore):
         # round trip (a script) instead of WATCH, GET and MULTI/SET/EXEC; a stale one only costs
         # a retry against what Redis holds (the crawl reads a page's record before it stores it)
         self._read: dict[str, bytes | None] = {}
+        # Side objects written lately, by digest: content-addressed, so never stale; the page's
+        # record is read back moments later (annotation) without reading its side object again
+        self._sides: dict[str, tuple[str, list[str]]] = {}
         self._cas = client.register_script(_CAS)
 
     def _key(self, url: str) -> str:
@@ -140,11 +143,20 @@ class RedisMetaInfoStore(MetaInfoStore):
             return None
         data = json.dumps({"header": header, "links": list(links)}, separators=(",", ":"),
                           ensure_ascii=False).encode()
-        if write:  # not fsynced: a side object lost in a crash reads as unreadable, the page is fetched in
-            return self.objects.put(data, repair=True, durable=False)[0]  # full and its side written again
-        return digest_of(data)
+        if not write:
+            return digest_of(data)
+        # not fsynced: a side object lost in a crash reads as unreadable, the page is fetched in full
+        # and its side written again
+        digest = self.objects.put(data, repair=True, durable=False)[0]
+        if len(self._sides) >= _SIDES_KEPT:
+            self._sides.clear()  # bounded (at once: several threads share it)
+        self._sides[digest] = (header, list(links))
+        return digest
 
     def _read_side(self, digest: str) -> tuple[str, list[str]] | None:
+        kept = self._sides.get(digest)
+        if kept is not None:
+            return kept[0], list(kept[1])
         try:
             side = json.loads(self.objects.get(digest))
             return side["header"], side["links"]
@@ -342,6 +354,7 @@ class RedisMetaInfoStore(MetaInfoStore):
 
 _MAX_RETRIES = 100
 _READ_KEPT = 4096  # raw records remembered for a compare-and-set (per store)
+_SIDES_KEPT = 1024  # side objects remembered after writing them (per store)
 _UNREAD = object()
 
 # Compare-and-set one meta-info record: ARGV[1] is "0" (expected absent) or "1" + the record
