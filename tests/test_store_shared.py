@@ -112,6 +112,17 @@ def test_a_lost_side_object_makes_the_next_request_unconditional(tmp_path, redis
         assert meta.digest == digest_of(b"body")  # an unchanged body is still recognised
 
 
+def test_a_record_read_back_right_after_its_write_needs_no_side_object_read(tmp_path, redis_url, redis_prefix):
+    # the annotation reads each page's record back moments after the store thread wrote it: the
+    # side object it just wrote (content-addressed, so what it kept cannot be stale) is not read again
+    with open_object_cache(settings(tmp_path, redis_url, redis_prefix)) as c:
+        fetch(c, "http://a.test/", b"body", 1, links=["http://a.test/x"])
+        for digest in set(c.index.referenced_digests()) - {digest_of(b"body")}:
+            c.objects.delete(digest)
+        assert c.lookup("http://a.test/", recent=True).links == ("http://a.test/x",)
+        assert c.lookup("http://a.test/").links == ()  # a request's lookup reads it, and notices it is gone
+
+
 # -- one directory, many workers --------------------------------------------------------------------
 
 

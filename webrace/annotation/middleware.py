@@ -88,7 +88,7 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
     def _work(self, page: Page, round_urds: dict, urd_ids: Sequence[str], cache: Any) -> Outcome:
         """In a worker thread: read the version back, judge it for every owner at once, keep
         its ACIs (or drop an irrelevant body)."""
-        meta = cache.lookup(page["url"])
+        meta = cache.lookup(page["url"], recent=True)
         if meta is None or meta.digest != page["digest"] or meta.version != page.get("version"):
             return Outcome(None, stale=True)  # a newer fetch replaced it already: that one is judged instead
         try:

@@ -65,6 +65,11 @@ class MetaInfoStore(ABC):
     @abstractmethod
     def get(self, url: str) -> MetaInfo | None: ...
 
+    def get_recent(self, url: str) -> MetaInfo | None:
+        """:meth:`get` of a record this store may have written moments ago (a store may answer
+        from what it kept of that write)."""
+        return self.get(url)
+
     def get_many(self, urls: list[str]) -> list[MetaInfo | None]:
         """:meth:`get` of each URL (a store over the network answers them in one round trip)."""
         return [self.get(url) for url in urls]

@@ -128,7 +128,8 @@ class RedisMetaInfoStore(MetaInfoStore):
         # a retry against what Redis holds (the crawl reads a page's record before it stores it)
         self._read: dict[str, bytes | None] = {}
         # Side objects written lately, by digest: content-addressed, so never stale; the page's
-        # record is read back moments later (annotation) without reading its side object again
+        # record is read back moments later (annotation: get_recent) without reading its side
+        # object again. Lookups for requests (get) read the object: a lost one is noticed
         self._sides: dict[str, tuple[str, list[str]]] = {}
         self._cas = client.register_script(_CAS)
 
@@ -153,8 +154,8 @@ class RedisMetaInfoStore(MetaInfoStore):
         self._sides[digest] = (header, list(links))
         return digest
 
-    def _read_side(self, digest: str) -> tuple[str, list[str]] | None:
-        kept = self._sides.get(digest)
+    def _read_side(self, digest: str, recent: bool = False) -> tuple[str, list[str]] | None:
+        kept = self._sides.get(digest) if recent else None
         if kept is not None:
             return kept[0], list(kept[1])
         try:
@@ -180,10 +181,10 @@ class RedisMetaInfoStore(MetaInfoStore):
             record["h"] = _b64(side)
         return record
 
-    def _meta(self, url: str, r: dict[str, Any]) -> MetaInfo:
+    def _meta(self, url: str, r: dict[str, Any], recent: bool = False) -> MetaInfo:
         header, links, etag, lastmodified = r.get("H", ""), r.get("L", []), r.get("e"), r.get("lm")
         if "h" in r:
-            side = self._read_side(_hex(r["h"]))
+            side = self._read_side(_hex(r["h"]), recent)
             if side is None:  # no header: no validators either, so the next request is unconditional
                 header, links, etag, lastmodified = "", [], None, None
             else:
@@ -244,6 +245,11 @@ class RedisMetaInfoStore(MetaInfoStore):
     def get(self, url: str) -> MetaInfo | None:
         record = self._load(url)
         return self._meta(url, record["m"]) if record else None
+
+    def get_recent(self, url: str) -> MetaInfo | None:
+        """:meth:`get`, the side object taken from memory if this store wrote it lately."""
+        record = self._load(url)
+        return self._meta(url, record["m"], recent=True) if record else None
 
     def get_many(self, urls: list[str]) -> list[MetaInfo | None]:
         """The records of ``urls`` in one round trip (a pipeline of GETs: one key each, so a

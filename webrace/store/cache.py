@@ -66,8 +66,10 @@ class ObjectCache:
 
     # -- the crawl's side ----------------------------------------------------------------
 
-    def lookup(self, url: str) -> MetaInfo | None:
-        return self.index.get(url)
+    def lookup(self, url: str, recent: bool = False) -> MetaInfo | None:
+        """The URL's meta-info; ``recent``: just stored by this process (read back for
+        annotation), so the store may answer from what it kept of the write."""
+        return self.index.get_recent(url) if recent else self.index.get(url)
 
     def check(self, meta: MetaInfo) -> str | None:
         """Why the stored body of ``meta`` cannot be trusted (``missing``/``corrupt``), or None."""
