@@ -55,6 +55,22 @@ def test_finish_refuses_until_merged_budgets_are_followed(frontier):
     assert done.state == DONE and done.links == ["http://a/x"]
 
 
+def test_known_then_finish_reads_the_links_before_finishing_as_the_two_calls_do(frontier):
+    frontier.offer("http://a/", None, 0, {"u1": 0})
+    frontier.offer("http://b/", None, 0, {"u1": 0})
+    node = frontier.get("http://a/")
+    node.links = ["http://b/", "http://a/", "http://c/"]
+    assert frontier.known_then_finish(node.links, node, DONE, {"u1": 0}) == (
+        {"http://a/", "http://b/"}, (set(), {}))
+    assert frontier.get("http://a/").state == DONE and frontier.get("http://a/").links == node.links
+    # a URD merged meanwhile: nothing changes, the missed budget comes back with the links known
+    frontier.offer("http://b/", None, 0, {"u1": 0})
+    taken = frontier.get("http://b/")
+    frontier.offer("http://b/", None, 0, {"u2": 1})
+    assert frontier.known_then_finish(["http://a/"], taken, DONE, {"u1": 0}) == ({"http://a/"}, (set(), {"u2": 1}))
+    assert frontier.get("http://b/").state == "pending"
+
+
 def test_redirect_target_already_fetched_is_refused(frontier):
     frontier.offer("http://a/", None, 0, {"u1": 0})
     frontier.finish(frontier.get("http://a/"), DONE, {"u1": 0})

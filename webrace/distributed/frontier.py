@@ -248,12 +248,31 @@ class RedisFrontier:
         """As :meth:`Frontier.finish`; ``keep_lease``: the page's item is not written yet, so
         its lease stays until :meth:`ack` (a worker dying before that loses no page: the
         lease expires and another worker fetches the page again)."""
+        return self._finished(node, state, self._finish(**self._finish_call(node, state, expanded, keep_lease)))
+
+    def known_then_finish(
+        self, urls: list[str], node: Node, state: str, expanded: dict[str, int], keep_lease: bool = False
+    ) -> tuple[set[str], tuple[set[str], dict[str, int]]]:
+        """As :meth:`Frontier.known_then_finish`: both in one pipeline (the links are looked up
+        first, as separate calls would)."""
+        if not urls:
+            return set(), self.finish(node, state, expanded, keep_lease)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hmget(self.keys["nodes"], urls)
+        self._finish(**self._finish_call(node, state, expanded, keep_lease), client=pipe)
+        found, answer = pipe.execute()
+        known = {url for url, raw in zip(urls, found, strict=True) if raw is not None}
+        return known, self._finished(node, state, answer)
+
+    def _finish_call(self, node: Node, state: str, expanded: dict[str, int] | None,
+                     keep_lease: bool) -> dict[str, Any]:
         k = self.keys
-        missed, ended = self._finish(
-            keys=[k["nodes"], k["active"], k["leases"]],
-            args=[node.url, state, "" if expanded is None else json.dumps(expanded), json.dumps(node.links),
-                  "1" if keep_lease else "0"],
-        )
+        return {"keys": [k["nodes"], k["active"], k["leases"]],
+                "args": [node.url, state, "" if expanded is None else json.dumps(expanded), json.dumps(node.links),
+                         "1" if keep_lease else "0"]}
+
+    def _finished(self, node: Node, state: str, answer: Any) -> tuple[set[str], dict[str, int]]:
+        missed, ended = answer
         missed = _dict(missed)
         if missed:
             node.budgets.update(missed)

@@ -187,9 +187,18 @@ class RoundEngine(ABC):
         rnd.held[node.url] = (node, item)
         step, expanded, budgets = Step(), {}, dict(node.budgets)
         while True:  # until no URD was merged into the page while its links were followed
-            step.fetch += self._follow(rnd, node, budgets)
-            expanded.update(budgets)
-            ended, budgets = rnd.frontier.finish(node, DONE, expanded, keep_lease=True)
+            if node.links and self._nothing_to_follow(rnd, budgets):
+                # no link will be offered: which ones the frontier has (for the links not followed)
+                # is read with the page's finish, in one round trip in a shared round
+                expanded.update(budgets)
+                known, (ended, missed) = rnd.frontier.known_then_finish(node.links, node, DONE, expanded,
+                                                                        keep_lease=True)
+                step.fetch += self._follow(rnd, node, budgets, known)
+                budgets = missed
+            else:
+                step.fetch += self._follow(rnd, node, budgets)
+                expanded.update(budgets)
+                ended, budgets = rnd.frontier.finish(node, DONE, expanded, keep_lease=True)
             if not budgets:
                 break
         step.items += self._release(rnd, ended, node)
@@ -254,7 +263,13 @@ class RoundEngine(ABC):
                 self._inc("coalesced")
         return fetch
 
-    def _follow(self, rnd: Round, node: Node, budgets: dict[str, int]) -> list[Node]:
+    @staticmethod
+    def _nothing_to_follow(rnd: Round, budgets: dict[str, int]) -> bool:
+        """No group of ``budgets`` has depth left (so :meth:`_follow` offers no link)."""
+        return all(remaining <= 0 or rnd.groups.get(group_id) is None for group_id, remaining in budgets.items())
+
+    def _follow(self, rnd: Round, node: Node, budgets: dict[str, int],
+                known_links: set[str] | None = None) -> list[Node]:
         """Offer ``node``'s links to the frontier for each group in ``budgets`` that still has
         depth left and whose scope holds the link (decided once per link and scope anchor);
         carry groups merged into pages already done through their stored links, without
@@ -266,7 +281,10 @@ class RoundEngine(ABC):
         while stack:
             parent, parent_budgets = stack.pop()
             offers, not_followed = [], []
-            known = rnd.frontier.known(parent.links) if parent.links else set()
+            if parent is node and known_links is not None:
+                known = known_links  # read with the page's finish
+            else:
+                known = rnd.frontier.known(parent.links) if parent.links else set()
             for link in parent.links:
                 child: dict[str, int] = {}
                 reason = "depth"

@@ -92,6 +92,13 @@ class Frontier:
         """Which of ``urls`` the frontier has."""
         return {url for url in urls if url in self.nodes}
 
+    def known_then_finish(
+        self, urls: list[str], node: Node, state: str, expanded: dict[str, int], keep_lease: bool = False
+    ) -> tuple[set[str], tuple[set[str], dict[str, int]]]:
+        """:meth:`known` of ``urls``, then :meth:`finish` (a shared frontier does both in one
+        round trip): for a page none of whose links is to be offered."""
+        return self.known(urls), self.finish(node, state, expanded, keep_lease)
+
     def snapshot(self, urls: list[str]) -> tuple[set[str], dict[str, Node | None]]:
         """The active URDs and the current nodes of ``urls``, read together."""
         return set(self.active), {url: self.nodes.get(url) for url in urls}
