@@ -121,6 +121,11 @@ def test_a_record_read_back_right_after_its_write_needs_no_side_object_read(tmp_
             c.objects.delete(digest)
         assert c.lookup("http://a.test/", recent=True).links == ("http://a.test/x",)
         assert c.lookup("http://a.test/").links == ()  # a request's lookup reads it, and notices it is gone
+        # nor the record itself: it answers as it wrote it, without a round trip
+        fetch(c, "http://a.test/b", b"other", 2)
+        redis.Redis.from_url(redis_url).delete(f"{redis_prefix}url:http://a.test/b")
+        assert c.lookup("http://a.test/b", recent=True).digest == digest_of(b"other")
+        assert c.lookup("http://a.test/b") is None
 
 
 # -- one directory, many workers --------------------------------------------------------------------

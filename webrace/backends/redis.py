@@ -247,8 +247,12 @@ class RedisMetaInfoStore(MetaInfoStore):
         return self._meta(url, record["m"]) if record else None
 
     def get_recent(self, url: str) -> MetaInfo | None:
-        """:meth:`get`, the side object taken from memory if this store wrote it lately."""
-        record = self._load(url)
+        """:meth:`get` of a record this store wrote lately: as it wrote it (no round trip; a
+        write by another worker since is not seen), its side object from memory."""
+        raw = self._read.get(url, _UNREAD)
+        if raw is _UNREAD:
+            return self.get(url)
+        record = _loads(raw) if raw else None
         return self._meta(url, record["m"], recent=True) if record else None
 
     def get_many(self, urls: list[str]) -> list[MetaInfo | None]:
