@@ -62,3 +62,26 @@ def test_store_gc_keeps_a_version_an_undelivered_aci_points_to(site, project):
     versions = project.scrapy("store", "versions", site.url("/")).stdout.splitlines()[1:]
     assert [line.split()[0] for line in versions] == ["1", "3"]
     assert "edition 0" in project.scrapy("store", "get", site.url("/"), "--version", "1").stdout
+
+
+def test_damaged_rows_cost_their_own_acis_not_the_owners_lists(tmp_path, caplog):
+    import sqlite3
+
+    path = tmp_path / "aci.sqlite"
+    with SqliteAciStore(path) as store:
+        store.add([aci("alice", 1, 5, "a" * 64, "http://a.test/1"), aci("alice", 2, 5, "b" * 64, "http://a.test/2"),
+                   aci("bob", 2, 5, "b" * 64, "http://a.test/2"), aci("bob", 3, 5, "c" * 64, "http://a.test/3")])
+    with sqlite3.connect(path) as db:  # a disk error cuts alice's index short, a version's keys go bad...
+        alice = db.execute("SELECT id FROM aci_owner_number WHERE name = 'alice'").fetchone()[0]
+        db.execute(f"UPDATE aci_owner_index SET rows = x'010203' WHERE id & {(1 << 25) - 1} = ?", (alice,))
+        page3 = max(p for (p,) in db.execute("SELECT page FROM aci_page_rows"))
+        db.execute("UPDATE aci_version SET keys = '[' WHERE id = ?", (page3,))
+        page2 = sorted(p for (p,) in db.execute("SELECT page FROM aci_page_rows"))[1]
+        db.execute("UPDATE aci_page_rows SET rows = x'0102' WHERE page = ?", (page2,))  # ...and a page's owners
+    with SqliteAciStore(path) as store:
+        assert store.list("alice") == []  # said, not raised
+        assert [a.uri for a in store.list("bob")] == ["http://a.test/2"]
+        store.add([aci("carol", 5, 5, "b" * 64, "http://a.test/2"), aci("alice", 4, 5, "d" * 64, "http://a.test/4")])
+        assert [a.uri for a in store.list("alice")] == ["http://a.test/4"]  # the store still takes more
+        assert [a.uri for a in store.list("carol")] == ["http://a.test/2"]
+    assert "damaged" in caplog.text

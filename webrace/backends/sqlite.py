@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import sqlite3
 import sys
 import threading
@@ -413,6 +414,17 @@ _TAIL_PAGES = 2_000  # pages past it (an owner's list reads each of their blobs)
 _PARTS_KEPT = 256  # page versions whose quoting parts a store keeps (see SqliteAciStore._parts)
 _INDEXED = "(SELECT value FROM aci_meta WHERE name = 'indexed')"
 _INT64 = np.dtype("<i8")
+_logger = logging.getLogger(__name__)
+
+
+def _int64s(blob: Any, width: int = 1) -> np.ndarray:
+    """A blob of the ACI store's numbers (``width`` to a row); a damaged one (not bytes, or cut
+    short) is said in one line and read as empty, so one bad page does not cost every list."""
+    if not isinstance(blob, bytes) or len(blob) % (8 * width):
+        _logger.warning("ACI store: a damaged row of numbers (%s) is skipped",
+                        f"{len(blob)} bytes" if isinstance(blob, bytes) else type(blob).__name__)
+        return np.zeros(0, dtype=_INT64)
+    return np.frombuffer(blob, dtype=_INT64)
 _VERSION_FIELDS = "v.id, v.key, v.uri, v.docbase, v.version, v.updatetime, v.filesize, v.format, v.extension, v.title"
 _OWNER_BITS = 25
 _FIELD_MAX, _OWNER_MAX = 1 << 18, 1 << _OWNER_BITS  # distinct summaries (and relevances) a page version holds; owners
@@ -577,7 +589,7 @@ class SqliteAciStore(AciStore):
                 self.conn.execute("INSERT INTO aci_page_rows (page, owners, rows) VALUES (?, ?, ?)",
                                   (page_id, len(new), new.astype(_INT64).tobytes()))
             else:  # more owners of a stored version: those not in it yet
-                before = np.frombuffer(stored[0], dtype=_INT64)
+                before = _int64s(stored[0])
                 new = packed[~np.isin(packed >> 38, before >> 38)]
                 if not len(new):
                     continue
@@ -603,7 +615,7 @@ class SqliteAciStore(AciStore):
             owner = number >> 38
             found = self.conn.execute("SELECT rows FROM aci_owner_index WHERE id = ?",
                                       (run << _OWNER_BITS | owner,)).fetchone()
-            pairs = np.frombuffer(found[0], dtype=_INT64) if found else np.zeros(0, dtype=_INT64)
+            pairs = _int64s(found[0], 2) if found else np.zeros(0, dtype=_INT64)
             pairs = np.concatenate((pairs, np.array([page_id, number], dtype=_INT64)))
             self.conn.execute("INSERT OR REPLACE INTO aci_owner_index (id, rows) VALUES (?, ?)",
                               (run << _OWNER_BITS | owner, pairs.tobytes()))
@@ -699,7 +711,7 @@ class SqliteAciStore(AciStore):
         found: dict[int, int] = {}
         for (blob,) in self.conn.execute(f"SELECT rows FROM aci_owner_index WHERE id IN "
                                          f"(SELECT run << {_OWNER_BITS} | ? FROM aci_runs)", (number,)):
-            pairs = np.frombuffer(blob, dtype=_INT64).reshape(-1, 2)
+            pairs = _int64s(blob, 2).reshape(-1, 2)
             found.update(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist(), strict=True))
         for page, blob in self.conn.execute(f"SELECT page, rows FROM aci_page_rows WHERE page > {_INDEXED}"):
             found_here = _number_in(blob, number)
@@ -736,7 +748,7 @@ class SqliteAciStore(AciStore):
                     break
             if not pages:
                 break
-            numbers = [np.frombuffer(b, dtype=_INT64) for b in blobs]
+            numbers = [_int64s(b) for b in blobs]
             page_of = np.repeat(np.array(pages, dtype=np.int64), [len(n) for n in numbers])
             numbers = np.concatenate(numbers)
             owner = numbers >> 38
@@ -755,7 +767,13 @@ class SqliteAciStore(AciStore):
     def _acis(self, rows: list[tuple]) -> list[Aci]:
         out = []
         for relevance, key, flags, owner, okey, page, pkey, *fields in rows:
-            keywords, keys, relevances, matches = self._parts(page, key, relevance)
+            try:
+                keywords, keys, relevances, matches = self._parts(page, key, relevance)
+                keys[key], relevances[relevance]  # noqa: B018 - numbers past what the version holds: damaged
+            except (ValueError, TypeError, KeyError, IndexError, zlib.error) as exc:
+                _logger.warning("ACI store: the ACI of %s on page %d is skipped: its version's columns are "
+                                "damaged (%s)", owner, page, type(exc).__name__)
+                continue
             uri, docbase, version, updatetime, filesize, fmt, extension, title = fields
             # the relevance as an ACI's XML gives it (``%g``), as `aci list` and feeds read it before
             out.append(Aci(owner=owner, uri=uri, relevance=float(f"{relevances[relevance]:g}"), updatetime=updatetime,
@@ -800,7 +818,7 @@ class SqliteAciStore(AciStore):
     def owners(self) -> list[str]:
         numbers = {o for (o,) in self.conn.execute(f"SELECT DISTINCT id & {_OWNER_MAX - 1} FROM aci_owner_index")}
         for (blob,) in self.conn.execute(f"SELECT rows FROM aci_page_rows WHERE page > {_INDEXED}"):
-            numbers.update(np.unique(np.frombuffer(blob, dtype=_INT64) >> 38).tolist())
+            numbers.update(np.unique(_int64s(blob) >> 38).tolist())
         names = {o for (o,) in self.conn.execute("SELECT name FROM aci_owner_number WHERE id IN "
                                                   "(SELECT value FROM json_each(?))", (json.dumps(sorted(numbers)),))}
         if self.legacy:
@@ -859,7 +877,7 @@ class SqliteAciStore(AciStore):
 
 def _number_in(blob: bytes, owner: int) -> int | None:
     """Owner ``owner``'s number in a page's blob (None: no ACI of theirs there)."""
-    numbers = np.frombuffer(blob, dtype=_INT64)
+    numbers = _int64s(blob)
     at = int(np.searchsorted(numbers >> 38, owner))
     return int(numbers[at]) if at < len(numbers) and numbers[at] >> 38 == owner else None
 
