@@ -65,6 +65,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from webrace.delegation.hierarchy import Hierarchy, IPAddress, Subnet
 
 # kinds of source, the first five backed by the address itself, its subnet or its organisation
@@ -72,7 +74,11 @@ EXACT, IP, SUBNET, BLOCK, ORG = "exact", "ip", "subnet", "block", "org"
 NODE, PREFIX, CC, REGISTRY, ALL = "node", "prefix", "cc", "registry", "all"
 RELATION = "relation"  # where the crawler is against where the address is
 PEER = "peer"  # another crawler's measurement of the address, by how the two crawlers' places relate
-NEAR = frozenset({EXACT, IP, SUBNET, BLOCK, ORG, PEER})
+# another crawler's measurement of the address's organisation, by what this crawler measured of the
+# organisations that crawler found about as near (triangulation: two targets at the same latency
+# from a crawler near them are about as far from any other crawler)
+VICINITY = "vicinity"
+NEAR = frozenset({EXACT, IP, SUBNET, BLOCK, ORG, PEER, VICINITY})
 # a kind with no data yet varies like the next broader one
 BROADER = {SUBNET: BLOCK, BLOCK: ORG, ORG: CC, CC: REGISTRY, REGISTRY: ALL, NODE: ALL, PREFIX: ALL, ALL: None}
 
@@ -83,6 +89,10 @@ DRIFT_PER_DAY = 0.01  # variance a measurement gains a day: routes change (10% i
 MAX_Z2 = 16.0            # one error counts at most this much in a calibration
 CALIBRATION_PRIOR = 5.0  # a calibration starts at 1, worth this many errors
 MIN_MS = 0.01
+SELF_MS = 1.0
+VICINITY_K = 6      # organisations a triangulation averages over, at most
+VICINITY_MIN = 3    # and at least
+VICINITY_FROM = 2   # the crawlers nearest the organisation it triangulates from
 MIN_VAR = 1e-4
 
 
@@ -196,10 +206,17 @@ class Knowledge:
         self._at: dict[IPAddress, dict[str, None]] = {}
         self._peers: dict[str, _Stat] = {}
         self._placed: dict[tuple[str, str], str | None] = {}
+        # anchor -> crawler -> [sum, count] of its log-latencies to the anchor's measured addresses;
+        # (crawler p, crawler c) -> anchor -> (p's mean, c's mean) where both measured it; sorted arrays
+        self._anchor_y: dict[tuple, dict[str, list[float]]] = {}
+        self._pairs_at: dict[tuple[str, str], dict[tuple, tuple[float, float]]] = {}
+        self._pairs_sorted: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, list[tuple]]] = {}
 
     def add_crawler(self, crawler_id: str, ip: IPAddress) -> None:
         """Where a crawler is: its estimates start from how near crawlers so placed were."""
         self._homes[crawler_id] = ip
+        if SELF_MS > 0:
+            self.observe(crawler_id, ip, SELF_MS, origin="self")
 
     # -- measuring ------------------------------------------------------------------------
 
@@ -226,6 +243,7 @@ class Knowledge:
         self._peer(crawler_id, ip, old.y if old is not None else None, y)
         self._pairs[key] = measurement
         self._update(crawler_id, ip, (y, now) if math.isfinite(y) else None)
+        self._vicinity_update(crawler_id, ip, old.y if old is not None else None, y)
         subnet = self.hierarchy.smallest(ip)
         if subnet is not None:
             self._in_subnet.setdefault(subnet, {})[key] = None
@@ -248,6 +266,77 @@ class Knowledge:
                     stat.add(value - theirs, 0.0, sign)
                     stat.add(theirs - value, 0.0, sign)
         seen[crawler_id] = None
+
+    def _vicinity_update(self, crawler_id: str, ip: IPAddress, before: float | None, after: float) -> None:
+        """The crawler's mean log-latency to the address's anchor (organisation), and the pairs
+        of means it shares with every other crawler that measured that anchor."""
+        anchor = self.anchor(ip)
+        values = self._anchor_y.setdefault(anchor, {})
+        total = values.setdefault(crawler_id, [0.0, 0])
+        for value, sign in ((before, -1), (after, +1)):
+            if value is not None and math.isfinite(value):
+                total[0] += sign * value
+                total[1] += sign
+        if total[1] <= 0:
+            values.pop(crawler_id, None)
+            mine = None
+        else:
+            mine = total[0] / total[1]
+        for other, theirs in values.items():
+            if other == crawler_id:
+                continue
+            their_mean = theirs[0] / theirs[1]
+            for key, point in (((other, crawler_id), (their_mean, mine)), ((crawler_id, other), (mine, their_mean))):
+                points = self._pairs_at.setdefault(key, {})
+                if mine is None:
+                    points.pop(anchor, None)
+                else:
+                    points[anchor] = point
+                self._pairs_sorted.pop(key, None)
+
+    def _from_vicinity(self, crawler_id: str, ip: IPAddress, now: float) -> list[Estimate]:
+        """Triangulation: the crawler ``p`` that measured the address's organisation nearest
+        places it about that far from ``p``; the organisations ``p`` measured about as near,
+        and this crawler measured too, say how far this crawler is from there (the mean of
+        its latencies to the VICINITY_K of them nearest in ``p``'s latency; their spread, and
+        how far they were from ``p``'s latency to this one, its variance)."""
+        anchor = self.anchor(ip)
+        values = self._anchor_y.get(anchor)
+        if not values:
+            return []
+        known = sorted((total[0] / total[1], other) for other, total in values.items()
+                       if other != crawler_id and total[1] > 0)
+        best = None
+        for x, other in known[:VICINITY_FROM]:
+            pair = self._pairs.get((other, ip))
+            if pair is not None and math.isfinite(pair.y):
+                x = pair.y
+            if not math.isfinite(x):
+                continue
+            found = self._pairs_sorted.get((other, crawler_id))
+            if found is None:
+                points = self._pairs_at.get((other, crawler_id), {})
+                order = sorted(points.items(), key=lambda item: item[1][0])
+                found = self._pairs_sorted[other, crawler_id] = (
+                    np.array([p[0] for _, p in order]), np.array([p[1] for _, p in order]), [a for a, _ in order])
+            xs, ys, anchors = found
+            if len(xs) - (anchor in anchors) < VICINITY_MIN:
+                continue
+            at = int(np.searchsorted(xs, x))
+            lo, hi = max(0, at - VICINITY_K - 1), min(len(xs), at + VICINITY_K + 1)
+            window = [i for i in range(lo, hi) if anchors[i] != anchor and math.isfinite(ys[i])]
+            window.sort(key=lambda i: abs(xs[i] - x))
+            chosen = window[:VICINITY_K]
+            if len(chosen) < VICINITY_MIN:
+                continue
+            near_ys, near_xs = ys[chosen], xs[chosen]
+            n = len(chosen)
+            spread = float(((near_ys - near_ys.mean()) ** 2).sum())
+            var = ((spread + SHRINK * self._kind_var(ALL)) / (n - 1 + SHRINK) * (1 + 1 / n)
+                   + float(((near_xs - x) ** 2).mean()))
+            if best is None or var < best.var:
+                best = Estimate(float(near_ys.mean()), var, (VICINITY, other), n)
+        return [self._calibrated(best)] if best is not None else []
 
     def placed(self, crawler_id: str, other: str) -> str | None:
         """The kind of the narrowest group holding both crawlers' addresses (``"none"``: only
@@ -389,7 +478,7 @@ class Knowledge:
         if len(groups) > 1 and (broadest is None or not broadest.n):
             return UNKNOWN  # never measured in the address's registry (its broadest group): anything goes
         misleading = self._misleading.get(self.anchor(ip), ())
-        peers = self._from_peers(crawler_id, ip, now)
+        peers = self._from_peers(crawler_id, ip, now) + self._from_vicinity(crawler_id, ip, now)
         for group in groups:
             stat = self._stats.get((group, crawler_id))
             if stat is None or not stat.n or group in misleading:
@@ -581,6 +670,8 @@ def _kind(group: tuple) -> str:
 def _calibration_key(estimate: Estimate) -> str:
     if estimate.kind in (RELATION, PEER):
         return f"{estimate.kind}/{estimate.source[1]}"
+    if estimate.kind == VICINITY:
+        return VICINITY
     return _kind(estimate.source) if estimate.kind in (NODE, BLOCK) else estimate.kind
 
 
