@@ -59,13 +59,12 @@ Pure: no Scrapy, no Redis.
 
 from __future__ import annotations
 
+import bisect
 import ipaddress
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import numpy as np
 
 from webrace.delegation.hierarchy import Hierarchy, IPAddress, Subnet
 
@@ -210,7 +209,7 @@ class Knowledge:
         # (crawler p, crawler c) -> anchor -> (p's mean, c's mean) where both measured it; sorted arrays
         self._anchor_y: dict[tuple, dict[str, list[float]]] = {}
         self._pairs_at: dict[tuple[str, str], dict[tuple, tuple[float, float]]] = {}
-        self._pairs_sorted: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, list[tuple]]] = {}
+        self._pairs_sorted: dict[tuple[str, str], tuple[list[float], list[float], list[tuple]]] = {}
 
     def add_crawler(self, crawler_id: str, ip: IPAddress) -> None:
         """Where a crawler is: its estimates start from how near crawlers so placed were."""
@@ -306,7 +305,7 @@ class Knowledge:
             return []
         known = sorted((total[0] / total[1], other) for other, total in values.items()
                        if other != crawler_id and total[1] > 0)
-        best = None
+        best, cc_var = None, None
         for x, other in known[:VICINITY_FROM]:
             pair = self._pairs.get((other, ip))
             if pair is not None and math.isfinite(pair.y):
@@ -318,24 +317,26 @@ class Knowledge:
                 points = self._pairs_at.get((other, crawler_id), {})
                 order = sorted(points.items(), key=lambda item: item[1][0])
                 found = self._pairs_sorted[other, crawler_id] = (
-                    np.array([p[0] for _, p in order]), np.array([p[1] for _, p in order]), [a for a, _ in order])
+                    [p[0] for _, p in order], [p[1] for _, p in order], [a for a, _ in order])
             xs, ys, anchors = found
-            if len(xs) - (anchor in anchors) < VICINITY_MIN:
+            if len(xs) < VICINITY_MIN:
                 continue
-            at = int(np.searchsorted(xs, x))
+            at = bisect.bisect_left(xs, x)
             lo, hi = max(0, at - VICINITY_K - 1), min(len(xs), at + VICINITY_K + 1)
-            window = [i for i in range(lo, hi) if anchors[i] != anchor and math.isfinite(ys[i])]
-            window.sort(key=lambda i: abs(xs[i] - x))
-            chosen = window[:VICINITY_K]
-            if len(chosen) < VICINITY_MIN:
+            window = sorted((abs(xs[i] - x), i) for i in range(lo, hi) if anchors[i] != anchor)[:VICINITY_K]
+            n = len(window)
+            if n < VICINITY_MIN:
                 continue
-            near_ys, near_xs = ys[chosen], xs[chosen]
-            n = len(chosen)
-            spread = float(((near_ys - near_ys.mean()) ** 2).sum())
-            var = ((spread + SHRINK * self._kind_var(ALL)) / (n - 1 + SHRINK) * (1 + 1 / n)
-                   + float(((near_xs - x) ** 2).mean()))
+            mean = sum(ys[i] for _, i in window) / n
+            spread = sum((ys[i] - mean) ** 2 for _, i in window)
+            if not math.isfinite(spread):
+                continue
+            if cc_var is None:
+                cc_var = self._kind_var(CC)
+            var = ((spread + SHRINK * cc_var) / (n - 1 + SHRINK) * (1 + 1 / n)
+                   + sum(dx * dx for dx, _ in window) / n)
             if best is None or var < best.var:
-                best = Estimate(float(near_ys.mean()), var, (VICINITY, other), n)
+                best = Estimate(mean, var, (VICINITY, other), n)
         return [self._calibrated(best)] if best is not None else []
 
     def placed(self, crawler_id: str, other: str) -> str | None:
