@@ -88,7 +88,6 @@ DRIFT_PER_DAY = 0.01  # variance a measurement gains a day: routes change (10% i
 MAX_Z2 = 16.0            # one error counts at most this much in a calibration
 CALIBRATION_PRIOR = 5.0  # a calibration starts at 1, worth this many errors
 MIN_MS = 0.01
-SELF_MS = 1.0
 VICINITY_K = 6      # organisations a triangulation averages over, at most
 VICINITY_MIN = 3    # and at least
 VICINITY_FROM = 2   # the crawlers nearest the organisation it triangulates from
@@ -214,8 +213,6 @@ class Knowledge:
     def add_crawler(self, crawler_id: str, ip: IPAddress) -> None:
         """Where a crawler is: its estimates start from how near crawlers so placed were."""
         self._homes[crawler_id] = ip
-        if SELF_MS > 0:
-            self.observe(crawler_id, ip, SELF_MS, origin="self")
 
     # -- measuring ------------------------------------------------------------------------
 
@@ -558,7 +555,15 @@ class Knowledge:
         shared = self._home_groups.get(crawler_id)
         if shared is None:
             shared = self._home_groups[crawler_id] = set(self.groups(home)) - {(ALL,)}
-        return next((_kind(g) for g in self.groups(ip) if g in shared), "none")
+        groups = self.groups(ip)
+        found = next((_kind(g) for g in groups if g in shared), None)
+        if found is not None:
+            return found
+        # no group in common: by the crawler's registry and the address's (crawlers of one region
+        # are about as far from another region's hosts: they teach each other where it is)
+        theirs = next((g[1] for g in groups if g[0] == REGISTRY), "")
+        mine = next((g[1] for g in shared if g[0] == REGISTRY), "")
+        return f"none>{mine}>{theirs}" if mine and theirs else "none"
 
     def _subnet_groups(self, subnet: Subnet) -> list[tuple]:
         """Narrowest first: the subnet, its subtree if it has subnets inside, its ancestors
@@ -670,7 +675,7 @@ def _kind(group: tuple) -> str:
 
 def _calibration_key(estimate: Estimate) -> str:
     if estimate.kind in (RELATION, PEER):
-        return f"{estimate.kind}/{estimate.source[1]}"
+        return f"{estimate.kind}/{str(estimate.source[1]).split('>')[0]}"
     if estimate.kind == VICINITY:
         return VICINITY
     return _kind(estimate.source) if estimate.kind in (NODE, BLOCK) else estimate.kind
