@@ -253,7 +253,7 @@ class Knowledge:
         seen = self._at.setdefault(ip, {})
         for other in seen:
             theirs = self._pairs[other, ip].y
-            placed = self.placed(crawler_id, other)
+            placed = self._placed_for(crawler_id, other, ip)
             if other == crawler_id or placed is None or not math.isfinite(theirs):
                 continue
             stat = self._peers.setdefault(placed, _Stat())
@@ -335,6 +335,15 @@ class Knowledge:
             if best is None or var < best.var:
                 best = Estimate(mean, var, (VICINITY, other), n)
         return [self._calibrated(best)] if best is not None else []
+
+    def _placed_for(self, crawler_id: str, other: str, ip: IPAddress) -> str | None:
+        """How two crawlers' places relate, and whether ``ip`` shares no group with either (a
+        host far from both: two crawlers of one region differ less there than next door)."""
+        placed = self.placed(crawler_id, other)
+        if placed is None or other == crawler_id:
+            return placed
+        far = all(str(self.relation(c, ip)).startswith("none") for c in (crawler_id, other))
+        return f"{placed}>far" if far else placed
 
     def placed(self, crawler_id: str, other: str) -> str | None:
         """The kind of the narrowest group holding both crawlers' addresses (``"none"``: only
@@ -499,7 +508,7 @@ class Knowledge:
         best = None
         for other in self._at.get(ip, ()):
             pair = self._pairs[other, ip]
-            placed = self.placed(crawler_id, other)
+            placed = self._placed_for(crawler_id, other, ip)
             stat = self._peers.get(placed) if placed is not None else None
             if other == crawler_id or stat is None or not math.isfinite(pair.y):
                 continue
