@@ -11,16 +11,27 @@ likely at 10 ms as at 100 ms). For an address and a crawler, the sources are:
   ancestors beyond it, its country code, its registry, and everything the crawler measured
   (addresses outside the hierarchy: their /24 and /16, or /48 and /32);
 - where the crawler itself is: the narrowest group holding both the address and the crawler's
-  own address (same organisation, same country block, same registry, none) predicts by what
-  crawlers so placed measured, this crawler's own such measurements counting more the more
-  there are. This is what says a crawler next door is likely near before it was ever probed
-  there, and a crawler across the world far;
+  own address (same organisation, same country block, same registry; with none, the pair of
+  registries, the crawler's and the address's) predicts by what crawlers so placed measured,
+  this crawler's own such measurements counting more the more there are. This is what says a
+  crawler next door is likely near before it was ever probed there, and a crawler across the
+  world far; and the crawlers of one registry, about as far from another registry's hosts,
+  learn that distance together, where each would otherwise learn it host by host;
 - peers: another crawler's measurement of the address itself, by how the two crawlers' own
-  addresses relate (the narrowest group holding both), with the spread of the differences
-  between crawlers so placed at the addresses both measured. Two crawlers of one region are
-  about as far from an address of another continent: a probe of one teaches of the other,
-  where each crawler's own groups know nothing of it (an organisation its groups misplace,
-  every crawler a rival) and several crawlers would otherwise each be probed for one answer.
+  addresses relate (the narrowest group holding both, and whether the address shares a group
+  with neither), with the spread of the differences between crawlers so placed at the
+  addresses both measured. Two crawlers of one region are about as far from an address of
+  another continent: a probe of one teaches of the other, where each crawler's own groups know
+  nothing of it (an organisation its groups misplace, every crawler a rival) and several
+  crawlers would otherwise each be probed for one answer;
+- vicinity (triangulation, as network coordinates do): the crawler ``p`` that measured the
+  address's organisation as nearest places it within that latency of ``p``; this crawler's
+  latencies to the organisations ``p`` measured about as near say how far it is from there
+  (their mean over the few nearest in ``p``'s latency; their spread, shrunk towards a
+  country's, and how far they were from ``p``'s latency, its variance). So one probe of a new
+  organisation, by the crawler about to be chosen, tells every other crawler roughly how far
+  it is, without a probe of each: where crawlers sit one a country, every crawler would
+  otherwise be learnt country by country.
 
 A group predicts by the mean of the crawler's measurements inside it, taken unit by unit (a
 subnet's addresses, a block's subnets or blocks, an organisation's blocks; beyond the
@@ -32,8 +43,8 @@ crawlers in it, shrunk towards the spread in groups of its kind, shrunk towards 
 broader kind's (a subnet varies like its organisation until shown otherwise), then a prior.
 
 The estimate is the narrowest of the address's subnet, blocks and organisation the crawler
-measured in, or its closest peer if tighter (both are backed by the address or its
-organisation: ``near``); failing those, whichever of the peers, the groups beyond and where
+measured in, or its closest peer or vicinity estimate if tighter (all backed by the address or
+its organisation: ``near``); failing those, whichever of the peers, the groups beyond and where
 the crawler is has the smallest variance (data decides whether the country, an LIR block or the registry says more,
 in whichever Internet this is). A crawler that never measured anything in the address's
 registry (its broadest group) is unknown there: neither the registry nor other crawlers say
@@ -557,7 +568,9 @@ class Knowledge:
 
     def relation(self, crawler_id: str, ip: IPAddress) -> str | None:
         """The kind of the narrowest group holding both ``ip`` and the crawler's address
-        (``"none"``: only everything; ``None``: the crawler's address is not known)."""
+        (``"none>A>B"``: only everything, the crawler in registry A, the address in B;
+        ``"none"``: only everything, a registry not known; ``None``: the crawler's address is
+        not known)."""
         home = self._homes.get(crawler_id)
         if home is None:
             return None
