@@ -899,3 +899,63 @@ def test_a_negative_probe_budget_is_refused():
     with pytest.raises(D.DelegationError, match="probe_budget"):
         D.Delegator(D.Hierarchy(), D.TableProber(), probe_budget=-1)
 
+
+
+class RecordingProber(D.TableProber):
+    """A latency table that remembers every (crawler, address) it was asked, in order."""
+
+    def __init__(self, rows) -> None:
+        super().__init__(rows)
+        self.asked: list[tuple[str, str]] = []
+
+    def probe(self, crawler_id: str, ip) -> float:
+        self.asked.append((crawler_id, str(ip)))
+        return super().probe(crawler_id, ip)
+
+
+def making_room(c2_knows_the_subnet: bool) -> tuple[D.Delegator, D.Decision, bool]:
+    """c1 (capacity 1) holds a page of its own subnet (10.9.0.7, taken with no probe); the next
+    page (10.1.1.5) is 2 ms from c1 and 100 ms from c2, so c1 makes room by moving the first
+    page to c2, which nothing but the region's 10.5.0.9 tells of (or, with
+    ``c2_knows_the_subnet``, c2's earlier measurement of another host of c1's subnet).
+    Returns the delegator, the second page's decision, and whether c2's estimate of the first
+    page was backed by something near (its subnet or organisation) before that decision."""
+    hierarchy = D.Hierarchy()
+    for cidr, org in [*KNOWN_SUBNETS, ("10.5.0.0/16", "w")]:
+        hierarchy.add_subnet(cidr, org)
+    latency = {("c1", "10.9.0.7"): 1.0, ("c2", "10.9.0.7"): 20.0, ("c3", "10.9.0.7"): 200.0,
+               ("c1", "10.1.1.5"): 2.0, ("c2", "10.1.1.5"): 100.0, ("c3", "10.1.1.5"): 200.0}
+    clock = iter(range(1_000_000))
+    delegator = D.Delegator(hierarchy, RecordingProber((c, ip, ms) for (c, ip), ms in latency.items()),
+                            clock=lambda: float(next(clock)))
+    for crawler_id, ip in KNOWN_HOMES.items():
+        delegator.register(D.Crawler(crawler_id, ip, 1 if crawler_id == "c1" else None))
+    for crawler_id, ms in (("c1", 10.0), ("c2", 20.0), ("c3", 200.0)):  # kept from before: region r
+        delegator.knowledge.observe(crawler_id, D.target_ip("10.5.0.9"), ms)
+    if c2_knows_the_subnet:
+        delegator.knowledge.observe("c2", D.target_ip("10.9.0.99"), 20.0)
+    first = delegator.delegate("http://10.9.0.7/own")
+    assert (first.crawler, first.probes, delegator.prober.asked) == ("c1", 0, [])
+    near = delegator.knowledge.estimate("c2", first.ip).near
+    return delegator, delegator.delegate("http://10.1.1.5/next"), near
+
+
+def test_a_page_moved_to_make_room_is_probed_at_its_target_first_when_nothing_near_backs_the_estimate():
+    delegator, decision, near = making_room(c2_knows_the_subnet=False)
+    first_ip = D.target_ip("10.9.0.7")
+    assert not near  # c2's latency to the first page: only the region's estimate
+    assert decision.crawler == "c1" and delegator.assigned("http://10.9.0.7/own") == "c2"
+    assert [(m.source, m.target) for m in decision.moved] == [("c1", "c2")]
+    # the move was checked where it goes: c2 probed at the moved page's own address, and counted
+    assert ("c2", "10.9.0.7") in delegator.prober.asked
+    assert decision.probes == len(decision.results) + 1
+    assert delegator.knowledge.estimate("c2", first_ip).source == ("ip", first_ip)
+    assert max(delegator.load(c) - (delegator.crawlers[c].capacity or 99) for c in delegator.crawlers) <= 0
+
+
+def test_a_page_moved_where_its_subnet_was_measured_is_moved_without_a_probe():
+    delegator, decision, near = making_room(c2_knows_the_subnet=True)
+    assert near
+    assert decision.crawler == "c1" and delegator.assigned("http://10.9.0.7/own") == "c2"
+    assert ("c2", "10.9.0.7") not in delegator.prober.asked
+    assert decision.probes == len(decision.results)

@@ -11,16 +11,27 @@ likely at 10 ms as at 100 ms). For an address and a crawler, the sources are:
   ancestors beyond it, its country code, its registry, and everything the crawler measured
   (addresses outside the hierarchy: their /24 and /16, or /48 and /32);
 - where the crawler itself is: the narrowest group holding both the address and the crawler's
-  own address (same organisation, same country block, same registry, none) predicts by what
-  crawlers so placed measured, this crawler's own such measurements counting more the more
-  there are. This is what says a crawler next door is likely near before it was ever probed
-  there, and a crawler across the world far;
+  own address (same organisation, same country block, same registry; with none, the pair of
+  registries, the crawler's and the address's) predicts by what crawlers so placed measured,
+  this crawler's own such measurements counting more the more there are. This is what says a
+  crawler next door is likely near before it was ever probed there, and a crawler across the
+  world far; and the crawlers of one registry, about as far from another registry's hosts,
+  learn that distance together, where each would otherwise learn it host by host;
 - peers: another crawler's measurement of the address itself, by how the two crawlers' own
-  addresses relate (the narrowest group holding both), with the spread of the differences
-  between crawlers so placed at the addresses both measured. Two crawlers of one region are
-  about as far from an address of another continent: a probe of one teaches of the other,
-  where each crawler's own groups know nothing of it (an organisation its groups misplace,
-  every crawler a rival) and several crawlers would otherwise each be probed for one answer.
+  addresses relate (the narrowest group holding both, and whether the address shares a group
+  with neither), with the spread of the differences between crawlers so placed at the
+  addresses both measured. Two crawlers of one region are about as far from an address of
+  another continent: a probe of one teaches of the other, where each crawler's own groups know
+  nothing of it (an organisation its groups misplace, every crawler a rival) and several
+  crawlers would otherwise each be probed for one answer;
+- vicinity (triangulation, as network coordinates do): the crawler ``p`` that measured the
+  address's organisation as nearest places it within that latency of ``p``; this crawler's
+  latencies to the organisations ``p`` measured about as near say how far it is from there
+  (their mean over the few nearest in ``p``'s latency; their spread, shrunk towards a
+  country's, and how far they were from ``p``'s latency, its variance). So one probe of a new
+  organisation, by the crawler about to be chosen, tells every other crawler roughly how far
+  it is, without a probe of each: where crawlers sit one a country, every crawler would
+  otherwise be learnt country by country.
 
 A group predicts by the mean of the crawler's measurements inside it, taken unit by unit (a
 subnet's addresses, a block's subnets or blocks, an organisation's blocks; beyond the
@@ -32,8 +43,8 @@ crawlers in it, shrunk towards the spread in groups of its kind, shrunk towards 
 broader kind's (a subnet varies like its organisation until shown otherwise), then a prior.
 
 The estimate is the narrowest of the address's subnet, blocks and organisation the crawler
-measured in, or its closest peer if tighter (both are backed by the address or its
-organisation: ``near``); failing those, whichever of the peers, the groups beyond and where
+measured in, or its closest peer or vicinity estimate if tighter (all backed by the address or
+its organisation: ``near``); failing those, whichever of the peers, the groups beyond and where
 the crawler is has the smallest variance (data decides whether the country, an LIR block or the registry says more,
 in whichever Internet this is). A crawler that never measured anything in the address's
 registry (its broadest group) is unknown there: neither the registry nor other crawlers say
@@ -59,6 +70,7 @@ Pure: no Scrapy, no Redis.
 
 from __future__ import annotations
 
+import bisect
 import ipaddress
 import math
 import time
@@ -72,7 +84,11 @@ EXACT, IP, SUBNET, BLOCK, ORG = "exact", "ip", "subnet", "block", "org"
 NODE, PREFIX, CC, REGISTRY, ALL = "node", "prefix", "cc", "registry", "all"
 RELATION = "relation"  # where the crawler is against where the address is
 PEER = "peer"  # another crawler's measurement of the address, by how the two crawlers' places relate
-NEAR = frozenset({EXACT, IP, SUBNET, BLOCK, ORG, PEER})
+# another crawler's measurement of the address's organisation, by what this crawler measured of the
+# organisations that crawler found about as near (triangulation: two targets at the same latency
+# from a crawler near them are about as far from any other crawler)
+VICINITY = "vicinity"
+NEAR = frozenset({EXACT, IP, SUBNET, BLOCK, ORG, PEER, VICINITY})
 # a kind with no data yet varies like the next broader one
 BROADER = {SUBNET: BLOCK, BLOCK: ORG, ORG: CC, CC: REGISTRY, REGISTRY: ALL, NODE: ALL, PREFIX: ALL, ALL: None}
 
@@ -83,6 +99,9 @@ DRIFT_PER_DAY = 0.01  # variance a measurement gains a day: routes change (10% i
 MAX_Z2 = 16.0            # one error counts at most this much in a calibration
 CALIBRATION_PRIOR = 5.0  # a calibration starts at 1, worth this many errors
 MIN_MS = 0.01
+VICINITY_K = 6      # organisations a triangulation averages over, at most
+VICINITY_MIN = 3    # and at least
+VICINITY_FROM = 2   # the crawlers nearest the organisation it triangulates from
 MIN_VAR = 1e-4
 
 
@@ -196,6 +215,11 @@ class Knowledge:
         self._at: dict[IPAddress, dict[str, None]] = {}
         self._peers: dict[str, _Stat] = {}
         self._placed: dict[tuple[str, str], str | None] = {}
+        # anchor -> crawler -> [sum, count] of its log-latencies to the anchor's measured addresses;
+        # (crawler p, crawler c) -> anchor -> (p's mean, c's mean) where both measured it; sorted arrays
+        self._anchor_y: dict[tuple, dict[str, list[float]]] = {}
+        self._pairs_at: dict[tuple[str, str], dict[tuple, tuple[float, float]]] = {}
+        self._pairs_sorted: dict[tuple[str, str], tuple[list[float], list[float], list[tuple]]] = {}
 
     def add_crawler(self, crawler_id: str, ip: IPAddress) -> None:
         """Where a crawler is: its estimates start from how near crawlers so placed were."""
@@ -226,6 +250,7 @@ class Knowledge:
         self._peer(crawler_id, ip, old.y if old is not None else None, y)
         self._pairs[key] = measurement
         self._update(crawler_id, ip, (y, now) if math.isfinite(y) else None)
+        self._vicinity_update(crawler_id, ip, old.y if old is not None else None, y)
         subnet = self.hierarchy.smallest(ip)
         if subnet is not None:
             self._in_subnet.setdefault(subnet, {})[key] = None
@@ -239,7 +264,7 @@ class Knowledge:
         seen = self._at.setdefault(ip, {})
         for other in seen:
             theirs = self._pairs[other, ip].y
-            placed = self.placed(crawler_id, other)
+            placed = self._placed_for(crawler_id, other, ip)
             if other == crawler_id or placed is None or not math.isfinite(theirs):
                 continue
             stat = self._peers.setdefault(placed, _Stat())
@@ -248,6 +273,88 @@ class Knowledge:
                     stat.add(value - theirs, 0.0, sign)
                     stat.add(theirs - value, 0.0, sign)
         seen[crawler_id] = None
+
+    def _vicinity_update(self, crawler_id: str, ip: IPAddress, before: float | None, after: float) -> None:
+        """The crawler's mean log-latency to the address's anchor (organisation), and the pairs
+        of means it shares with every other crawler that measured that anchor."""
+        anchor = self.anchor(ip)
+        values = self._anchor_y.setdefault(anchor, {})
+        total = values.setdefault(crawler_id, [0.0, 0])
+        for value, sign in ((before, -1), (after, +1)):
+            if value is not None and math.isfinite(value):
+                total[0] += sign * value
+                total[1] += sign
+        if total[1] <= 0:
+            values.pop(crawler_id, None)
+            mine = None
+        else:
+            mine = total[0] / total[1]
+        for other, theirs in values.items():
+            if other == crawler_id:
+                continue
+            their_mean = theirs[0] / theirs[1]
+            for key, point in (((other, crawler_id), (their_mean, mine)), ((crawler_id, other), (mine, their_mean))):
+                points = self._pairs_at.setdefault(key, {})
+                if mine is None:
+                    points.pop(anchor, None)
+                else:
+                    points[anchor] = point
+                self._pairs_sorted.pop(key, None)
+
+    def _from_vicinity(self, crawler_id: str, ip: IPAddress, now: float) -> list[Estimate]:
+        """Triangulation: the crawler ``p`` that measured the address's organisation nearest
+        places it about that far from ``p``; the organisations ``p`` measured about as near,
+        and this crawler measured too, say how far this crawler is from there (the mean of
+        its latencies to the VICINITY_K of them nearest in ``p``'s latency; their spread, and
+        how far they were from ``p``'s latency to this one, its variance)."""
+        anchor = self.anchor(ip)
+        values = self._anchor_y.get(anchor)
+        if not values:
+            return []
+        known = sorted((total[0] / total[1], other) for other, total in values.items()
+                       if other != crawler_id and total[1] > 0)
+        best, cc_var = None, None
+        for x, other in known[:VICINITY_FROM]:
+            pair = self._pairs.get((other, ip))
+            if pair is not None and math.isfinite(pair.y):
+                x = pair.y
+            if not math.isfinite(x):
+                continue
+            found = self._pairs_sorted.get((other, crawler_id))
+            if found is None:
+                points = self._pairs_at.get((other, crawler_id), {})
+                order = sorted(points.items(), key=lambda item: item[1][0])
+                found = self._pairs_sorted[other, crawler_id] = (
+                    [p[0] for _, p in order], [p[1] for _, p in order], [a for a, _ in order])
+            xs, ys, anchors = found
+            if len(xs) < VICINITY_MIN:
+                continue
+            at = bisect.bisect_left(xs, x)
+            lo, hi = max(0, at - VICINITY_K - 1), min(len(xs), at + VICINITY_K + 1)
+            window = sorted((abs(xs[i] - x), i) for i in range(lo, hi) if anchors[i] != anchor)[:VICINITY_K]
+            n = len(window)
+            if n < VICINITY_MIN:
+                continue
+            mean = sum(ys[i] for _, i in window) / n
+            spread = sum((ys[i] - mean) ** 2 for _, i in window)
+            if not math.isfinite(spread):
+                continue
+            if cc_var is None:
+                cc_var = self._kind_var(CC)
+            var = ((spread + SHRINK * cc_var) / (n - 1 + SHRINK) * (1 + 1 / n)
+                   + sum(dx * dx for dx, _ in window) / n)
+            if best is None or var < best.var:
+                best = Estimate(mean, var, (VICINITY, other), n)
+        return [self._calibrated(best)] if best is not None else []
+
+    def _placed_for(self, crawler_id: str, other: str, ip: IPAddress) -> str | None:
+        """How two crawlers' places relate, and whether ``ip`` shares no group with either (a
+        host far from both: two crawlers of one region differ less there than next door)."""
+        placed = self.placed(crawler_id, other)
+        if placed is None or other == crawler_id:
+            return placed
+        far = all(str(self.relation(c, ip)).startswith("none") for c in (crawler_id, other))
+        return f"{placed}>far" if far else placed
 
     def placed(self, crawler_id: str, other: str) -> str | None:
         """The kind of the narrowest group holding both crawlers' addresses (``"none"``: only
@@ -389,7 +496,7 @@ class Knowledge:
         if len(groups) > 1 and (broadest is None or not broadest.n):
             return UNKNOWN  # never measured in the address's registry (its broadest group): anything goes
         misleading = self._misleading.get(self.anchor(ip), ())
-        peers = self._from_peers(crawler_id, ip, now)
+        peers = self._from_peers(crawler_id, ip, now) + self._from_vicinity(crawler_id, ip, now)
         for group in groups:
             stat = self._stats.get((group, crawler_id))
             if stat is None or not stat.n or group in misleading:
@@ -412,7 +519,7 @@ class Knowledge:
         best = None
         for other in self._at.get(ip, ()):
             pair = self._pairs[other, ip]
-            placed = self.placed(crawler_id, other)
+            placed = self._placed_for(crawler_id, other, ip)
             stat = self._peers.get(placed) if placed is not None else None
             if other == crawler_id or stat is None or not math.isfinite(pair.y):
                 continue
@@ -461,14 +568,24 @@ class Knowledge:
 
     def relation(self, crawler_id: str, ip: IPAddress) -> str | None:
         """The kind of the narrowest group holding both ``ip`` and the crawler's address
-        (``"none"``: only everything; ``None``: the crawler's address is not known)."""
+        (``"none>A>B"``: only everything, the crawler in registry A, the address in B;
+        ``"none"``: only everything, a registry not known; ``None``: the crawler's address is
+        not known)."""
         home = self._homes.get(crawler_id)
         if home is None:
             return None
         shared = self._home_groups.get(crawler_id)
         if shared is None:
             shared = self._home_groups[crawler_id] = set(self.groups(home)) - {(ALL,)}
-        return next((_kind(g) for g in self.groups(ip) if g in shared), "none")
+        groups = self.groups(ip)
+        found = next((_kind(g) for g in groups if g in shared), None)
+        if found is not None:
+            return found
+        # no group in common: by the crawler's registry and the address's (crawlers of one region
+        # are about as far from another region's hosts: they teach each other where it is)
+        theirs = next((g[1] for g in groups if g[0] == REGISTRY), "")
+        mine = next((g[1] for g in shared if g[0] == REGISTRY), "")
+        return f"none>{mine}>{theirs}" if mine and theirs else "none"
 
     def _subnet_groups(self, subnet: Subnet) -> list[tuple]:
         """Narrowest first: the subnet, its subtree if it has subnets inside, its ancestors
@@ -580,7 +697,9 @@ def _kind(group: tuple) -> str:
 
 def _calibration_key(estimate: Estimate) -> str:
     if estimate.kind in (RELATION, PEER):
-        return f"{estimate.kind}/{estimate.source[1]}"
+        return f"{estimate.kind}/{str(estimate.source[1]).split('>')[0]}"
+    if estimate.kind == VICINITY:
+        return VICINITY
     return _kind(estimate.source) if estimate.kind in (NODE, BLOCK) else estimate.kind
 
 
