@@ -115,12 +115,12 @@ class RecrawlMiddleware:
         preloaded = request.meta.pop(PRELOADED, None)  # a redirect's target was not preloaded
         if not self.conditional or request.meta.get(UNCONDITIONAL):
             return
-        if preloaded is not None and preloaded["url"] == request.url:
+        known = preloaded["meta"] if preloaded is not None and preloaded["url"] == request.url else ...
+        if known is not ...:
             self.stats.inc_value("recrawl/preloaded")
-        if preloaded is not None and preloaded["url"] == request.url and preloaded["meta"] is None:
+        if known is None:
             meta, problem = None, None  # never fetched: nothing to check, no thread hop
         else:
-            known = preloaded["meta"] if preloaded is not None and preloaded["url"] == request.url else ...
             meta, problem = await self.offload(self._look_up, request.url, known)
         request.meta[LOOKED_UP] = {"url": request.url, "meta": meta}
         if meta is None:
