@@ -198,12 +198,14 @@ def test_pacing_waits_the_crawl_delay_and_rests_longer_after_slower_answers(site
     site.html("/", pages)
     for path in pages:
         site.html(path, ["/after.html"] if path == "/slow.html" else [])
-    site.html("/after.html")  # found only on the slow page: some request always follows it
+    # found only on the slow page and the page after it: two requests always follow it
+    site.html("/after.html", ["/last.html"])
+    site.html("/last.html")
     site.delays["/slow.html"] = 0.6
-    project.add_urds(urd("u", "ann", site.url("/"), depth=2))
+    project.add_urds(urd("u", "ann", site.url("/"), depth=3))
     run = project.crawl(WEBRACE_DELAY_FACTOR=2, CONCURRENT_REQUESTS_PER_DOMAIN=8)
     hits = sorted((h for h in site.hits if h.path != "/robots.txt"), key=lambda h: h.at)
-    assert len(hits) == 6
+    assert len(hits) == 7
     starts = [b.at - a.at for a, b in zip(hits, hits[1:], strict=False)]
     assert min(starts) >= 0.2 - 0.02, starts  # Crawl-delay between starts (a little clock slack)
     assert all(b.at >= a.done for a, b in zip(hits, hits[1:], strict=False))  # one request at a time
@@ -211,6 +213,10 @@ def test_pacing_waits_the_crawl_delay_and_rests_longer_after_slower_answers(site
     slow = next(h for h in hits if h.path == "/slow.html")
     assert rests["/slow.html"] >= 2 * (slow.done - slow.at) - 0.05  # twice what the answer took
     assert rests["/slow.html"] > max(r for p, r in rests.items() if p != "/slow.html")
+    # the long rest is not carried to the fast answer after it (Scrapy had already timed the
+    # next start by the old delay when that answer came)
+    after = next(h for h in hits if h.path == "/after.html")
+    assert rests["/after.html"] < max(0.2, 2 * (after.done - after.at)) + 0.3, rests
     assert run.stat("pacing/127.0.0.1/delay_max") >= 1.2
     assert "Pacing, rest after each answer: 127.0.0.1 mean" in run.stderr
 

@@ -207,6 +207,12 @@ class ExclusionMiddleware:
             # Scrapy spaces a slot's requests by `delay` from `lastseen`, the last start; the
             # rest is counted from this answer instead, so it holds with any concurrency.
             slot.lastseen, slot.delay, slot.jitter = time.monotonic(), rest, 0.0
+            if slot.latercall is not None:
+                # Scrapy timed the next start when this request left, by the delay the answer
+                # before it set; dropped here, the downloader times it again by this rest when
+                # it frees the request's transfer slot, just after this signal.
+                slot.latercall.cancel()
+                slot.latercall = None
         delays = self.pacing.hosts[key]
         self.stats.set_value(f"pacing/{key}/delay_mean", round(delays.mean, 4))
         self.stats.set_value(f"pacing/{key}/delay_max", round(delays.largest, 4))
