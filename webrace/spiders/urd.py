@@ -189,7 +189,9 @@ class UrdSpider(scrapy.Spider):
 
     async def parse_page(self, response: Response) -> AsyncIterator[Any]:
         rnd, node = self._node(response.request)
-        step = await self._call(self.engine.redirected, rnd, node, response.url)
+        # (answered from its own URL, the usual case, it needs no engine call: no thread hop)
+        step = None if response.url == node.url else await self._call(self.engine.redirected, rnd, node,
+                                                                       response.url)
         if step is not None:  # a redirect to a page this round already has
             for out in self._emit(rnd, step):
                 yield out
