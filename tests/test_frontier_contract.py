@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 import redis
 
-from webrace.distributed.frontier import RedisFrontier
+from webrace.distributed.frontier import _FINISH, RedisFrontier
 from webrace.records.rounds import DONE, FAILED, Node, Offer
 from webrace.rounds.frontier import Frontier
 
@@ -69,6 +71,36 @@ def test_known_then_finish_reads_the_links_before_finishing_as_the_two_calls_do(
     frontier.offer("http://b/", None, 0, {"u2": 1})
     assert frontier.known_then_finish(["http://a/"], taken, DONE, {"u1": 0}) == ({"http://a/"}, (set(), {"u2": 1}))
     assert frontier.get("http://b/").state == "pending"
+
+
+class CountingConnection(redis.Connection):
+    """A real connection that counts the round trips it makes (each packed send)."""
+
+    sent: list[list] = []
+
+    def send_packed_command(self, command, check_health=True):
+        CountingConnection.sent.append(command)
+        return super().send_packed_command(command, check_health)
+
+
+def test_known_then_finish_is_one_round_trip_and_loads_its_script_only_when_redis_lacks_it(
+        redis_url, redis_prefix):
+    client = redis.Redis.from_url(redis_url, connection_class=CountingConnection)
+    frontier = RedisFrontier(client, redis_prefix, "r1")
+    frontier._finish = client.register_script(_FINISH + f"\n-- {uuid.uuid4().hex}")  # unknown to the server
+    for n in range(3):
+        frontier.offer(f"http://a/{n}", None, 0, {"u1": 0})
+    node = frontier.get("http://a/0")
+    node.links = ["http://a/1", "http://z/"]
+    CountingConnection.sent.clear()
+    assert frontier.known_then_finish(node.links, node, DONE, {"u1": 0}) == ({"http://a/1"}, (set(), {}))
+    assert len(CountingConnection.sent) == 3  # the pipeline, NOSCRIPT: SCRIPT LOAD, the pipeline again
+    node = frontier.get("http://a/1")
+    node.links = ["http://a/2"]
+    CountingConnection.sent.clear()
+    assert frontier.known_then_finish(node.links, node, DONE, {"u1": 0}) == ({"http://a/2"}, (set(), {}))
+    assert len(CountingConnection.sent) == 1  # no SCRIPT EXISTS before it (redis-py's pipelines ask each time)
+    assert frontier.get("http://a/1").state == DONE and frontier.get("http://a/0").state == DONE
 
 
 def test_redirect_target_already_fetched_is_refused(frontier):

@@ -24,6 +24,7 @@ from typing import Any
 
 import redis
 
+from webrace.backends.redis import evalsha, pipeline_with_scripts
 from webrace.records.rounds import DONE, PENDING, Node, Offer
 
 _OFFER_MANY = """
@@ -257,10 +258,13 @@ class RedisFrontier:
         first, as separate calls would)."""
         if not urls:
             return set(), self.finish(node, state, expanded, keep_lease)
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hmget(self.keys["nodes"], urls)
-        self._finish(**self._finish_call(node, state, expanded, keep_lease), client=pipe)
-        found, answer = pipe.execute()
+        call = self._finish_call(node, state, expanded, keep_lease)
+
+        def fill(pipe: Any) -> None:
+            pipe.hmget(self.keys["nodes"], urls)
+            evalsha(pipe, self._finish, call["keys"], call["args"])
+
+        found, answer = pipeline_with_scripts(self.client, fill, [self._finish])
         known = {url for url, raw in zip(urls, found, strict=True) if raw is not None}
         return known, self._finished(node, state, answer)
 
