@@ -18,7 +18,8 @@ takes from without waiting (None while it is empty: the buffer is topped up in t
 background and the engine woken when leases arrive); leases buffered are renewed like those
 being fetched, and a worker killed with some loses nothing (they expire and go back to the
 queue; one that stops gives them back at once). Lease ends (acks) and renewals are sent from
-that thread too, the acks waiting in one call. An idle worker polls Redis with a backoff (50 ms
+that thread too: the acks of the items written in 50 ms (``ACK_WAIT``) in one call, after
+one flush of the feeds. An idle worker polls Redis with a backoff (50 ms
 doubling to 2 s) instead of Scrapy's 5-second idle tick, and stops after
 ``WEBRACE_IDLE_CLOSE`` seconds without work (unset: it runs until stopped). A Redis that
 goes away mid-crawl is logged and retried with the same backoff.
@@ -49,6 +50,7 @@ from webrace.records.rounds import Node
 logger = logging.getLogger(__name__)
 
 MIN_POLL, MAX_POLL = 0.05, 2.0
+ACK_WAIT = 0.05  # seconds an ended lease waits to go with the next lease call (see LeaseScheduler._ack)
 _NONE = object()  # no preloaded meta-info (None is: never fetched)
 REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
@@ -80,8 +82,10 @@ class LeaseScheduler(BaseScheduler):
         self._renewal: Any = None
         self._filling: Deferred | None = None  # the lease call in flight
         self._renewing = False
-        self._acks: deque[tuple[str, str]] = deque()  # (round id, URL) whose items are written
+        self._written: deque[tuple[str, str]] = deque()  # (round id, URL) whose items are written
+        self._acks: deque[tuple[str, str]] = deque()  # those of them flushed: their leases can end
         self._acking = False
+        self._ack_call: Any = None
         self._closing = False
         crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
         for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
@@ -103,8 +107,9 @@ class LeaseScheduler(BaseScheduler):
 
     def close(self, reason: str) -> Deferred:
         self._closing = True
-        if self._poll_call is not None and self._poll_call.active():
-            self._poll_call.cancel()
+        for call in (self._poll_call, self._ack_call):
+            if call is not None and call.active():
+                call.cancel()
         if self._renewal is not None and self._renewal.running:
             self._renewal.stop()
         return deferred_from_coro(self._close())
@@ -119,6 +124,7 @@ class LeaseScheduler(BaseScheduler):
             round_id, node = self.buffer.popleft()
             unused.setdefault(round_id, []).append(node.url)
             self.holding.get(round_id, set()).discard(node.url)
+        self._release_acks()
         try:
             await self.io.call(self._end, unused)
         except Exception as exc:  # Redis gone: the acks and the leases given back wait for expiry
@@ -136,25 +142,46 @@ class LeaseScheduler(BaseScheduler):
     # -- leases ending -------------------------------------------------------------------
 
     def item_done(self, item: Any, **kwargs: Any) -> None:
-        """An item left the pipeline (written to the feeds, dropped or failed): flush the
-        feeds, then end the lease of its page (in the lease thread, with the others waiting).
-        A worker killed before this point loses no page: the lease expires and another
-        worker fetches the page again."""
+        """An item left the pipeline (written to the feeds, dropped or failed): its lease
+        ends once the feeds are flushed (:meth:`_release_acks`, once for every item written
+        meanwhile), in the lease thread with the others waiting. A worker killed before
+        that loses no page: the lease expires and another worker fetches the page again."""
         lease = getattr(item, "_webrace_lease", None)
         if lease is None:
             return
         round_id, url = lease
+        self.holding.get(round_id, set()).discard(url)
+        self._written.append(lease)
+        self.last_work = time.monotonic()
+        self._ack()
+
+    def _release_acks(self) -> None:
+        """(Reactor) Flush the feeds, then hand the leases of the items written so far to
+        the lease thread's next call (:meth:`_send_acks`)."""
+        if not self._written:
+            return
         exporter = self.crawler.get_extension(FeedExporter)
         for slot in exporter.slots if exporter is not None else ():
             if slot.file is not None and not slot.file.closed:
                 slot.file.flush()
-        self.holding.get(round_id, set()).discard(url)
-        self._acks.append(lease)
-        self.last_work = time.monotonic()
-        self._ack()
+        self._acks.extend(self._written)
+        self._written.clear()
 
     def _ack(self) -> None:
-        if self._acking or not self._acks or self._closing:
+        """Acks wait ``ACK_WAIT``, then the feeds are flushed once for all the items written
+        meanwhile and their leases end in one call (or with a lease call already waiting)."""
+        if self._acking or not (self._acks or self._written) or self._closing:
+            return
+        if self._ack_call is None or not self._ack_call.active():
+            from twisted.internet import reactor  # the reactor Scrapy installed
+
+            self._ack_call = reactor.callLater(ACK_WAIT, self._ack_alone)
+
+    def _ack_alone(self) -> None:
+        if self._acking or self._closing:
+            return
+        self._release_acks()
+        if not self._acks:
             return
         self._acking = True
         self.io.run(self._send_acks).addBoth(self._acked)
@@ -266,6 +293,7 @@ class LeaseScheduler(BaseScheduler):
         """(Lease thread) Pages leased to fill the buffer, oldest open round first; the
         rounds lost if Redis came back empty; leases expired and queue entries skipped
         meanwhile."""
+        self._send_acks()  # those flushed and waiting (see _ack)
         want = self.max_leased - len(self.buffer)  # as it is now: the reactor took some meanwhile
         leased: list[tuple[str, Node]] = []
         lost = self._lost_rounds()
