@@ -4,7 +4,10 @@
    every response. One worker against two worker processes on the same round (Redis mode,
    `scrapy urd schedule` + `scrapy crawl urd`). Goal: two workers >= 1.8x the pages/s of one.
 2. The cost of Redis: the same site without added latency, crawled by the embedded mode and
-   by one Redis-mode worker. Goal (issue 23): Redis mode >= 0.9x the embedded pages/s.
+   by one Redis-mode worker. Goal (issue 23): Redis mode >= 0.9x the embedded pages/s. On a
+   small machine one such crawl varies by 10% or more from run to run (the worker, the site
+   server and Redis share the cores), so this pair runs ``--pairs`` times (default 3),
+   embedded and Redis alternating, and the goal is judged on the median of the pairs' ratios.
 
     pip install -e '.[bench]' && python bench/workers.py [--pages 2000] [--page-kb 10] [--baseline REV]
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -147,9 +151,12 @@ def main() -> int:
                         help="requests per worker; 4 keeps one worker latency-bound on a 2-core machine "
                              "that also runs the site server and the second worker")
     parser.add_argument("--baseline", default=BASELINE_REV, help="revision whose code is the baseline")
+    parser.add_argument("--pairs", type=int, default=3,
+                        help="interleaved runs of the loopback pair (embedded, Redis worker), candidate only")
     parser.add_argument("--png", type=Path, default=HERE / "workers.png")
     args = parser.parse_args()
     results: dict[tuple[str, bool, str], Result] = {}
+    extra: dict[str, list[Result]] = {}  # the loopback pair's further runs (candidate)
     with tempfile.TemporaryDirectory(prefix="webrace-bench-code-") as tmp:
         code = {"baseline": baseline_code(Path(tmp), args.baseline), "candidate": None}
         for latency_bound in (True, False):
@@ -163,6 +170,11 @@ def main() -> int:
                     for who in ("baseline", "candidate"):  # interleaved: the same machine state for both
                         results[(name, bound, who)] = run(name, server, workers, redis_mode, args.concurrency,
                                                           code[who])
+                if not latency_bound:
+                    for _ in range(max(args.pairs, 1) - 1):  # more pairs of the candidate, interleaved
+                        for name, _, workers, redis_mode in CONFIGS[2:]:
+                            extra.setdefault(name, []).append(
+                                run(name, server, workers, redis_mode, args.concurrency, None))
             finally:
                 server.stop()
     print()
@@ -174,11 +186,16 @@ def main() -> int:
         print(f"  {label:<34} {b.pages_per_s:>10.1f} {c.pages_per_s:>10.1f}  {ratio:.2f}x")
     cand = [results[(n, bnd, "candidate")] for n, bnd, _, _ in CONFIGS]
     scale = cand[1].pages_per_s / cand[0].pages_per_s
-    cost = cand[3].pages_per_s / cand[2].pages_per_s
-    twice = sum(r.fetched_twice for r in results.values() if r.code == "candidate")
+    ratios = [r.pages_per_s / e.pages_per_s
+              for e, r in zip([cand[2], *extra.get(CONFIGS[2][0], [])], [cand[3], *extra.get(CONFIGS[3][0], [])],
+                              strict=True)]
+    cost = statistics.median(ratios)
+    twice = sum(r.fetched_twice for r in [*results.values(), *(r for rs in extra.values() for r in rs)]
+                if r.code == "candidate")
     print()
     print(f"  {'PASS' if scale >= 1.8 else 'FAIL'}  two workers: {scale:.2f}x one worker (goal >= 1.8x)")
-    print(f"  {'PASS' if cost >= 0.9 else 'FAIL'}  Redis mode: {cost:.2f}x the embedded mode (goal >= 0.9x)")
+    print(f"  {'PASS' if cost >= 0.9 else 'FAIL'}  Redis mode: {cost:.2f}x the embedded mode, the median of "
+          f"{len(ratios)} interleaved pairs ({', '.join(f'{r:.2f}x' for r in ratios)}; goal >= 0.9x)")
     print(f"  {'PASS' if not twice else 'FAIL'}  no page fetched twice in a round ({twice})")
     plot(cand, args.png)
     return 0 if scale >= 1.8 and cost >= 0.9 and not twice else 1
