@@ -50,7 +50,7 @@ from webrace.records.rounds import Node
 logger = logging.getLogger(__name__)
 
 MIN_POLL, MAX_POLL = 0.05, 2.0
-ACK_WAIT = 0.05  # seconds an ended lease waits to go with the next lease call (see LeaseScheduler._ack)
+ACK_WAIT = 0.05  # seconds written items wait, to end their leases together after one flush (LeaseScheduler._ack)
 _NONE = object()  # no preloaded meta-info (None is: never fetched)
 REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
