@@ -99,38 +99,6 @@ def connect_url(url: str, settings: Any) -> redis.Redis:
     return client
 
 
-def pipeline_with_scripts(client: redis.Redis, fill: Callable[[Any], None],
-                          scripts: Iterable[Any]) -> list[Any]:
-    """Run a pipeline that calls Lua scripts, in one round trip.
-
-    redis-py's ``Pipeline``, given a registered ``Script`` (``script(..., client=pipe)``),
-    asks ``SCRIPT EXISTS`` before every ``execute()``: one more round trip each time
-    (``Pipeline.load_scripts``). Here ``fill(pipe)`` queues the scripts by ``EVALSHA`` (see
-    :func:`evalsha`) and a script is loaded only when Redis says it lacks it (``NOSCRIPT``:
-    a Redis restarted or flushed), then the pipeline runs again. ``fill`` must be safe to
-    run twice (reads, and scripts that did not run: a pipeline stops at no error, but a
-    ``NOSCRIPT`` call changed nothing)."""
-    for attempt in (0, 1):
-        pipe = client.pipeline(transaction=False)
-        fill(pipe)
-        results = pipe.execute(raise_on_error=False)
-        missing = [r for r in results if isinstance(r, redis.exceptions.NoScriptError)]
-        if not missing or attempt:
-            for result in results:
-                if isinstance(result, Exception):
-                    raise result
-            return results
-        for script in scripts:
-            script.sha = client.script_load(script.script)
-    raise AssertionError("unreachable")
-
-
-def evalsha(pipe: Any, script: Any, keys: list[str], args: list[Any]) -> None:
-    """Queue ``script`` on ``pipe`` by its digest, not registered with the pipeline (see
-    :func:`pipeline_with_scripts`)."""
-    pipe.evalsha(script.sha, len(keys), *keys, *args)
-
-
 def prefix(settings: Any) -> str:
     return settings.get("WEBRACE_REDIS_PREFIX") or DEFAULT_PREFIX
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import redis
 
-from webrace.backends.redis import evalsha, pipeline_with_scripts
+from webrace.distributed.scripts import evalsha, pipeline_with_scripts
 from webrace.records.rounds import DONE, PENDING, Node, Offer
 
 _OFFER_MANY = """
