@@ -23,8 +23,7 @@ def pipeline_with_scripts(client: redis.Redis, fill: Callable[[Any], None],
         pipe = client.pipeline(transaction=False)
         fill(pipe)
         results = pipe.execute(raise_on_error=False)
-        missing = [r for r in results if isinstance(r, redis.exceptions.NoScriptError)]
-        if not missing or attempt:
+        if attempt or not any(isinstance(r, redis.exceptions.NoScriptError) for r in results):
             for result in results:
                 if isinstance(result, Exception):
                     raise result
