@@ -107,10 +107,11 @@ class RedisMetaInfoStore(MetaInfoStore):
     """The meta-info index in Redis, one key per URL (``P url:<URL>``, so a Redis Cluster can
     spread them): a compact JSON record (deflated) of the seed's meta-info fields, the URL's versions and
     its last 304 answers. What can be long (the response header, the page's links) is not
-    kept in Redis: it goes to the object store as a small content-addressed object per fetch
-    (its digest in the record), so Redis holds a few hundred bytes per page however long the
-    page's header and link list are. Without an object store (``objects=None``) the header
-    and links stay in the record.
+    kept in Redis: beyond ``INLINE_SIDE`` bytes it goes to the object store as a small
+    content-addressed object per fetch (its digest in the record), so Redis holds a few
+    hundred bytes per page however long the page's header and link list are. Shorter ones
+    stay in the record (a file costs the disk more than they cost Redis), as they all do
+    without an object store (``objects=None``).
 
     Records are updated with optimistic transactions (WATCH/MULTI), one key each. Whether an
     object is still pointed to is not counted here (a count shared by every worker would race
@@ -139,11 +140,17 @@ class RedisMetaInfoStore(MetaInfoStore):
     # -- records ---------------------------------------------------------------------------
 
     def _side(self, header: str, links: Iterable[str], write: bool) -> str | None:
-        """The digest of the object holding ``header`` and ``links`` (stored when ``write``)."""
+        """The digest of the object holding ``header`` and ``links`` (stored when ``write``);
+        None when they stay in the record: there is no object store, or they are small
+        (at most ``INLINE_SIDE`` bytes as JSON, like a TOAST threshold: a file per page costs
+        the disk an inode and two directory entries, more than a few hundred deflated bytes
+        cost Redis)."""
         if self.objects is None:
             return None
         data = json.dumps({"header": header, "links": list(links)}, separators=(",", ":"),
                           ensure_ascii=False).encode()
+        if len(data) <= INLINE_SIDE:
+            return None
         if not write:
             return digest_of(data)
         # not fsynced: a side object lost in a crash reads as unreadable, the page is fetched in full
@@ -365,6 +372,9 @@ class RedisMetaInfoStore(MetaInfoStore):
 _MAX_RETRIES = 100
 _READ_KEPT = 4096  # raw records remembered for a compare-and-set (per store)
 _SIDES_KEPT = 1024  # side objects remembered after writing them (per store)
+# Header and links of at most this many bytes (as JSON) stay in the record (deflated with it)
+# instead of a side object: most of a small page's record then costs no file of its own
+INLINE_SIDE = 1024
 _UNREAD = object()
 
 # Compare-and-set one meta-info record: ARGV[1] is "0" (expected absent) or "1" + the record
