@@ -118,6 +118,24 @@ def test_a_short_header_and_link_list_stay_in_the_record_and_cost_no_file(tmp_pa
             assert [v.header for v in c.versions(url)] == [meta.header]
 
 
+def test_the_records_preset_dictionary_never_changes_and_records_written_without_it_still_read():
+    import hashlib
+    import json
+    import zlib
+
+    from webrace.backends.redis import _RECORD_DICT, _dumps, _loads
+
+    # every record written with it needs it to be read: a change would make them all unreadable
+    assert hashlib.sha256(_RECORD_DICT).hexdigest() == \
+        "f71d38b20223f9b495b579bd6a7c932c1ca1302fd8ba38beae35b17763c06bdd"
+    record = {"m": {"s": 200, "f": 1, "z": 3, "H": "HTTP/1.1 200 OK\nContent-Type: text/html", "L": ["http://a.test/"]}}
+    packer = zlib.compressobj(6, zlib.DEFLATED, -15)  # as records were written before the dictionary
+    before = packer.compress(json.dumps(record, separators=(",", ":")).encode()) + packer.flush()
+    assert _loads(before) == record
+    assert _loads(_dumps(record)) == record
+    assert len(_dumps(record)) < len(before)
+
+
 def test_a_lost_side_object_makes_the_next_request_unconditional(tmp_path, redis_url, redis_prefix):
     with open_object_cache(settings(tmp_path, redis_url, redis_prefix)) as c:
         fetch(c, "http://a.test/", b"body", 1, links=MANY_LINKS)
