@@ -189,6 +189,28 @@ def test_two_writers_storing_the_same_body_at_once_store_it_once_and_see_no_part
     assert not list((tmp_path / "shared" / "tmp").glob("*.part"))
 
 
+def test_an_object_that_may_be_lost_goes_straight_to_its_name_once_and_a_torn_one_is_repaired(tmp_path,
+                                                                                              monkeypatch):
+    import tempfile
+
+    a, b = ObjectStore(tmp_path / "shared"), ObjectStore(tmp_path / "shared")
+
+    def no_temporary_file(*args, **kwargs):
+        raise AssertionError("a temporary file was made for an object that need not survive a crash")
+
+    monkeypatch.setattr(tempfile, "mkstemp", no_temporary_file)
+    side = b'{"header":"HTTP/1.1 200 OK","links":[]}' * 50
+    assert a.put(side, repair=True, durable=False)[1] is True
+    assert b.put(side, repair=True, durable=False)[1] is False  # stored once, the first copy kept
+    assert a.get(digest_of(side)) == side
+    monkeypatch.undo()
+    path = a.path(digest_of(side))
+    path.write_bytes(path.read_bytes()[:20])  # torn by a crash mid-write
+    assert b.put(side, repair=True, durable=False)[1] is True  # read back, found corrupt, replaced
+    assert a.get(digest_of(side)) == side
+    assert not list((tmp_path / "shared" / "tmp").glob("*.part"))
+
+
 def test_a_worker_whose_directory_is_not_the_shared_one_is_refused(tmp_path, redis_url, redis_prefix):
     open_object_store(settings(tmp_path, redis_url, redis_prefix))  # the first worker names the store
     other = settings(tmp_path, redis_url, redis_prefix, WEBRACE_OBJECTS_DIR=str(tmp_path / "not-mounted"))
