@@ -959,3 +959,42 @@ def test_a_page_moved_where_its_subnet_was_measured_is_moved_without_a_probe():
     assert decision.crawler == "c1" and delegator.assigned("http://10.9.0.7/own") == "c2"
     assert ("c2", "10.9.0.7") not in delegator.prober.asked
     assert decision.probes == len(decision.results)
+
+
+def exploring(explore: float) -> tuple[D.Delegator, D.Decision]:
+    """c1 (1 place) holds y (10.1.2.5: 10 ms from c1, truly 15 from c2, but estimated at 100 ms
+    with a wide spread, as a region's estimate is); the next page x (10.1.1.5) is 2 ms from c1,
+    100 from c2, 200 from c3. Returns the delegator (``explore`` probes a URL) and x's decision."""
+    from webrace.delegation.knowledge import Estimate
+
+    latency = {**everyone("10.1.2.5", 10.0, 15.0, 200.0), **everyone("10.1.1.5", 2.0, 100.0, 200.0)}
+    delegator = small_delegator(latency, {"c1": 1}, strategy=D.KNOWLEDGE, explore=explore)
+    delegator.prober = RecordingProber((c, ip, ms) for (c, ip), ms in latency.items())
+    policy = delegator.policy
+    delegator._give(["y"], None, "c1")
+    policy.ips["y"] = D.target_ip("10.1.2.5")
+    policy._set_row("y", {"c1": Estimate.exact(10.0), "c2": Estimate(math.log(100.0), 0.5, ("relation", "cc")),
+                          "c3": Estimate(math.log(200.0), 0.5, ("relation", "none"))})
+    return delegator, delegator.delegate("http://10.1.1.5/x")
+
+
+def test_exploring_finds_the_page_a_full_crawler_holds_that_is_cheap_to_send_away():
+    delegator, decision = exploring(explore=1.0)
+    # c2 probed at y's address, where the estimate said 100 ms and the truth is 15: y moves there
+    assert ("c2", "10.1.2.5") in delegator.prober.asked
+    assert decision.crawler == "c1" and delegator.assigned("y") == "c2"
+    assert [(m.source, m.target) for m in decision.moved] == [("c1", "c2")]
+    assert decision.probes == len(decision.results) + 1  # the exploring probe is counted
+    assert all(delegator.load(c) <= (delegator.crawlers[c].capacity or 99) for c in delegator.crawlers)
+
+
+def test_without_exploring_the_page_held_stays_and_the_new_one_goes_far():
+    delegator, decision = exploring(explore=0.0)
+    assert ("c2", "10.1.2.5") not in delegator.prober.asked
+    assert decision.crawler == "c2" and delegator.assigned("y") == "c1"
+
+
+@pytest.mark.parametrize("explore", [-0.1, 4.5, math.nan])
+def test_an_explore_rate_out_of_range_is_refused(explore):
+    with pytest.raises(D.DelegationError, match="explore="):
+        small_delegator({}, strategy=D.KNOWLEDGE, explore=explore)

@@ -91,11 +91,14 @@ def test_delegate_keeps_probes_as_knowledge_and_runs_the_seeds_search_on_request
     assert probes["search"][1] >= 1  # the seed's search probes the organisation's crawler again
 
 
-def test_a_probe_budget_is_taken_and_a_negative_one_refused_before_any_output(project):
+def test_a_probe_budget_and_an_explore_rate_are_taken_and_out_of_range_ones_refused_before_any_output(project):
     write_inputs(project)
     done = delegate(project, "--probe-budget", "-2")
     assert done.returncode != 0 and "--probe-budget" in done.stderr and "Traceback" not in done.stderr
     assert not (project.root / "out.jsonl").exists()
-    done = delegate(project, "--probe-budget", "0", "--probe-credit", "0")
+    done = delegate(project, "--explore", "5")
+    assert done.returncode != 0 and "--explore 5: 0 to 4" in done.stderr and "Traceback" not in done.stderr
+    assert not (project.root / "out.jsonl").exists()
+    done = delegate(project, "--probe-budget", "0", "--probe-credit", "0", "--explore", "1")
     assert done.returncode == 0, done.stderr
     assert len((project.root / "out.jsonl").read_text().splitlines()) == 4

@@ -84,6 +84,9 @@ class Command(ScrapyCommand):
         parser.add_argument("--probe-credit", type=float, default=20.0,
                             help="knowledge: probes a crawler for learning where the crawlers are, before the "
                                  "budget counts (default 20)")
+        parser.add_argument("--explore", type=float, default=0.0,
+                            help="knowledge: while crawlers are full, probes a URL that may look among the pages "
+                                 "they hold for one cheap to send away (latency first; default 0: none; at most 4)")
         parser.add_argument("--threshold-ms", type=float, default=50.0, help="search: probing threshold (default 50)")
         parser.add_argument("--lookahead", type=int, default=1,
                             help="search: levels looked at past the first probe under the threshold "
@@ -99,8 +102,10 @@ class Command(ScrapyCommand):
         lookahead = None if opts.lookahead < 0 else opts.lookahead
         if not (opts.regret >= 0 and opts.probe_credit >= 0 and (opts.probe_budget >= 0 or opts.probe_budget == -1)):
             raise UsageError("--regret and --probe-credit must be 0 or more, --probe-budget 0 or more (-1: no budget)")
+        if not 0 <= opts.explore <= 4:
+            raise UsageError(f"--explore {opts.explore:g}: 0 to 4 probes a URL")
         self.budget = {"regret": opts.regret, "probe_budget": None if opts.probe_budget == -1 else opts.probe_budget,
-                       "probe_credit": opts.probe_credit}
+                       "probe_credit": opts.probe_credit, "explore": opts.explore}
         try:
             if args[0] == "delegate":
                 self.delegate(opts, lookahead)

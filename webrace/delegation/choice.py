@@ -43,6 +43,7 @@ same knowledge, the crawler's latency there replaced by what the fetches show.
 from __future__ import annotations
 
 import math
+from collections import deque
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -59,7 +60,7 @@ from webrace.delegation.decisions import (
     Session,
 )
 from webrace.delegation.hierarchy import IPAddress, Subnet
-from webrace.delegation.knowledge import MIN_MS, Estimate
+from webrace.delegation.knowledge import EXACT, IP, MIN_MS, Estimate
 
 if TYPE_CHECKING:
     from webrace.delegation.delegator import Delegator
@@ -85,6 +86,8 @@ CROWDED = 3.0
 PRICE_SCALE = 50.0
 MAX_PRICE = 10.0
 MAX_VERIFY = 3  # rounds of probing the pages a way to make room would move, at most
+MAX_EXPLORE = 4  # probes of pages full crawlers hold, for one URL, at most (:meth:`KnowledgePolicy._explore`)
+EXPLORE_WINDOW = 100  # URLs over which such probes are at most the delegator's ``explore`` a URL
 REFRESH = 100  # pages placed (at least, and a tenth of all) between two estimations of the rows that may move
 
 
@@ -98,12 +101,18 @@ class KnowledgePolicy:
         # one (a move to a crawler little is known of may cost more than it seems)
         self.rows: dict[str, np.ndarray] = {}
         self.cautious: dict[str, np.ndarray] = {}
+        # and the log-normal estimates themselves (variance 0 where the pair was measured: a
+        # second probe of it would teach nothing a move needs)
+        self.mus: dict[str, np.ndarray] = {}
+        self.vars: dict[str, np.ndarray] = {}
         self.ips: dict[str, IPAddress] = {}
         self.stale = 0  # pages placed since the rows were last estimated again
         self.pages: dict[tuple, int] = {}  # organisation (or subnet) -> pages delegated in it
         self.urls = 0  # URLs decided
         self.spent = 0  # probes sent for them
         self.verified = 0  # probes of pages that may move, for the URL being decided
+        # the URLs (by number) that probed a page a full crawler holds, one entry a probe (:meth:`_explore`)
+        self.exploring: deque[int] = deque()
 
     def delegate(self, key: str, ip: IPAddress, subnet: Subnet | None) -> Decision:
         d = self.d
@@ -117,15 +126,24 @@ class KnowledgePolicy:
         cancelled: tuple[Move, ...] = ()
         self.verified = 0
         verified = 0
-        for _ in range(MAX_VERIFY):  # each round probes pages not probed before: it ends
+        explored = rounds = 0
+        while True:  # each round probes pairs not probed before, MAX_VERIFY and MAX_EXPLORE at most: it ends
             room, via, cycle = self.room()
             cancelled += cycle
             chosen, estimates = self.choose(ip, session, room)
+            while self.exploring and self.exploring[0] <= self.urls - EXPLORE_WINDOW:
+                self.exploring.popleft()
+            if (explored < MAX_EXPLORE and len(self.exploring) < d.explore * EXPLORE_WINDOW
+                    and self._explore(chosen, estimates, room)):
+                explored += 1
+                self.exploring.append(self.urls)
+                continue
             if d._room(chosen, 1):
                 break
             probed, surprised = self._verify(chosen, via)
             verified += probed
-            if not surprised:
+            rounds += 1
+            if not surprised or rounds >= MAX_VERIFY:
                 break
         verified += self.verified
         self.spent += len(session.results) + verified
@@ -137,6 +155,57 @@ class KnowledgePolicy:
         reason = (BALANCED if moves or chosen != nearest else DELEGATED if owner
                   else PROBED if session.results else KNOWN)
         return self._place(key, ip, subnet, chosen, session, reason, moves, estimates, verified)
+
+    def _explore(self, chosen: str, estimates: dict[str, Estimate], room: Room) -> bool:
+        """Where the URL's near crawlers are full, what it costs to make room on them rests
+        on the other crawlers' latencies to the pages they hold, mostly estimates from beyond
+        those pages' organisations: a page whose route to some far crawler is much shorter
+        than its estimate says is the one to send away, and only a probe finds it. For every
+        full crawler that would beat the choice were room cheaper on it, and every page on it
+        and crawler it could move to, the expected saving of a probe of that pair is
+        E[(t - X)+] over its log-normal estimate X, ``t`` the latency at which the move would
+        make room cheaper than the choice costs now; the pair most worth it is probed while it
+        is worth more than a probe of the URL's own crawlers must be. Returns whether one was
+        probed (its page's row estimated again)."""
+        from scipy.special import ndtr  # scipy takes a while to import: only where it is needed
+
+        d = self.d
+        ids = list(d.crawlers)
+        total = estimates[chosen].ms + room[chosen]
+        if not math.isfinite(total) or total <= 0:
+            return False
+        best_gain, best_pair = 0.0, None
+        free = np.array([room[c] for c in ids])
+        for c in ids:
+            if room[c] <= 0 or not estimates[c].known or estimates[c].ms >= total:
+                continue
+            keys = sorted(d._held.get(c, ()))
+            if not keys:
+                continue
+            mu = np.vstack([self._row(self.mus, key, len(ids)) for key in keys])
+            sd = np.sqrt(np.vstack([self._row(self.vars, key, len(ids)) for key in keys]))
+            here = np.vstack([self._row(self.rows, key, len(ids)) for key in keys])[:, ids.index(c)]
+            # the far latency below which moving the page makes room cheaper than the choice is
+            t = (total - estimates[c].ms) + here[:, None] - free[None, :]
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                d_ = (np.log(np.maximum(t, MIN_MS)) - mu) / sd
+                gain = t * ndtr(d_) - np.exp(mu + sd * sd / 2) * ndtr(d_ - sd)
+            gain[~np.isfinite(gain) | (t <= 0) | ~(sd > 0)] = 0.0
+            gain[:, ids.index(c)] = 0.0
+            i, j = np.unravel_index(int(np.argmax(gain)), gain.shape)
+            if gain[i, j] > best_gain:
+                best_gain, best_pair = float(gain[i, j]), (keys[i], ids[j])
+        threshold = self.d.regret * max(self.price(), CROWDED)
+        if best_pair is None or best_gain / total <= threshold:
+            return False
+        key, target = best_pair
+        page_ip = self.ips[key]
+        estimate = self.knowledge.estimate(target, page_ip)
+        ms = Session(d.prober, page_ip, self.knowledge).probe(target)
+        self.knowledge.check(estimate, ms, page_ip, count=False, calibrate=False)
+        self.verified += 1
+        self._set_row(key, {c: self.knowledge.estimate(c, page_ip) for c in ids})
+        return True
 
     def _verify(self, crawler_id: str, via: dict[str, tuple[str, str]]) -> tuple[int, bool]:
         """Before pages move along the way found to make room on ``crawler_id``, each page
@@ -405,6 +474,8 @@ class KnowledgePolicy:
     def _set_row(self, key: str, estimates: dict[str, Estimate]) -> None:
         found = [estimates[c] for c in self.d.crawlers]
         self.rows[key] = np.array([e.ms for e in found])
+        self.mus[key] = np.array([e.mu if e.known else math.inf for e in found])
+        self.vars[key] = np.array([e.var if e.kind not in (IP, EXACT) else 0.0 for e in found])  # 0: measured
         self.cautious[key] = np.array([math.exp(min(700.0, e.mu + CAUTION * math.sqrt(e.var))) if e.known else math.inf
                                        for e in found])
 

@@ -61,6 +61,7 @@ from webrace.delegation.search import SearchPolicy
 __all__ = ["BALANCED", "DELEGATED", "FASTEST", "HIERARCHY", "KNOWLEDGE", "KNOWN", "ORGANISATION", "PROBED",
            "RECALIBRATED", "SEARCH", "CapacityError", "Crawler", "Decision", "DelegationError", "Delegator", "Move"]
 
+MAX_EXPLORE_RATE = 4.0  # as many as a URL may make (choice.MAX_EXPLORE)
 STRATEGIES = {KNOWLEDGE: KnowledgePolicy, SEARCH: SearchPolicy}
 
 
@@ -72,6 +73,9 @@ class Delegator:
     ``probe_budget``, ``probe_credit`` (knowledge): the probes a URL the run aims to spend, after
     ``probe_credit`` probes a crawler for learning where the crawlers are; spent beyond them, a
     probe must be worth more than ``regret`` (:meth:`KnowledgePolicy.price`). ``None``: no budget.
+    ``explore`` (knowledge): while crawlers are full, the probes a URL (over the last 100) that
+    may look among the pages they hold for one cheap to send away (:meth:`KnowledgePolicy._explore`):
+    latency first, probes second; 0 (the default): none.
     ``threshold_ms``, ``lookahead``, ``variance_ms``: the search strategy's.
     ``clock``: the time measurements are stamped with (seconds; default ``time.time``)."""
 
@@ -79,12 +83,14 @@ class Delegator:
                  slow_after: int = 2, slow_factor: float = 2.0, slow_ms: float | None = None,
                  lookahead: int | None = 1, strategy: str = KNOWLEDGE, regret: float = 0.003,
                  clock: Callable[[], float] | None = None, probe_budget: float | None = 0.7,
-                 probe_credit: float = 20.0) -> None:
+                 probe_credit: float = 20.0, explore: float = 0.0) -> None:
         if slow_after < 1:
             raise DelegationError(f"slow_after={slow_after}: re-delegation needs at least one slow fetch")
         if (probe_budget is not None and not probe_budget >= 0) or not probe_credit >= 0:
             raise DelegationError(f"probe_budget={probe_budget}, probe_credit={probe_credit}: "
                                   "probes cannot be fewer than none")
+        if not 0 <= explore <= MAX_EXPLORE_RATE:
+            raise DelegationError(f"explore={explore}: 0 to {MAX_EXPLORE_RATE:g} probes a URL")
         if strategy not in STRATEGIES:
             raise DelegationError(f"strategy {strategy!r} is none of {', '.join(STRATEGIES)}")
         self.hierarchy = hierarchy
@@ -99,6 +105,7 @@ class Delegator:
         self.regret = regret
         self.probe_budget = probe_budget
         self.probe_credit = probe_credit
+        self.explore = explore
         self.knowledge = Knowledge(hierarchy, clock)
         self.crawlers: dict[str, Crawler] = {}
         self.stats: Counter[str] = Counter()

@@ -394,7 +394,8 @@ class Knowledge:
             latency = ms / math.exp(self._ratio.s1 / self._ratio.n if self._ratio.n else 0.0)
         return self.observe(crawler_id, ip, latency, origin="fetch", replace=True)
 
-    def check(self, estimate: Estimate, ms: float, ip: IPAddress, count: bool = True) -> bool:
+    def check(self, estimate: Estimate, ms: float, ip: IPAddress, count: bool = True,
+              calibrate: bool = True) -> bool:
         """A probe of ``ip`` (``ms``) against what was estimated. Every probe calibrates its
         kind of estimate: the mean squared standardised error of the estimates a kind gave
         multiplies the variance of the next ones (selective probing and a world unlike the
@@ -403,12 +404,14 @@ class Knowledge:
         misplace the address (:meth:`misplaced`); over a half, it was a surprise, and the group
         that gave the estimate is no longer used for the organisation (:meth:`mislead`).
         ``count``: it was the probe of the crawler about to be chosen, which is what
-        :attr:`surprise_rate` is the rate of. Returns whether it was a surprise."""
+        :attr:`surprise_rate` is the rate of. ``calibrate=False``: a probe chosen where the
+        estimate looked likely wrong in one direction, whose error would bias the
+        calibration. Returns whether it was a surprise."""
         if not estimate.known:
             return False
         y = math.log(max(ms, MIN_MS)) if math.isfinite(ms) else math.inf
         error = y - estimate.mu
-        if math.isfinite(error) and estimate.var > 0:
+        if calibrate and math.isfinite(error) and estimate.var > 0:
             z2 = error * error * estimate.scale / estimate.var
             self._calibration.setdefault(_calibration_key(estimate), _Stat()).add(min(z2, MAX_Z2), 0.0, +1)
         if estimate.near:
