@@ -28,7 +28,7 @@ a region, noisy routes, noisy probes).
 Prints the table and writes ``bench/ipmicra.png`` (probes per URL along the run).
 
     pip install -e '.[bench]' && nice python bench/ipmicra.py [--quick] [--held-out 8] [--draw 90211] \
-        [--hard-draws 2] [--hard-draw 31337] [--jobs 2] [--worlds SUBSTRING]
+        [--hard-draws 2] [--hard-draw 31337] [--jobs 2] [--worlds SUBSTRING] [--explore 0]
 """
 
 from __future__ import annotations
@@ -154,11 +154,11 @@ def hard_draws(count: int, draw: int) -> list[Case]:
     return cases
 
 
-def measure(case: Case) -> dict:
+def measure(case: Case, candidate: dict = CANDIDATE) -> dict:
     sim = simulate(case.crawlers, URLS, case.seed, capacity=case.pages(), world=case.world)
     sim.best()  # the reference, computed once
     runs = {}
-    for name, options in (("baseline", BASELINE), ("candidate", CANDIDATE)):
+    for name, options in (("baseline", BASELINE), ("candidate", candidate)):
         start = time.perf_counter()
         runs[name] = run_simulation(sim, **options)
         runs[name]["seconds"] = time.perf_counter() - start
@@ -264,11 +264,11 @@ def plot(results: list[tuple[Case, dict]], path: Path) -> None:
     print(f"wrote {path}")
 
 
-def run(case: Case) -> tuple[Case, dict | str, float]:
+def run(case: Case, candidate: dict = CANDIDATE) -> tuple[Case, dict | str, float]:
     """One world, measured (or why the simulator cannot build it), and the seconds it took."""
     start = time.perf_counter()
     try:
-        found: dict | str = measure(case)
+        found: dict | str = measure(case, candidate)
     except ValueError as exc:  # a drawn world the simulator cannot lay out (an address block too full)
         found = str(exc)
     return case, found, time.perf_counter() - start
@@ -283,10 +283,14 @@ def main() -> int:
     parser.add_argument("--hard-draw", type=int, default=31337, help="the seed they are drawn with")
     parser.add_argument("--worlds", default="", help="only the worlds whose name holds this text")
     parser.add_argument("--jobs", type=int, default=2, help="worlds measured at once, in processes (default 2)")
+    parser.add_argument("--explore", type=float, default=0.0,
+                        help="the candidate's explore rate (Delegator(explore=...); default 0: off)")
     parser.add_argument("--png", type=Path, default=Path(__file__).with_suffix(".png"))
     args = parser.parse_args()
-    if not (0 <= args.held_out <= 100 and 0 <= args.hard_draws <= 100 and 1 <= args.jobs <= 64):
-        parser.error("--held-out and --hard-draws take 0 to 100, --jobs 1 to 64")
+    if not (0 <= args.held_out <= 100 and 0 <= args.hard_draws <= 100 and 1 <= args.jobs <= 64
+            and 0 <= args.explore <= 4):
+        parser.error("--held-out and --hard-draws take 0 to 100, --jobs 1 to 64, --explore 0 to 4")
+    candidate = {**CANDIDATE, "explore": args.explore}
     cases = QUICK if args.quick else (RANGE + held_out(args.held_out, args.draw) + HARD
                                       + hard_draws(args.hard_draws, args.hard_draw))
     cases = [case for case in cases if args.worlds.lower() in case.name.lower()]
@@ -295,15 +299,17 @@ def main() -> int:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(min(args.jobs, os.cpu_count() or 1, len(cases))) as pool:
-            done = list(pool.map(run, cases))
+            done = list(pool.map(run, cases, [candidate] * len(cases)))
     else:
-        done = [run(case) for case in cases]
+        done = [run(case, candidate) for case in cases]
     for case, found, seconds in done:
         if isinstance(found, str):
             skipped.append(f"{case.name}: {found}")
             continue
         results.append((case, found))
         print(f"  {case.name}: {seconds:.1f} s", file=sys.stderr)
+    if args.explore:
+        print(f"candidate: explore={args.explore:g} (probes of pages full crawlers hold, a URL, at most)")
     passed = table(results)
     for line in skipped:
         print(f"skipped, not a world the simulator can build: {line}")
