@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from webrace.delegation import World, run_simulation, simulate  # noqa: E402
+from webrace.delegation.choice import MAX_EXPLORE  # noqa: E402
 
 URLS = 1000
 GOAL_PROBES, GOAL_TAIL, GOAL_RATIO, GOAL_NEAREST, GOAL_ORGS = 2.0, 1.0, 1.05, 0.85, 100
@@ -288,8 +289,8 @@ def main() -> int:
     parser.add_argument("--png", type=Path, default=Path(__file__).with_suffix(".png"))
     args = parser.parse_args()
     if not (0 <= args.held_out <= 100 and 0 <= args.hard_draws <= 100 and 1 <= args.jobs <= 64
-            and 0 <= args.explore <= 4):
-        parser.error("--held-out and --hard-draws take 0 to 100, --jobs 1 to 64, --explore 0 to 4")
+            and 0 <= args.explore <= MAX_EXPLORE):
+        parser.error(f"--held-out and --hard-draws take 0 to 100, --jobs 1 to 64, --explore 0 to {MAX_EXPLORE}")
     candidate = {**CANDIDATE, "explore": args.explore}
     cases = QUICK if args.quick else (RANGE + held_out(args.held_out, args.draw) + HARD
                                       + hard_draws(args.hard_draws, args.hard_draw))

@@ -95,6 +95,7 @@ class Command(ScrapyCommand):
         parser.add_argument("--seed", type=int, default=1, help="simulate: the world's seed")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        from webrace.delegation.choice import MAX_EXPLORE
         from webrace.delegation.tables import InputError
 
         if len(args) != 1 or args[0] not in ("delegate", "simulate"):
@@ -102,8 +103,8 @@ class Command(ScrapyCommand):
         lookahead = None if opts.lookahead < 0 else opts.lookahead
         if not (opts.regret >= 0 and opts.probe_credit >= 0 and (opts.probe_budget >= 0 or opts.probe_budget == -1)):
             raise UsageError("--regret and --probe-credit must be 0 or more, --probe-budget 0 or more (-1: no budget)")
-        if not 0 <= opts.explore <= 4:
-            raise UsageError(f"--explore {opts.explore:g}: 0 to 4 probes a URL")
+        if not 0 <= opts.explore <= MAX_EXPLORE:
+            raise UsageError(f"--explore {opts.explore:g}: 0 to {MAX_EXPLORE} probes a URL")
         self.budget = {"regret": opts.regret, "probe_budget": None if opts.probe_budget == -1 else opts.probe_budget,
                        "probe_credit": opts.probe_credit, "explore": opts.explore}
         try:

@@ -474,8 +474,9 @@ class KnowledgePolicy:
     def _set_row(self, key: str, estimates: dict[str, Estimate]) -> None:
         found = [estimates[c] for c in self.d.crawlers]
         self.rows[key] = np.array([e.ms for e in found])
-        self.mus[key] = np.array([e.mu if e.known else math.inf for e in found])
-        self.vars[key] = np.array([e.var if e.kind not in (IP, EXACT) else 0.0 for e in found])  # 0: measured
+        if self.d.explore:  # only exploring reads them
+            self.mus[key] = np.array([e.mu if e.known else math.inf for e in found])
+            self.vars[key] = np.array([e.var if e.kind not in (IP, EXACT) else 0.0 for e in found])  # 0: measured
         self.cautious[key] = np.array([math.exp(min(700.0, e.mu + CAUTION * math.sqrt(e.var))) if e.known else math.inf
                                        for e in found])
 

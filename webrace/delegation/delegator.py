@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 
 import radix
 
-from webrace.delegation.choice import KnowledgePolicy
+from webrace.delegation.choice import MAX_EXPLORE, KnowledgePolicy
 from webrace.delegation.decisions import (
     BALANCED,
     DELEGATED,
@@ -61,7 +61,6 @@ from webrace.delegation.search import SearchPolicy
 __all__ = ["BALANCED", "DELEGATED", "FASTEST", "HIERARCHY", "KNOWLEDGE", "KNOWN", "ORGANISATION", "PROBED",
            "RECALIBRATED", "SEARCH", "CapacityError", "Crawler", "Decision", "DelegationError", "Delegator", "Move"]
 
-MAX_EXPLORE_RATE = 4.0  # as many as a URL may make (choice.MAX_EXPLORE)
 STRATEGIES = {KNOWLEDGE: KnowledgePolicy, SEARCH: SearchPolicy}
 
 
@@ -89,8 +88,8 @@ class Delegator:
         if (probe_budget is not None and not probe_budget >= 0) or not probe_credit >= 0:
             raise DelegationError(f"probe_budget={probe_budget}, probe_credit={probe_credit}: "
                                   "probes cannot be fewer than none")
-        if not 0 <= explore <= MAX_EXPLORE_RATE:
-            raise DelegationError(f"explore={explore}: 0 to {MAX_EXPLORE_RATE:g} probes a URL")
+        if not 0 <= explore <= MAX_EXPLORE:  # more a URL than one URL may make is no limit
+            raise DelegationError(f"explore={explore}: 0 to {MAX_EXPLORE} probes a URL")
         if strategy not in STRATEGIES:
             raise DelegationError(f"strategy {strategy!r} is none of {', '.join(STRATEGIES)}")
         self.hierarchy = hierarchy
