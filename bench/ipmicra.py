@@ -28,12 +28,13 @@ a region, noisy routes, noisy probes).
 Prints the table and writes ``bench/ipmicra.png`` (probes per URL along the run).
 
     pip install -e '.[bench]' && nice python bench/ipmicra.py [--quick] [--held-out 8] [--draw 90211] \
-        [--hard-draws 2] [--hard-draw 31337] [--jobs 2] [--worlds SUBSTRING] [--explore 0]
+        [--hard-draws 2] [--hard-draw 31337] [--jobs 2] [--worlds SUBSTRING] [--explore 1]
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import os
 import random
@@ -45,8 +46,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from webrace.delegation import World, run_simulation, simulate  # noqa: E402
+from webrace.delegation import Delegator, World, run_simulation, simulate  # noqa: E402
 from webrace.delegation.choice import MAX_EXPLORE  # noqa: E402
+
+DEFAULT_EXPLORE = inspect.signature(Delegator).parameters["explore"].default
 
 URLS = 1000
 GOAL_PROBES, GOAL_TAIL, GOAL_RATIO, GOAL_NEAREST, GOAL_ORGS = 2.0, 1.0, 1.05, 0.85, 100
@@ -284,8 +287,8 @@ def main() -> int:
     parser.add_argument("--hard-draw", type=int, default=31337, help="the seed they are drawn with")
     parser.add_argument("--worlds", default="", help="only the worlds whose name holds this text")
     parser.add_argument("--jobs", type=int, default=2, help="worlds measured at once, in processes (default 2)")
-    parser.add_argument("--explore", type=float, default=0.0,
-                        help="the candidate's explore rate (Delegator(explore=...); default 0: off)")
+    parser.add_argument("--explore", type=float, default=DEFAULT_EXPLORE,
+                        help=f"the candidate's explore rate (Delegator(explore=...); default {DEFAULT_EXPLORE:g}; 0: off)")
     parser.add_argument("--png", type=Path, default=Path(__file__).with_suffix(".png"))
     args = parser.parse_args()
     if not (0 <= args.held_out <= 100 and 0 <= args.hard_draws <= 100 and 1 <= args.jobs <= 64
@@ -309,7 +312,7 @@ def main() -> int:
             continue
         results.append((case, found))
         print(f"  {case.name}: {seconds:.1f} s", file=sys.stderr)
-    if args.explore:
+    if args.explore != DEFAULT_EXPLORE:
         print(f"candidate: explore={args.explore:g} (probes of pages full crawlers hold, a URL, at most)")
     passed = table(results)
     for line in skipped:

@@ -926,8 +926,9 @@ def making_room(c2_knows_the_subnet: bool) -> tuple[D.Delegator, D.Decision, boo
     latency = {("c1", "10.9.0.7"): 1.0, ("c2", "10.9.0.7"): 20.0, ("c3", "10.9.0.7"): 200.0,
                ("c1", "10.1.1.5"): 2.0, ("c2", "10.1.1.5"): 100.0, ("c3", "10.1.1.5"): 200.0}
     clock = iter(range(1_000_000))
+    # exploring off: these are the probes of the move itself (exploring's own tests are below)
     delegator = D.Delegator(hierarchy, RecordingProber((c, ip, ms) for (c, ip), ms in latency.items()),
-                            clock=lambda: float(next(clock)))
+                            clock=lambda: float(next(clock)), explore=0.0)
     for crawler_id, ip in KNOWN_HOMES.items():
         delegator.register(D.Crawler(crawler_id, ip, 1 if crawler_id == "c1" else None))
     for crawler_id, ms in (("c1", 10.0), ("c2", 20.0), ("c3", 200.0)):  # kept from before: region r

@@ -84,9 +84,10 @@ class Command(ScrapyCommand):
         parser.add_argument("--probe-credit", type=float, default=20.0,
                             help="knowledge: probes a crawler for learning where the crawlers are, before the "
                                  "budget counts (default 20)")
-        parser.add_argument("--explore", type=float, default=0.0,
+        parser.add_argument("--explore", type=float, default=1.0,
                             help="knowledge: while crawlers are full, probes a URL that may look among the pages "
-                                 "they hold for one cheap to send away (latency first; default 0: none; at most 4)")
+                                 "they hold for one cheap to send away, while all probes stay under 0.9 a URL "
+                                 "(default 1; 0: none; at most 4)")
         parser.add_argument("--threshold-ms", type=float, default=50.0, help="search: probing threshold (default 50)")
         parser.add_argument("--lookahead", type=int, default=1,
                             help="search: levels looked at past the first probe under the threshold "

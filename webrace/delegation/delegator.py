@@ -73,8 +73,8 @@ class Delegator:
     ``probe_credit`` probes a crawler for learning where the crawlers are; spent beyond them, a
     probe must be worth more than ``regret`` (:meth:`KnowledgePolicy.price`). ``None``: no budget.
     ``explore`` (knowledge): while crawlers are full, the probes a URL (over the last 100) that
-    may look among the pages they hold for one cheap to send away (:meth:`KnowledgePolicy._explore`):
-    latency first, probes second; 0 (the default): none.
+    may look among the pages they hold for one cheap to send away (:meth:`KnowledgePolicy._explore`),
+    while all probes over those URLs stay under 0.9 a URL (default 1; 0: none).
     ``threshold_ms``, ``lookahead``, ``variance_ms``: the search strategy's.
     ``clock``: the time measurements are stamped with (seconds; default ``time.time``)."""
 
@@ -82,7 +82,7 @@ class Delegator:
                  slow_after: int = 2, slow_factor: float = 2.0, slow_ms: float | None = None,
                  lookahead: int | None = 1, strategy: str = KNOWLEDGE, regret: float = 0.003,
                  clock: Callable[[], float] | None = None, probe_budget: float | None = 0.7,
-                 probe_credit: float = 20.0, explore: float = 0.0) -> None:
+                 probe_credit: float = 20.0, explore: float = 1.0) -> None:
         if slow_after < 1:
             raise DelegationError(f"slow_after={slow_after}: re-delegation needs at least one slow fetch")
         if (probe_budget is not None and not probe_budget >= 0) or not probe_credit >= 0:
