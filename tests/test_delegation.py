@@ -962,20 +962,30 @@ def test_a_page_moved_where_its_subnet_was_measured_is_moved_without_a_probe():
     assert decision.probes == len(decision.results)
 
 
-def exploring(explore: float) -> tuple[D.Delegator, D.Decision]:
-    """c1 (1 place) holds y (10.1.2.5: 10 ms from c1, truly 15 from c2, but estimated at 100 ms
-    with a wide spread, as a region's estimate is); the next page x (10.1.1.5) is 2 ms from c1,
-    100 from c2, 200 from c3. Returns the delegator (``explore`` probes a URL) and x's decision."""
+def exploring(explore: float, held: dict[str, str] | None = None,
+              spent: int = 0) -> tuple[D.Delegator, D.Decision]:
+    """c1 (full) holds y (10.1.2.5: 10 ms from c1, truly 15 from c2, but estimated at 100 ms
+    with a wide spread, as a region's estimate is), or the pages ``held`` (key -> address, all
+    alike); the next page x (10.1.1.5) is 2 ms from c1, 100 from c2, 200 from c3; the URLs
+    before it spent ``spent`` probes. Returns the delegator (``explore`` probes a URL) and x's
+    decision."""
     from webrace.delegation.knowledge import Estimate
 
-    latency = {**everyone("10.1.2.5", 10.0, 15.0, 200.0), **everyone("10.1.1.5", 2.0, 100.0, 200.0)}
-    delegator = small_delegator(latency, {"c1": 1}, strategy=D.KNOWLEDGE, explore=explore)
+    held = held or {"y": "10.1.2.5"}
+    latency = {**everyone("10.1.1.5", 2.0, 100.0, 200.0)}
+    for ip in held.values():
+        latency.update(everyone(ip, 10.0, 15.0, 200.0))
+    delegator = small_delegator(latency, {"c1": len(held)}, strategy=D.KNOWLEDGE, explore=explore)
     delegator.prober = RecordingProber((c, ip, ms) for (c, ip), ms in latency.items())
     policy = delegator.policy
-    delegator._give(["y"], None, "c1")
-    policy.ips["y"] = D.target_ip("10.1.2.5")
-    policy._set_row("y", {"c1": Estimate.exact(10.0), "c2": Estimate(math.log(100.0), 0.5, ("relation", "cc")),
-                          "c3": Estimate(math.log(200.0), 0.5, ("relation", "none"))})
+    delegator._give(list(held), None, "c1")
+    for key, ip in held.items():
+        policy.ips[key] = D.target_ip(ip)
+        policy._set_row(key, {"c1": Estimate.exact(10.0), "c2": Estimate(math.log(100.0), 0.5, ("relation", "cc")),
+                              "c3": Estimate(math.log(200.0), 0.5, ("relation", "none"))})
+    if spent:
+        policy.recent.append((0, spent))
+        policy.recent_probes += spent
     return delegator, delegator.delegate("http://10.1.1.5/x")
 
 
@@ -993,6 +1003,32 @@ def test_without_exploring_the_page_held_stays_and_the_new_one_goes_far():
     delegator, decision = exploring(explore=0.0)
     assert ("c2", "10.1.2.5") not in delegator.prober.asked
     assert decision.crawler == "c2" and delegator.assigned("y") == "c1"
+
+
+def test_exploring_is_the_default_and_stops_where_the_last_urls_spent_the_ceiling():
+    from webrace.delegation.choice import EXPLORE_CEILING, EXPLORE_WINDOW
+
+    delegator, decision = exploring(explore=1.0)
+    assert delegator.explore == D.Delegator(D.Hierarchy(), D.TableProber([])).explore == 1.0
+    # the URLs before x spent the ceiling: what they left for exploring is nothing
+    delegator, decision = exploring(explore=1.0, spent=int(EXPLORE_CEILING * EXPLORE_WINDOW))
+    assert ("c2", "10.1.2.5") not in delegator.prober.asked
+    assert decision.crawler == "c2" and delegator.assigned("y") == "c1"
+
+
+def test_exploring_looks_first_at_the_organisation_with_most_pages_held_and_learns_them_all(monkeypatch):
+    from webrace.delegation import choice
+
+    monkeypatch.setattr(choice, "MAX_EXPLORE", 1)  # one exploring probe: what it taught, not what more would
+    # y (organisation d) and z1, z2 (organisation b) are estimated alike; a probe of b teaches two pages
+    delegator, decision = exploring(explore=1.0, held={"y": "10.3.0.5", "z1": "10.1.2.5", "z2": "10.1.2.6"})
+    asked = delegator.prober.asked
+    assert ("c2", "10.1.2.5") in asked and ("c2", "10.3.0.5") not in asked and ("c2", "10.1.2.6") not in asked
+    # z2's row was estimated again from its organisation's probe: near 15 ms from c2, not 100
+    c2 = list(delegator.crawlers).index("c2")
+    assert delegator.policy.rows["z2"][c2] < 30
+    assert decision.crawler == "c1" and delegator.assigned("y") == "c1"
+    assert {delegator.assigned("z1"), delegator.assigned("z2")} == {"c1", "c2"}
 
 
 @pytest.mark.parametrize("explore", [-0.1, 4.5, math.nan])
