@@ -288,7 +288,8 @@ def main() -> int:
     parser.add_argument("--worlds", default="", help="only the worlds whose name holds this text")
     parser.add_argument("--jobs", type=int, default=2, help="worlds measured at once, in processes (default 2)")
     parser.add_argument("--explore", type=float, default=DEFAULT_EXPLORE,
-                        help=f"the candidate's explore rate (Delegator(explore=...); default {DEFAULT_EXPLORE:g}; 0: off)")
+                        help=f"the candidate's explore rate (Delegator(explore=...); "
+                             f"default {DEFAULT_EXPLORE:g}; 0: off)")
     parser.add_argument("--png", type=Path, default=Path(__file__).with_suffix(".png"))
     args = parser.parse_args()
     if not (0 <= args.held_out <= 100 and 0 <= args.hard_draws <= 100 and 1 <= args.jobs <= 64
