@@ -29,6 +29,7 @@ Prints the table and writes ``bench/ipmicra.png`` (probes per URL along the run)
 
     pip install -e '.[bench]' && nice python bench/ipmicra.py [--quick] [--held-out 8] [--draw 90211] \
         [--hard-draws 2] [--hard-draw 31337] [--jobs 2] [--worlds SUBSTRING] [--explore 1]
+        nice python bench/ipmicra.py --capacity-draws 8080,6502 [--explore 1] [--jobs 2]
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import os
 import random
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -268,6 +269,56 @@ def plot(results: list[tuple[Case, dict]], path: Path) -> None:
     print(f"wrote {path}")
 
 
+def capacity_draws(seeds: list[int], count: int = 10) -> list[Case]:
+    """The hard draws of these seeds (``count`` each) where capacities are set, with 100
+    organisations or more: the worlds where exploring, and most misses, happen."""
+    return [replace(case, name=f"{case.name} of --hard-draw {seed}") for seed in seeds
+            for case in hard_draws(count, seed) if case.capacity is not None and case.world.orgs >= GOAL_ORGS]
+
+
+def measure_exploring(case: Case, explore: float) -> tuple[Case, dict | str]:
+    """The candidate on one world, without exploring and with ``explore``."""
+    try:
+        sim = simulate(case.crawlers, URLS, case.seed, capacity=case.pages(), world=case.world)
+    except ValueError as exc:
+        return case, str(exc)
+    return case, {name: run_simulation(sim, **{**CANDIDATE, "explore": rate})
+                  for name, rate in (("off", 0.0), ("on", explore))}
+
+
+def compare_exploring(seeds: list[int], explore: float, jobs: int) -> None:
+    """``--capacity-draws``: exploring off against on, in the same run, world by world and over all."""
+    cases = capacity_draws(seeds)
+    if jobs > 1 and len(cases) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(min(jobs, os.cpu_count() or 1, len(cases))) as pool:
+            done = list(pool.map(measure_exploring, cases, [explore] * len(cases)))
+    else:
+        done = [measure_exploring(case, explore) for case in cases]
+    done = [(case, runs) for case, runs in done if not isinstance(runs, str)]
+    print(f"candidate without exploring -> with explore={explore:g}, {URLS} URLs a world")
+    for case, runs in done:
+        off, on = runs["off"], runs["on"]
+        print(f"  {case.name}: {case.world.orgs} orgs, {case.crawlers} crawlers, {case.capacity}x | "
+              f"probes {off['probes_per_url']:.2f} -> {on['probes_per_url']:.2f} | last 10% "
+              f"{off['probes_last_10pct']:.2f} -> {on['probes_last_10pct']:.2f} | latency "
+              f"{off['latency_ratio']:.3f} -> {on['latency_ratio']:.3f} | missed {len(goals(case, off))} -> "
+              f"{len(goals(case, on))}")
+    if not done:
+        return
+    for name in ("off", "on"):
+        rs = [(case, runs[name]) for case, runs in done]
+        missed = [goals(case, r) for case, r in rs]
+        latency = math.exp(sum(math.log(r["latency_ratio"]) for _, r in rs) / len(rs))
+        print(f"  exploring {name:<3}: {len(rs)} worlds, goals missed {sum(map(len, missed))} (last 10%: "
+              f"{sum(1 for m in missed for g in m if g.startswith('last'))}, latency: "
+              f"{sum(1 for m in missed for g in m if g.startswith('latency'))}), worlds missing one "
+              f"{sum(1 for m in missed if m)}, latency {latency:.4f}x (geometric mean), probes/URL "
+              f"{sum(r['probes_per_url'] for _, r in rs) / len(rs):.3f}, last 10% "
+              f"{sum(r['probes_last_10pct'] for _, r in rs) / len(rs):.3f}")
+
+
 def run(case: Case, candidate: dict = CANDIDATE) -> tuple[Case, dict | str, float]:
     """One world, measured (or why the simulator cannot build it), and the seconds it took."""
     start = time.perf_counter()
@@ -290,11 +341,23 @@ def main() -> int:
     parser.add_argument("--explore", type=float, default=DEFAULT_EXPLORE,
                         help=f"the candidate's explore rate (Delegator(explore=...); "
                              f"default {DEFAULT_EXPLORE:g}; 0: off)")
+    parser.add_argument("--capacity-draws", metavar="SEEDS", default="",
+                        help="instead of the sweep: the candidate without exploring and with --explore, on the "
+                             "capacity-bound hard draws (10 a seed, 100 orgs or more) of these seeds, e.g. 8080,6502")
     parser.add_argument("--png", type=Path, default=Path(__file__).with_suffix(".png"))
     args = parser.parse_args()
     if not (0 <= args.held_out <= 100 and 0 <= args.hard_draws <= 100 and 1 <= args.jobs <= 64
             and 0 <= args.explore <= MAX_EXPLORE):
         parser.error(f"--held-out and --hard-draws take 0 to 100, --jobs 1 to 64, --explore 0 to {MAX_EXPLORE}")
+    if args.capacity_draws:
+        try:
+            seeds = [int(seed) for seed in args.capacity_draws.split(",")]
+        except ValueError:
+            parser.error(f"--capacity-draws {args.capacity_draws}: seeds are integers, comma-separated")
+        if len(seeds) > 100:
+            parser.error("--capacity-draws: 100 seeds at most")
+        compare_exploring(seeds, args.explore, args.jobs)
+        return 0
     candidate = {**CANDIDATE, "explore": args.explore}
     cases = QUICK if args.quick else (RANGE + held_out(args.held_out, args.draw) + HARD
                                       + hard_draws(args.hard_draws, args.hard_draw))

@@ -1,0 +1,39 @@
+"""bench/ipmicra.py --capacity-draws: the worlds it compares exploring on, and its refusals."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    spec = importlib.util.spec_from_file_location("bench_ipmicra", BENCH / "ipmicra.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_capacity_draws_are_the_hard_draws_with_capacities_and_100_organisations_or_more(bench):
+    every = bench.hard_draws(10, 555)
+    chosen = bench.capacity_draws([555])
+    assert [case.world for case in chosen] == [case.world for case in every
+                                              if case.capacity is not None and case.world.orgs >= 100]
+    assert 0 < len(chosen) < len(every)
+    assert all(case.name.endswith("of --hard-draw 555") for case in chosen)
+
+
+@pytest.mark.parametrize("seeds", ["x", "1,,2", "1.5"])
+def test_capacity_draws_that_are_not_integers_are_refused_in_one_line(bench, monkeypatch, capsys, seeds):
+    monkeypatch.setattr(sys, "argv", ["ipmicra.py", "--capacity-draws", seeds])
+    with pytest.raises(SystemExit) as exit_:
+        bench.main()
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "seeds are integers" in err and "Traceback" not in err
