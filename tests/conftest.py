@@ -430,3 +430,20 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     more than the cores (each process and its crawls take a few hundred MB)."""
     cores = os.cpu_count() or 1
     return min(2 * cores, cores + 8)
+
+
+@pytest.fixture
+def load_bench(monkeypatch) -> Callable[[str], object]:
+    """Import a script of ``bench/`` by name (``load_bench("ipmicra")``), with ``bench/`` on the
+    path for its own imports and the module registered (dataclasses look their module up)."""
+    bench = Path(__file__).resolve().parent.parent / "bench"
+    monkeypatch.syspath_prepend(str(bench))
+
+    def load(name: str) -> object:
+        spec = importlib.util.spec_from_file_location(f"bench_{name}", bench / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, spec.name, module)
+        spec.loader.exec_module(module)
+        return module
+
+    return load

@@ -3,23 +3,15 @@ busy machine, which slows both alike, does not change its verdict."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
-
 
 @pytest.fixture
-def bench(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH))
-    spec = importlib.util.spec_from_file_location("bench_annotate", BENCH / "annotate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def bench(load_bench):
+    return load_bench("annotate")
 
 
 def test_a_busy_machine_does_not_make_the_annotation_bench_fail(bench, monkeypatch, capsys):

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
-
 
 @pytest.fixture
-def bench(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH))
-    spec = importlib.util.spec_from_file_location("bench_ipmicra", BENCH / "ipmicra.py")
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+def bench(load_bench):
+    return load_bench("ipmicra")
 
 
 def test_capacity_draws_are_the_hard_draws_with_capacities_and_100_organisations_or_more(bench):

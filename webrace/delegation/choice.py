@@ -202,10 +202,10 @@ class KnowledgePolicy:
         free = np.array([room[c] for c in ids])
         anchor = self.knowledge.anchor
         held = {c: sorted(d._held.get(c, ())) for c in ids if room[c] > 0}  # full crawlers' pages, fixed order
+        org = {key: anchor(self.ips[key]) for keys in held.values() for key in keys}  # looked up once a call
         alike: dict[tuple, list[str]] = {}  # organisation -> its pages on full crawlers
-        for keys in held.values():
-            for key in keys:
-                alike.setdefault(anchor(self.ips[key]), []).append(key)
+        for key, group in org.items():
+            alike.setdefault(group, []).append(key)
         for c in ids:
             if room[c] <= 0 or not estimates[c].known or estimates[c].ms >= total:
                 continue
@@ -222,7 +222,7 @@ class KnowledgePolicy:
                 gain = t * ndtr(d_) - np.exp(mu + sd * sd / 2) * ndtr(d_ - sd)
             gain[~np.isfinite(gain) | (t <= 0) | ~(sd > 0)] = 0.0
             gain[:, ids.index(c)] = 0.0
-            gain *= np.array([1.0 + EXPLORE_SHARE * (len(alike[anchor(self.ips[key])]) - 1) for key in keys])[:, None]
+            gain *= np.array([1.0 + EXPLORE_SHARE * (len(alike[org[key]]) - 1) for key in keys])[:, None]
             i, j = np.unravel_index(int(np.argmax(gain)), gain.shape)
             if gain[i, j] > best_gain:
                 best_gain, best_pair = float(gain[i, j]), (keys[i], ids[j])
@@ -235,7 +235,7 @@ class KnowledgePolicy:
         ms = Session(d.prober, page_ip, self.knowledge).probe(target)
         self.knowledge.check(estimate, ms, page_ip, count=False, calibrate=False)
         self.verified += 1
-        for other in alike[anchor(page_ip)]:
+        for other in alike[org[key]]:
             other_ip = self.ips[other]
             self._set_row(other, {c: self.knowledge.estimate(c, other_ip) for c in ids})
         return True
