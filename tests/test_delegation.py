@@ -686,6 +686,45 @@ def test_a_probe_of_one_crawler_teaches_of_another_placed_alike():
     assert estimate.ms == pytest.approx(50.0) and estimate.var < knowledge.estimate("c2", D.target_ip("20.0.0.98")).var
 
 
+def test_how_a_crawler_relates_to_an_address_follows_the_hierarchy_as_it_grows():
+    hierarchy = D.Hierarchy()
+    hierarchy.add_subnet("10.0.0.0/8", "wide")
+    knowledge = D.Knowledge(hierarchy, clock=lambda: 0.0)
+    knowledge.add_crawler("c1", D.target_ip("10.200.0.1"))
+    ip = D.target_ip("10.1.0.77")
+    assert knowledge.relation("c1", ip) == knowledge.relation("c1", ip) == "subnet"  # one subnet (asked twice: kept)
+    hierarchy.add_subnet("10.1.0.0/24", "narrow")  # the address's own organisation, known later
+    assert knowledge.groups(ip)[0][1].org == "narrow"
+    assert knowledge.relation("c1", ip) != "subnet"  # they share no subnet now
+
+
+def triangulated(p_to_org: float, c_to_neighbours: float) -> D.Estimate:
+    """c's triangulated latency to organisation x: p measured x and four other organisations
+    about ``p_to_org`` away, c those four at about ``c_to_neighbours``."""
+    hierarchy = D.Hierarchy()
+    for n in range(5):
+        hierarchy.add_subnet(f"{20 + n}.0.0.0/8", f"o{n}")
+    knowledge = D.Knowledge(hierarchy, clock=lambda: 0.0)
+    for n, spread in enumerate((1.0, 1.04, 0.97, 1.02)):
+        ip = D.target_ip(f"{21 + n}.0.0.1")
+        knowledge.observe("p", ip, p_to_org * spread)
+        knowledge.observe("c", ip, c_to_neighbours * spread)
+    x = D.target_ip("20.0.0.1")
+    knowledge.observe("p", x, p_to_org)
+    (found,) = knowledge._from_vicinity("c", x, 0.0)
+    assert found.kind == "vicinity" and found.ms == pytest.approx(c_to_neighbours, rel=0.05)
+    return found
+
+
+def test_triangulation_from_near_an_organisation_is_tight_and_from_far_tells_little():
+    # p next door to x and to its neighbours (5 ms): x is about where they are, 80 ms from c
+    assert triangulated(5.0, 80.0).var < 0.05
+    # p 55 ms from all of them: they lie anywhere on a sphere 110 ms across, and c 5 ms from the
+    # neighbours may be 100 ms from x (a route 50 times slower than the estimate, once, in a
+    # world with slow links); the triangle inequality leaves a factor of e and more either way
+    assert triangulated(55.0, 5.0).var > 1.0
+
+
 def test_knowledge_keeps_each_measurement_with_its_time_and_an_old_one_counts_less():
     hierarchy = D.Hierarchy()
     hierarchy.add_subnet("10.0.0.0/8", "r")

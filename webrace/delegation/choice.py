@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 
 Room = dict[str, float]  # crawler -> ms it costs to make room for one more page on it
 MAX_CANCELS = 100  # cycles cancelled while looking for room, at most
-CAUTION = 1.0  # a page is moved by the latency it would have one deviation above its estimate
+CAUTION = 0.5  # a page is moved by the latency it would have half a deviation above its estimate
 # While some crawler is full, a probe is sent only when worth CROWDED times ``regret``: the
 # cost of making room is an estimate of other pages' latencies that no probe of this URL
 # settles, so a probe resolves less of the choice than its expected regret says. Chosen on

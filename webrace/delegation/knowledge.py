@@ -102,6 +102,7 @@ MIN_MS = 0.01
 VICINITY_K = 6      # organisations a triangulation averages over, at most
 VICINITY_MIN = 3    # and at least
 VICINITY_FROM = 2   # the crawlers nearest the organisation it triangulates from
+VICINITY_GEOMETRY = 0.25  # the triangle inequality's bound, taken as two deviations
 MIN_VAR = 1e-4
 
 
@@ -203,6 +204,10 @@ class Knowledge:
         self._kinds: dict[str, list[float]] = {}  # kind -> [ss, dof] over its groups
         self._in_subnet: dict[Subnet, dict[tuple[str, IPAddress], None]] = {}
         self._groups: dict[IPAddress | Subnet, list[tuple]] = {}
+        # caches of what the hierarchy and the crawlers' addresses say (estimates ask them for
+        # every crawler of every address): an address's groups, a crawler's relation to a place
+        self._ip_groups: dict[IPAddress, list[tuple]] = {}
+        self._relation: dict[tuple[str, tuple], str | None] = {}
         self._index = None
         self._ratio = _Stat()  # log(fetch ms / probe ms)
         self._homes: dict[str, IPAddress] = {}
@@ -224,6 +229,8 @@ class Knowledge:
     def add_crawler(self, crawler_id: str, ip: IPAddress) -> None:
         """Where a crawler is: its estimates start from how near crawlers so placed were."""
         self._homes[crawler_id] = ip
+        self._home_groups.pop(crawler_id, None)
+        self._relation, self._placed = {}, {}
 
     # -- measuring ------------------------------------------------------------------------
 
@@ -341,8 +348,11 @@ class Knowledge:
                 continue
             if cc_var is None:
                 cc_var = self._kind_var(CC)
+            # the triangle inequality: the organisation and its neighbours, both about e^x from p,
+            # may be up to twice that apart, so from p far away (x over the mean) nothing is told
+            bound = math.log1p(2 * math.exp(min(700.0, x - mean)))
             var = ((spread + SHRINK * cc_var) / (n - 1 + SHRINK) * (1 + 1 / n)
-                   + sum(dx * dx for dx, _ in window) / n)
+                   + sum(dx * dx for dx, _ in window) / n + VICINITY_GEOMETRY * bound * bound)
             if best is None or var < best.var:
                 best = Estimate(mean, var, (VICINITY, other), n)
         return [self._calibrated(best)] if best is not None else []
@@ -562,11 +572,16 @@ class Knowledge:
         """The groups ``ip`` belongs to, the narrowest first."""
         if self._index is not self.hierarchy.index:
             self._index, self._groups, self._home_groups, self._placed = self.hierarchy.index, {}, {}, {}
+            self._ip_groups, self._relation = {}, {}
+        found = self._ip_groups.get(ip)
+        if found is not None:
+            return found
         subnet = self.hierarchy.smallest(ip)
         place = subnet if subnet is not None else ip
         found = self._groups.get(place)
         if found is None:
             found = self._groups[place] = self._subnet_groups(subnet) if subnet is not None else _prefix_groups(ip)
+        self._ip_groups[ip] = found
         return found
 
     def relation(self, crawler_id: str, ip: IPAddress) -> str | None:
@@ -574,13 +589,20 @@ class Knowledge:
         (``"none>A>B"``: only everything, the crawler in registry A, the address in B;
         ``"none"``: only everything, a registry not known; ``None``: the crawler's address is
         not known)."""
+        groups = self.groups(ip)
+        key = (crawler_id, groups[0])  # the address's narrowest group: its place
+        if key in self._relation:
+            return self._relation[key]
+        found = self._relation[key] = self._relate_places(crawler_id, groups)
+        return found
+
+    def _relate_places(self, crawler_id: str, groups: list[tuple]) -> str | None:
         home = self._homes.get(crawler_id)
         if home is None:
             return None
         shared = self._home_groups.get(crawler_id)
         if shared is None:
             shared = self._home_groups[crawler_id] = set(self.groups(home)) - {(ALL,)}
-        groups = self.groups(ip)
         found = next((_kind(g) for g in groups if g in shared), None)
         if found is not None:
             return found
