@@ -698,6 +698,20 @@ def test_how_a_crawler_relates_to_an_address_follows_the_hierarchy_as_it_grows()
     assert knowledge.relation("c1", ip) != "subnet"  # they share no subnet now
 
 
+def test_what_knowledge_keeps_of_addresses_it_only_looked_up_is_bounded(monkeypatch):
+    from webrace.delegation import knowledge as K
+
+    monkeypatch.setattr(K, "CACHE_LIMIT", 10)
+    hierarchy = D.Hierarchy()
+    hierarchy.add_subnet("10.0.0.0/8", "wide")
+    knowledge = D.Knowledge(hierarchy, clock=lambda: 0.0)
+    knowledge.add_crawler("c1", D.target_ip("10.0.0.1"))
+    for n in range(25):
+        ip = D.target_ip(f"10.{n}.{n}.1" if n % 2 else f"192.0.{n}.1")  # in the hierarchy, and /24s outside
+        assert knowledge.relation("c1", ip) == ("subnet" if n % 2 else "none")
+    assert len(knowledge._ip_groups) <= 10 and len(knowledge._relation) <= 10
+
+
 def triangulated(p_to_org: float, c_to_neighbours: float) -> D.Estimate:
     """c's triangulated latency to organisation x: p measured x and four other organisations
     about ``p_to_org`` away, c those four at about ``c_to_neighbours``."""

@@ -103,6 +103,7 @@ VICINITY_K = 6      # organisations a triangulation averages over, at most
 VICINITY_MIN = 3    # and at least
 VICINITY_FROM = 2   # the crawlers nearest the organisation it triangulates from
 VICINITY_GEOMETRY = 0.25  # the triangle inequality's bound, taken as two deviations
+CACHE_LIMIT = 100_000  # addresses (and crawler-place pairs) whose groups (relations) are kept, at most
 MIN_VAR = 1e-4
 
 
@@ -576,6 +577,8 @@ class Knowledge:
         found = self._ip_groups.get(ip)
         if found is not None:
             return found
+        if len(self._ip_groups) >= CACHE_LIMIT:  # a long-lived worker meets ever more addresses
+            self._ip_groups = {}
         subnet = self.hierarchy.smallest(ip)
         place = subnet if subnet is not None else ip
         found = self._groups.get(place)
@@ -593,6 +596,8 @@ class Knowledge:
         key = (crawler_id, groups[0])  # the address's narrowest group: its place
         if key in self._relation:
             return self._relation[key]
+        if len(self._relation) >= CACHE_LIMIT:
+            self._relation = {}
         found = self._relation[key] = self._relate_places(crawler_id, groups)
         return found
 
