@@ -224,6 +224,7 @@ class Knowledge:
         # anchor -> crawler -> [sum, count] of its log-latencies to the anchor's measured addresses;
         # (crawler p, crawler c) -> anchor -> (p's mean, c's mean) where both measured it; sorted arrays
         self._anchor_y: dict[tuple, dict[str, list[float]]] = {}
+        self._anchor_order: dict[tuple, list[tuple[float, str]]] = {}  # its crawlers by their mean, kept
         self._pairs_at: dict[tuple[str, str], dict[tuple, tuple[float, float]]] = {}
         self._pairs_sorted: dict[tuple[str, str], tuple[list[float], list[float], list[tuple]]] = {}
 
@@ -287,6 +288,7 @@ class Knowledge:
         of means it shares with every other crawler that measured that anchor."""
         anchor = self.anchor(ip)
         values = self._anchor_y.setdefault(anchor, {})
+        self._anchor_order.pop(anchor, None)
         total = values.setdefault(crawler_id, [0.0, 0])
         for value, sign in ((before, -1), (after, +1)):
             if value is not None and math.isfinite(value):
@@ -319,10 +321,13 @@ class Knowledge:
         values = self._anchor_y.get(anchor)
         if not values:
             return []
-        known = sorted((total[0] / total[1], other) for other, total in values.items()
-                       if other != crawler_id and total[1] > 0)
+        order = self._anchor_order.get(anchor)
+        if order is None:  # asked for every crawler, again after every probe: sorted once
+            order = self._anchor_order[anchor] = sorted((total[0] / total[1], other) for other, total in values.items()
+                                                        if total[1] > 0)
+        known = [(x, other) for x, other in order[:VICINITY_FROM + 1] if other != crawler_id][:VICINITY_FROM]
         best, cc_var = None, None
-        for x, other in known[:VICINITY_FROM]:
+        for x, other in known:
             pair = self._pairs.get((other, ip))
             if pair is not None and math.isfinite(pair.y):
                 x = pair.y
