@@ -204,7 +204,7 @@ class Knowledge:
         self._pooled: dict[tuple, list[float]] = {}  # group -> [ss, dof] over crawlers
         self._kinds: dict[str, list[float]] = {}  # kind -> [ss, dof] over its groups
         self._in_subnet: dict[Subnet, dict[tuple[str, IPAddress], None]] = {}
-        self._groups: dict[IPAddress | Subnet, list[tuple]] = {}
+        self._groups: dict[Subnet, list[tuple]] = {}
         # caches of what the hierarchy and the crawlers' addresses say (estimates ask them for
         # every crawler of every address): an address's groups, a crawler's relation to a place
         self._ip_groups: dict[IPAddress, list[tuple]] = {}
@@ -585,10 +585,12 @@ class Knowledge:
         if len(self._ip_groups) >= CACHE_LIMIT:  # a long-lived worker meets ever more addresses
             self._ip_groups = {}
         subnet = self.hierarchy.smallest(ip)
-        place = subnet if subnet is not None else ip
-        found = self._groups.get(place)
-        if found is None:
-            found = self._groups[place] = self._subnet_groups(subnet) if subnet is not None else _prefix_groups(ip)
+        if subnet is None:  # outside the hierarchy: kept by address only (bounded above)
+            found = _prefix_groups(ip)
+        else:
+            found = self._groups.get(subnet)
+            if found is None:
+                found = self._groups[subnet] = self._subnet_groups(subnet)
         self._ip_groups[ip] = found
         return found
 
