@@ -948,6 +948,22 @@ def test_what_a_probe_teaches_an_organisation_serves_no_more_pages_than_capaciti
     assert unlimited.policy.worth(5) == 5.0  # no capacity: no end in sight
 
 
+def test_what_a_probe_teaches_an_organisation_serves_no_more_pages_than_a_batch_has_urls_left():
+    sim = D.simulate(4, 40, seed=3)
+    batch = D.Delegator(sim.hierarchy(), sim.prober(), horizon=50)
+    for crawler in sim.crawlers:
+        batch.register(crawler)
+    for url in sim.urls[:10]:
+        batch.delegate(url)
+    assert batch.policy.worth(5) == 5.0  # 40 URLs left after 10: as many pages again may come
+    for url in sim.urls[10:]:
+        batch.delegate(url)
+    # 10 URLs left after 40: an organisation that had 5 of them may have 5 * 10 / 40 more
+    assert batch.policy.worth(5) == 1.0 + 5 * 10 / 40
+    with pytest.raises(D.DelegationError, match="horizon=-1"):
+        D.Delegator(sim.hierarchy(), sim.prober(), horizon=-1)
+
+
 def test_a_negative_probe_budget_is_refused():
     with pytest.raises(D.DelegationError, match="probe_budget"):
         D.Delegator(D.Hierarchy(), D.TableProber(), probe_budget=-1)

@@ -148,20 +148,22 @@ class Command(ScrapyCommand):
                         hierarchy.add_subnet(cidr)
                     except ValueError as exc:
                         raise InputError(f"{opts.subnets}:{number}: {exc}") from None
-        delegator = Delegator(hierarchy, TableProber(read_latency(opts.latency)), threshold_ms=opts.threshold_ms,
-                              lookahead=lookahead, strategy=opts.strategy, **self.budget)
-        for crawler in read_crawlers(opts.crawlers):
-            delegator.register(crawler)
-        lines, skipped, reasons, probes = [], [], Counter(), 0
+        urls, skipped = [], []
         for number, line in enumerate(self._lines(opts.urls), 1):
             url = line.strip()
             if not url or url.startswith("#"):
                 continue
             try:
-                ip = target_ip(url)
+                urls.append((number, url, target_ip(url)))
             except ValueError as exc:
                 skipped.append(f"{opts.urls}:{number}: skipped: {exc}")
-                continue
+        # the URLs are a batch: the delegator knows how many are left (its horizon)
+        delegator = Delegator(hierarchy, TableProber(read_latency(opts.latency)), threshold_ms=opts.threshold_ms,
+                              lookahead=lookahead, strategy=opts.strategy, horizon=len(urls), **self.budget)
+        for crawler in read_crawlers(opts.crawlers):
+            delegator.register(crawler)
+        lines, reasons, probes = [], Counter(), 0
+        for number, url, ip in urls:
             try:
                 decision = delegator.delegate(url)
             except UnknownProbe as exc:

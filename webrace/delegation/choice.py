@@ -271,14 +271,18 @@ class KnowledgePolicy:
     def worth(self, pages: int) -> float:
         """How many pages what a probe teaches of an organisation that has had ``pages``
         (this one among them) serves: this one and as many again to come, by the best guess;
-        but no more than its share of the places the crawlers have left, where capacities
-        are limited (pages cannot come beyond them: the run is that near its end)."""
+        but no more than its share of what the run has left, where that is known: the places
+        the crawlers have left, where capacities are limited (pages cannot come beyond them),
+        and the URLs left of the delegator's ``horizon`` (a batch: an organisation that had 12
+        of the first 900 URLs of 1,000 may have one or two of the last 100, not 12)."""
         d = self.d
+        lefts = [max(0, d.horizon - self.urls)] if d.horizon is not None else []
         capacities = [c.capacity for c in d.crawlers.values()]
-        if None in capacities or not self.urls:
+        if None not in capacities:
+            lefts.append(max(0, sum(capacities) - sum(d._load.values()) - 1))
+        if not lefts or not self.urls:
             return float(pages)
-        left = max(0, sum(capacities) - sum(d._load.values()) - 1)
-        return 1.0 + min(pages - 1.0, pages * left / self.urls)
+        return 1.0 + min(pages - 1.0, pages * min(lefts) / self.urls)
 
     def probe_results(self, subnet: Subnet) -> dict[str, float]:
         return self.knowledge.measured(subnet)

@@ -75,6 +75,10 @@ class Delegator:
     ``explore`` (knowledge): while crawlers are full, the probes a URL (over the last 100) that
     may look among the pages they hold for one cheap to send away (:meth:`KnowledgePolicy._explore`),
     while all probes over those URLs stay under 0.9 a URL (default 1; 0: none).
+    ``horizon`` (knowledge): the number of URLs this run will delegate, where it is known (a
+    batch, as ``scrapy ipmicra delegate`` reads): what a probe teaches an organisation then
+    serves no more pages than the run has left (:meth:`KnowledgePolicy.worth`). ``None``: a
+    stream, with no end in sight.
     ``threshold_ms``, ``lookahead``, ``variance_ms``: the search strategy's.
     ``clock``: the time measurements are stamped with (seconds; default ``time.time``)."""
 
@@ -82,7 +86,7 @@ class Delegator:
                  slow_after: int = 2, slow_factor: float = 2.0, slow_ms: float | None = None,
                  lookahead: int | None = 1, strategy: str = KNOWLEDGE, regret: float = 0.003,
                  clock: Callable[[], float] | None = None, probe_budget: float | None = 0.7,
-                 probe_credit: float = 20.0, explore: float = 1.0) -> None:
+                 probe_credit: float = 20.0, explore: float = 1.0, horizon: int | None = None) -> None:
         if slow_after < 1:
             raise DelegationError(f"slow_after={slow_after}: re-delegation needs at least one slow fetch")
         if (probe_budget is not None and not probe_budget >= 0) or not probe_credit >= 0:
@@ -90,6 +94,8 @@ class Delegator:
                                   "probes cannot be fewer than none")
         if not 0 <= explore <= MAX_EXPLORE:  # more a URL than one URL may make is no limit
             raise DelegationError(f"explore={explore}: 0 to {MAX_EXPLORE} probes a URL")
+        if horizon is not None and not horizon >= 0:
+            raise DelegationError(f"horizon={horizon}: a run cannot have fewer URLs than none")
         if strategy not in STRATEGIES:
             raise DelegationError(f"strategy {strategy!r} is none of {', '.join(STRATEGIES)}")
         self.hierarchy = hierarchy
@@ -105,6 +111,7 @@ class Delegator:
         self.probe_budget = probe_budget
         self.probe_credit = probe_credit
         self.explore = explore
+        self.horizon = horizon
         self.knowledge = Knowledge(hierarchy, clock)
         self.crawlers: dict[str, Crawler] = {}
         self.stats: Counter[str] = Counter()

@@ -529,8 +529,10 @@ def run_simulation(sim: Simulation, threshold_ms: float = 50.0, variance_ms: flo
     """Delegate the simulation's URLs in order with IPMicra; metrics (``nearest_share``,
     ``probes_per_url``, ``probes_last_10pct``, ``probes`` per URL, ``crawl_time_ms``,
     ``latency_ratio`` to the best assignment within capacity, ``max_load``, ``reasons``,
-    ``assignment``). ``strategy="search"`` is the seed's procedure (the baseline)."""
+    ``assignment``). ``strategy="search"`` is the seed's procedure (the baseline). The URLs are
+    a batch: the delegator's ``horizon`` is their number unless ``options`` say otherwise."""
     now = [0.0]  # simulated time: one second a URL
+    options.setdefault("horizon", len(sim.urls))
     delegator = Delegator(sim.hierarchy(), sim.prober(), threshold_ms=threshold_ms,
                           variance_ms=variance_ms, lookahead=lookahead, strategy=strategy,
                           clock=lambda: now[0], **options)
