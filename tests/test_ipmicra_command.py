@@ -102,3 +102,12 @@ def test_a_probe_budget_and_an_explore_rate_are_taken_and_out_of_range_ones_refu
     done = delegate(project, "--probe-budget", "0", "--probe-credit", "0", "--explore", "1")
     assert done.returncode == 0, done.stderr
     assert len((project.root / "out.jsonl").read_text().splitlines()) == 4
+
+
+def test_delegate_says_on_stderr_only_what_it_skipped_and_its_summary(project):
+    # 300 URLs of one host, whose crawler fills up: pages move, and what nobody measured stays unknown
+    write_inputs(project, urls=[f"http://194.42.1.5/{i}" for i in range(300)] + ["http://195.251.9.9/z"])
+    done = delegate(project)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Delegated 301 URL(s)"), done.stderr  # no numpy warning

@@ -415,9 +415,11 @@ class KnowledgePolicy:
             for key in sorted(d._held.get(source, ())):
                 rows, cautious = self._row(self.rows, key, len(ids)), self._row(self.cautious, key, len(ids))
                 now = rows[ids.index(source)]
+                if not math.isfinite(now):  # nothing known of where it is: nothing to save (and no inf - inf)
+                    continue
                 saving = np.where([d._room(c, 1) and c != source for c in ids], now - cautious, -np.inf)
                 best = int(np.argmax(saving))
-                if not math.isfinite(now) or not saving[best] > 0:
+                if not saving[best] > 0:
                     continue
                 target, page_ip = ids[best], self.ips[key]
                 estimate = knowledge.estimate(target, page_ip)
