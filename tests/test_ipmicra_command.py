@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 RIR = """2|ripencc|20240101|4|19830101|20240101|+0100
 ripencc|*|ipv4|*|3|summary
@@ -111,3 +112,27 @@ def test_delegate_says_on_stderr_only_what_it_skipped_and_its_summary(project):
     assert done.returncode == 0, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Delegated 301 URL(s)"), done.stderr  # no numpy warning
+
+
+def test_delegate_writes_where_each_url_ends_up_and_no_crawler_gets_more_than_its_capacity(project):
+    # a simulated world whose capacities bind: making room on a full crawler moves pages decided
+    # earlier, and the file is what a crawl follows (it once said where each URL went first: 78 URLs
+    # for a crawler of capacity 55)
+    from webrace.delegation import World, simulate
+
+    sim = simulate(4, 200, 3, capacity=55, world=World(regions=3, orgs=40))
+    project.write("ripe.txt", "\n".join(sim.rir_lines) + "\n")
+    project.write("crawlers.json", json.dumps([{"id": c.id, "ip": str(c.ip), "capacity": c.capacity}
+                                               for c in sim.crawlers]))
+    project.write("latency.csv", "crawler,ip,ms\n" + "".join(f"{c},{ip},{ms}\n" for c, ip, ms in sim.latency_rows))
+    project.write("urls.txt", "\n".join(sim.urls) + "\n")
+    done = delegate(project)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in (project.root / "out.jsonl").read_text().splitlines()]
+    assert [x["url"] for x in lines] == sim.urls
+    written = Counter(x["crawler"] for x in lines)
+    assert max(written.values()) <= 55 and sum(written.values()) == 200, written
+    # the summary's pages per crawler are the file's
+    summary = done.stderr.split("pages per crawler: ", 1)[1].strip()
+    assert dict((c, int(n)) for c, n in (part.split() for part in summary.split(", "))) == dict(written)
+    assert "balanced" in done.stderr  # pages did move

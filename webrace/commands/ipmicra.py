@@ -162,7 +162,7 @@ class Command(ScrapyCommand):
                               lookahead=lookahead, strategy=opts.strategy, horizon=len(urls), **self.budget)
         for crawler in read_crawlers(opts.crawlers):
             delegator.register(crawler)
-        lines, reasons, probes = [], Counter(), 0
+        decided, reasons, probes = [], Counter(), 0
         for number, url, ip in urls:
             try:
                 decision = delegator.delegate(url)
@@ -172,8 +172,10 @@ class Command(ScrapyCommand):
                 raise InputError(f"{opts.urls}:{number}: {exc}") from None
             probes += decision.probes
             reasons[decision.reason] += 1
-            lines.append(json.dumps({"url": url, "ip": str(ip), "crawler": decision.crawler,
-                                     "probes": decision.probes}))
+            decided.append((url, ip, decision.probes))
+        # where each URL ended up: making room on a full crawler moves pages decided earlier
+        lines = [json.dumps({"url": url, "ip": str(ip), "crawler": delegator.assigned(url), "probes": n})
+                 for url, ip, n in decided]
         for problem in skipped:
             print(problem, file=sys.stderr)
         write_atomically(opts.output, lines)
