@@ -964,6 +964,38 @@ def test_what_a_probe_teaches_an_organisation_serves_no_more_pages_than_a_batch_
         D.Delegator(sim.hierarchy(), sim.prober(), horizon=-1)
 
 
+def test_a_batchs_last_url_assigns_the_pages_again_as_a_whole_by_what_is_known_of_them_now(monkeypatch):
+    from webrace.delegation.choice import KnowledgePolicy
+    from webrace.delegation.simulator import crawl_time
+
+    # 4 crawlers at 1.15x the fair share, noisy routes: pages were placed by what was known then
+    sim = D.simulate(4, 300, seed=12, capacity=87, world=D.World(regions=3, orgs=180, path_noise=0.3))
+
+    def run() -> tuple[D.Delegator, dict[str, str], D.Decision]:
+        delegator = D.Delegator(sim.hierarchy(), sim.prober(), horizon=len(sim.urls))
+        for crawler in sim.crawlers:
+            delegator.register(crawler)
+        for url in sim.urls[:-1]:
+            delegator.delegate(url)
+        before = {url: delegator.assigned(url) for url in sim.urls[:-1]}
+        return delegator, before, delegator.delegate(sim.urls[-1])
+
+    delegator, before, last = run()
+    moved = [url for url in sim.urls[:-1] if delegator.assigned(url) != before[url]]
+    assert len(moved) >= 5 and len(last.moved) >= len(moved)
+    # no page moved by a country's or a registry's estimate: each went where its own address,
+    # subnet or organisation was measured from
+    assert all(delegator.knowledge.estimate(delegator.assigned(url), D.target_ip(url)).near for url in moved)
+    assert all(delegator.load(c.id) <= c.capacity for c in sim.crawlers)
+    settled = crawl_time(sim, {url: delegator.assigned(url) for url in sim.urls})[0]
+    # the same batch, its last URL decided without settling: the pages stay where they were placed
+    monkeypatch.setattr(KnowledgePolicy, "_settle", lambda self: ())
+    unsettled, _, _ = run()
+    kept = crawl_time(sim, {url: unsettled.assigned(url) for url in sim.urls})[0]
+    best = crawl_time(sim, sim.best())[0]
+    assert settled / best < 1.01 < 1.02 < kept / best  # 1.0259x -> 1.0087x the best within capacity
+
+
 def test_a_negative_probe_budget_is_refused():
     with pytest.raises(D.DelegationError, match="probe_budget"):
         D.Delegator(D.Hierarchy(), D.TableProber(), probe_budget=-1)
