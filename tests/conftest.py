@@ -28,6 +28,10 @@ from pathlib import Path
 
 import pytest
 import redis
+from scrapy.settings import Settings
+
+from webrace.backends import open_urd_store
+from webrace.urd import iter_files, now_millis
 
 TESTS = Path(__file__).parent
 
@@ -261,10 +265,33 @@ class Project:
             capture_output=True, text=True, timeout=timeout,
         )
 
+    def settings(self) -> Settings:
+        """The settings a `scrapy` command run in this project reads: webrace.settings, with
+        this project's data directory and, for the distributed tests, its Redis."""
+        settings = Settings()
+        settings.setmodule("webrace.settings")
+        for name in ("WEBRACE_DATA_DIR", "REDIS_URL", "WEBRACE_REDIS_PREFIX", "WEBRACE_OBJECTS_DIR"):
+            if self.env.get(name):
+                settings.set(name, self.env[name])
+        return settings
+
+    # Set-up in this process, through what the commands call (`scrapy urd add` is
+    # iter_files into the URD store, `urd due --all` is make_due): a `scrapy` process costs
+    # about a second of CPU to start. The commands themselves are run as typed in
+    # test_commands_urd.py and test_input_bounds.py.
+
     def add_urds(self, *urds: str) -> None:
+        """Stores URDs as `scrapy urd add` does, after the same validation (an invalid one
+        raises UrdError)."""
         path = self.write("urds.xml", "<urds>\n" + "\n".join(urds) + "\n</urds>\n")
-        result = self.scrapy("urd", "add", str(path))
-        assert result.returncode == 0, result.stderr
+        settings = self.settings()
+        with open_urd_store(settings) as store:
+            store.put_many(iter_files([path], settings.getint("WEBRACE_MAX_XML_BYTES")))
+
+    def make_due(self) -> None:
+        """Every URD due now (their last check kept), as `scrapy urd due --all` makes them."""
+        with open_urd_store(self.settings()) as store:
+            store.make_due(None, now_millis())
 
     def crawl_args(self, out: Path, *args: str, **settings: object) -> list[str]:
         merged = {**TEST_SETTINGS, **{k: str(v) for k, v in settings.items()}}
