@@ -12,7 +12,7 @@ from lxml import etree
 from scrapy.settings import Settings
 from web_client import Client
 
-from webrace.backends import open_aci_store
+from webrace.backends import open_aci_store, open_object_cache
 from webrace.records.aci import Aci
 from webrace.web.accounts import open_accounts
 from webrace.xmlutil import schema
@@ -125,20 +125,22 @@ def test_pir_page_lists_the_acis_newest_first_and_its_links_serve_the_stored_ver
         server.wait(timeout=10)
 
 
-def test_ack_then_gc_drops_the_acknowledged_old_version_and_keeps_an_unacknowledged_one(site, project):
-    project.add_urds(urd("a", "alice", site.url("/"), keywords={"java": 1}))
-    acis = []
-    for n in range(3):
-        site.html("/", text=f"java edition {n}")
-        if n:
-            project.scrapy("urd", "due", "--all")
-        acis.extend(project.crawl().acis)
-    assert [a["version"] for a in acis] == [1, 2, 3]
-    ack = project.scrapy("aci", "ack", "--owner", "alice", acis[0]["id"])
+def test_ack_then_gc_drops_the_acknowledged_old_version_and_keeps_an_unacknowledged_one(project):
+    """Three versions of a page, each with alice's ACI, stored here as a crawl stores them (the
+    crawl side: tests/test_annotation_crawl.py); `aci ack` and `store gc` are run as typed."""
+    url = "http://a.test/"
+    with open_object_cache(project.settings()) as cache, open_aci_store(project.settings()) as store:
+        for n in range(3):
+            stored = cache.record_fetch(url, 200, f"<html><body>java edition {n}</body></html>".encode(),
+                                        fetched=1000 + n, header="HTTP/1.1 200 OK\nContent-Type: text/html", links=[])
+            store.add([Aci("alice", url, 1.0, 1000 + n, stored.meta.size, stored.version, stored.meta.digest, "java")])
+        acis = sorted(store.list("alice"), key=lambda a: a.version)
+    assert [a.version for a in acis] == [1, 2, 3]
+    ack = project.scrapy("aci", "ack", "--owner", "alice", acis[0].id)
     assert ack.returncode == 0 and "Acknowledged 1" in ack.stdout
     gc = project.scrapy("store", "gc", "--keep", "1")
     assert "dropped 1 version(s)" in gc.stdout, gc.stdout + gc.stderr
-    versions = project.scrapy("store", "versions", site.url("/")).stdout.splitlines()[1:]
+    versions = project.scrapy("store", "versions", url).stdout.splitlines()[1:]
     assert [line.split()[0] for line in versions] == ["2", "3"]  # 1 acknowledged and gone, 2 not yet read
     assert project.scrapy("aci", "ack", "--owner", "alice", "--all").stdout.startswith("Acknowledged 2")
     assert "dropped 1 version(s)" in project.scrapy("store", "gc", "--keep", "1").stdout
