@@ -20,6 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email.utils import formatdate, parsedate_to_datetime
 from html import escape
@@ -201,8 +202,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def site() -> Iterator[Site]:
+@contextmanager
+def serving() -> Iterator[Site]:
+    """A Site served on a free port of 127.0.0.1 until the block ends."""
     site = Site()
     handler = type("Handler", (_Handler,), {"site": site})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -210,10 +212,18 @@ def site() -> Iterator[Site]:
     site.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield site
-    site.stopping.set()
-    server.shutdown()
-    server.server_close()
+    try:
+        yield site
+    finally:
+        site.stopping.set()
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    with serving() as site:
+        yield site
 
 
 @dataclass
