@@ -20,6 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email.utils import formatdate, parsedate_to_datetime
 from html import escape
@@ -28,6 +29,10 @@ from pathlib import Path
 
 import pytest
 import redis
+from scrapy.settings import Settings
+
+from webrace.backends import open_urd_store
+from webrace.urd import iter_files, now_millis
 
 TESTS = Path(__file__).parent
 
@@ -197,8 +202,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def site() -> Iterator[Site]:
+@contextmanager
+def serving() -> Iterator[Site]:
+    """A Site served on a free port of 127.0.0.1 until the block ends."""
     site = Site()
     handler = type("Handler", (_Handler,), {"site": site})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -206,10 +212,18 @@ def site() -> Iterator[Site]:
     site.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield site
-    site.stopping.set()
-    server.shutdown()
-    server.server_close()
+    try:
+        yield site
+    finally:
+        site.stopping.set()
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    with serving() as site:
+        yield site
 
 
 @dataclass
@@ -261,10 +275,33 @@ class Project:
             capture_output=True, text=True, timeout=timeout,
         )
 
+    def settings(self) -> Settings:
+        """The settings a `scrapy` command run in this project reads: webrace.settings, with
+        this project's data directory and, for the distributed tests, its Redis."""
+        settings = Settings()
+        settings.setmodule("webrace.settings")
+        for name in ("WEBRACE_DATA_DIR", "REDIS_URL", "WEBRACE_REDIS_PREFIX", "WEBRACE_OBJECTS_DIR"):
+            if self.env.get(name):
+                settings.set(name, self.env[name])
+        return settings
+
+    # Set-up in this process, through what the commands call (`scrapy urd add` is
+    # iter_files into the URD store, `urd due --all` is make_due): a `scrapy` process costs
+    # about a second of CPU to start. The commands themselves are run as typed in
+    # test_commands_urd.py and test_input_bounds.py.
+
     def add_urds(self, *urds: str) -> None:
+        """Stores URDs as `scrapy urd add` does, after the same validation (an invalid one
+        raises UrdError)."""
         path = self.write("urds.xml", "<urds>\n" + "\n".join(urds) + "\n</urds>\n")
-        result = self.scrapy("urd", "add", str(path))
-        assert result.returncode == 0, result.stderr
+        settings = self.settings()
+        with open_urd_store(settings) as store:
+            store.put_many(iter_files([path], settings.getint("WEBRACE_MAX_XML_BYTES")))
+
+    def make_due(self) -> None:
+        """Every URD due now (their last check kept), as `scrapy urd due --all` makes them."""
+        with open_urd_store(self.settings()) as store:
+            store.make_due(None, now_millis())
 
     def crawl_args(self, out: Path, *args: str, **settings: object) -> list[str]:
         merged = {**TEST_SETTINGS, **{k: str(v) for k, v in settings.items()}}

@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
-from conftest import urd
+from conftest import Project, Run, Site, serving, urd
 from lxml import etree
 from scrapy.settings import Settings
 from web_client import Client
 
-from webrace.backends import open_aci_store
+from webrace.backends import open_aci_store, open_object_cache
 from webrace.records.aci import Aci
 from webrace.web.accounts import open_accounts
 from webrace.xmlutil import schema
@@ -24,20 +26,35 @@ def page(title: str, text: str, script: str = "") -> str:
     return f"<html><head><title>{title}</title>{script}</head><body><p>{text}</p><img src='logo.png'></body></html>"
 
 
-@pytest.fixture
-def crawled(site, project):
+@dataclass
+class Crawled:
+    site: Site
+    project: Project
+    first: Run
+    second: Run
+
+
+# The tests that only read what the two crawls left share them: one worker runs these tests
+# (setup.cfg: --dist loadgroup), so the module's crawls happen once.
+reads_the_crawls = pytest.mark.xdist_group("aci_commands_crawled")
+
+
+@pytest.fixture(scope="module")
+def crawled(tmp_path_factory) -> Iterator[Crawled]:
     """Two crawls: /news then /jobs changes; alice gets three ACIs, bob one."""
-    site.html("/", ["/news.html", "/jobs.html"], text="Home")
-    site.add("/news.html", page("News", "Java crawlers and more java."))
-    site.add("/jobs.html", page("Jobs", "We hire. Python too.", "<script>document.title='owned'</script>"))
-    project.add_urds(urd("a", "alice", site.url("/"), depth=1, keywords={"java": 2, "hire": 1}),
-                     urd("b", "bob", site.url("/"), depth=1, keywords={"python": 5}))
-    first = project.crawl()
-    assert first.returncode == 0, first.stderr
-    site.add("/jobs.html", page("Jobs again", "We hire Java people."))
-    assert project.scrapy("urd", "due", "--all").returncode == 0
-    second = project.crawl()
-    return first, second
+    with serving() as site:
+        project = Project(tmp_path_factory.mktemp("crawled"))
+        site.html("/", ["/news.html", "/jobs.html"], text="Home")
+        site.add("/news.html", page("News", "Java crawlers and more java."))
+        site.add("/jobs.html", page("Jobs", "We hire. Python too.", "<script>document.title='owned'</script>"))
+        project.add_urds(urd("a", "alice", site.url("/"), depth=1, keywords={"java": 2, "hire": 1}),
+                         urd("b", "bob", site.url("/"), depth=1, keywords={"python": 5}))
+        first = project.crawl()
+        assert first.returncode == 0, first.stderr
+        site.add("/jobs.html", page("Jobs again", "We hire Java people."))
+        project.make_due()
+        second = project.crawl()
+        yield Crawled(site, project, first, second)
 
 
 def aci_list(project, *args):
@@ -46,8 +63,9 @@ def aci_list(project, *args):
     return [json.loads(line) for line in result.stdout.splitlines()]
 
 
-def test_aci_list_jsonl_has_every_field_newest_first_with_filters(crawled, project):
-    first, second = crawled
+@reads_the_crawls
+def test_aci_list_jsonl_has_every_field_newest_first_with_filters(crawled):
+    project, first, second = crawled.project, crawled.first, crawled.second
     alice = aci_list(project, "--owner", "alice")
     assert [(a["title"], a["relevance"]) for a in alice][0] == ("Jobs again", 1 + 2)
     assert {(a["title"], a["relevance"]) for a in alice} == {("Jobs again", 3), ("News", 4), ("Jobs", 1)}
@@ -61,7 +79,9 @@ def test_aci_list_jsonl_has_every_field_newest_first_with_filters(crawled, proje
     assert [a["relevance"] for a in aci_list(project, "--owner", "bob")] == [5]
 
 
-def test_aci_list_xml_validates_and_table_is_readable(crawled, project):
+@reads_the_crawls
+def test_aci_list_xml_validates_and_table_is_readable(crawled):
+    project = crawled.project
     xml = project.scrapy("aci", "list", "--owner", "alice", "--format", "xml")
     schema("aci").validate(xml.stdout)
     assert len(etree.fromstring(xml.stdout.encode())) == 3
@@ -71,7 +91,9 @@ def test_aci_list_xml_validates_and_table_is_readable(crawled, project):
     assert missing.returncode != 0 and "--owner" in missing.stderr
 
 
-def test_atom_feed_parses_and_lists_the_owners_acis(crawled, project):
+@reads_the_crawls
+def test_atom_feed_parses_and_lists_the_owners_acis(crawled):
+    project = crawled.project
     result = project.scrapy("aci", "feed", "--owner", "alice")
     assert result.returncode == 0, result.stderr
     feed = etree.fromstring(result.stdout.encode())
@@ -85,8 +107,10 @@ def test_atom_feed_parses_and_lists_the_owners_acis(crawled, project):
         assert feed.findtext(f"{ATOM}{required}")
 
 
-def test_pir_page_lists_the_acis_newest_first_and_its_links_serve_the_stored_versions(crawled, project, site):
+@reads_the_crawls
+def test_pir_page_lists_the_acis_newest_first_and_its_links_serve_the_stored_versions(crawled):
     """`scrapy pir serve` (the old name of `scrapy web serve`): alice, logged in, sees her ACIs."""
+    project, site = crawled.project, crawled.site
     settings = Settings({"WEBRACE_DATA_DIR": str(project.data)})
     with open_accounts(settings) as accounts:
         accounts.add("alice", "alice-secret")
@@ -125,20 +149,22 @@ def test_pir_page_lists_the_acis_newest_first_and_its_links_serve_the_stored_ver
         server.wait(timeout=10)
 
 
-def test_ack_then_gc_drops_the_acknowledged_old_version_and_keeps_an_unacknowledged_one(site, project):
-    project.add_urds(urd("a", "alice", site.url("/"), keywords={"java": 1}))
-    acis = []
-    for n in range(3):
-        site.html("/", text=f"java edition {n}")
-        if n:
-            project.scrapy("urd", "due", "--all")
-        acis.extend(project.crawl().acis)
-    assert [a["version"] for a in acis] == [1, 2, 3]
-    ack = project.scrapy("aci", "ack", "--owner", "alice", acis[0]["id"])
+def test_ack_then_gc_drops_the_acknowledged_old_version_and_keeps_an_unacknowledged_one(project):
+    """Three versions of a page, each with alice's ACI, stored here as a crawl stores them (the
+    crawl side: tests/test_annotation_crawl.py); `aci ack` and `store gc` are run as typed."""
+    url = "http://a.test/"
+    with open_object_cache(project.settings()) as cache, open_aci_store(project.settings()) as store:
+        for n in range(3):
+            stored = cache.record_fetch(url, 200, f"<html><body>java edition {n}</body></html>".encode(),
+                                        fetched=1000 + n, header="HTTP/1.1 200 OK\nContent-Type: text/html", links=[])
+            store.add([Aci("alice", url, 1.0, 1000 + n, stored.meta.size, stored.version, stored.meta.digest, "java")])
+        acis = sorted(store.list("alice"), key=lambda a: a.version)
+    assert [a.version for a in acis] == [1, 2, 3]
+    ack = project.scrapy("aci", "ack", "--owner", "alice", acis[0].id)
     assert ack.returncode == 0 and "Acknowledged 1" in ack.stdout
     gc = project.scrapy("store", "gc", "--keep", "1")
     assert "dropped 1 version(s)" in gc.stdout, gc.stdout + gc.stderr
-    versions = project.scrapy("store", "versions", site.url("/")).stdout.splitlines()[1:]
+    versions = project.scrapy("store", "versions", url).stdout.splitlines()[1:]
     assert [line.split()[0] for line in versions] == ["2", "3"]  # 1 acknowledged and gone, 2 not yet read
     assert project.scrapy("aci", "ack", "--owner", "alice", "--all").stdout.startswith("Acknowledged 2")
     assert "dropped 1 version(s)" in project.scrapy("store", "gc", "--keep", "1").stdout

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import redis_space, urd
+from conftest import redis_space
 
+from webrace.backends import open_object_cache
 from webrace.backends.redis import RedisAciStore
 from webrace.backends.sqlite import SqliteAciStore
 from webrace.records.aci import Aci
@@ -47,21 +48,21 @@ def test_ack_marks_delivered_and_frees_the_digests(aci_store):
         assert store.ack("bob") == 1 and store.undelivered_digests() == set()
 
 
-def test_store_gc_keeps_a_version_an_undelivered_aci_points_to(site, project):
-    project.add_urds(urd("u1", "alice", site.url("/")))
-    digests = []
-    for n in range(3):
-        site.html("/", text=f"edition {n}")
-        if n:
-            project.scrapy("urd", "due", "--all")
-        digests.append(project.crawl().items[0]["digest"])
+def test_store_gc_keeps_a_version_an_undelivered_aci_points_to(project):
+    """`scrapy store gc` over three editions of a page, stored here as the recrawl middleware
+    stores them (the crawl side: tests/test_recrawl.py)."""
+    url = "http://a.test/"
+    with open_object_cache(project.settings()) as cache:
+        digests = [cache.record_fetch(url, 200, f"<html><body>edition {n}</body></html>".encode(), fetched=1000 + n,
+                                      header="HTTP/1.1 200 OK\nContent-Type: text/html", links=[]).meta.digest
+                   for n in range(3)]
     with SqliteAciStore(project.data / "aci.sqlite") as store:
-        store.add([aci("alice", 1, 5, digests[0], site.url("/"))])  # alice was not told about edition 0 yet
+        store.add([aci("alice", 1, 5, digests[0], url)])  # alice was not told about edition 0 yet
     gc = project.scrapy("store", "gc", "--keep", "1")
     assert "dropped 1 version(s)" in gc.stdout  # edition 1 goes, edition 0 stays for alice
-    versions = project.scrapy("store", "versions", site.url("/")).stdout.splitlines()[1:]
-    assert [line.split()[0] for line in versions] == ["1", "3"]
-    assert "edition 0" in project.scrapy("store", "get", site.url("/"), "--version", "1").stdout
+    with open_object_cache(project.settings()) as cache:
+        assert [v.number for v in cache.versions(url)] == [1, 3]
+        assert b"edition 0" in cache.get(url, 1)[1]
 
 
 def test_damaged_rows_cost_their_own_acis_not_the_owners_lists(tmp_path, caplog):

@@ -12,8 +12,7 @@ JAVA_PAGE = ("<html><head><title>Jobs</title></head><body><p>Java developers wan
 
 
 def next_round(project):
-    made = project.scrapy("urd", "due", "--all")
-    assert made.returncode == 0, made.stderr
+    project.make_due()
 
 
 def test_two_owners_get_their_own_aci_with_their_own_relevance(site, project):

@@ -93,7 +93,7 @@ def test_next_round_is_recrawled_conditionally_by_another_worker(wide_site, tmp_
     # each page's record is read with its lease (one round trip for several), not by its request
     assert first.stat("recrawl/preloaded") == 31 and first.stat("recrawl/first_fetch") == 31
     schedule(scheduler)  # closes round 1
-    scheduler.scrapy("urd", "due", "--all")
+    scheduler.make_due()
     assert "opened" in schedule(scheduler)  # round 2: not filtered by anything of round 1
     wide_site.clear_hits()
     b = worker_project(tmp_path, "b", redis_env)  # its own data dir: the cache is in Redis

@@ -3,7 +3,9 @@ stored, and every error the user caused is one line, never a traceback (issue 18
 
 from __future__ import annotations
 
+import os
 import socket
+import threading
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -196,11 +198,31 @@ def many_urds(path: Path, count: int, tail: str = "</urds>\n") -> Path:
 
 
 def test_urds_stream_from_the_file_before_it_is_read_to_the_end(tmp_path):
-    path = many_urds(tmp_path / "u.xml", 20_000, tail="<broken")
+    """The file is a pipe whose writer holds its malformed end back until the reader has the
+    first URD: read to the end first, the reader would have nothing until the writer gave up."""
+    path = tmp_path / "u.xml"
+    os.mkfifo(path)
+    # 95 kB: more than the parser reads at once (lxml asks for 32 kB), so it has whole URDs to give
+    head = "<urds>\n" + "".join(urd(f"u{i}", "o", f"http://h{i}.test/") + "\n" for i in range(1000))
+    first_urd = threading.Event()
+    held_back: list[bool] = []
+
+    def write() -> None:
+        with path.open("w") as pipe:
+            pipe.write(head)
+            pipe.flush()
+            held_back.append(first_urd.wait(timeout=60))
+            pipe.write("<broken")
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
     urds = iter_files([path])
-    assert next(urds).id == "u0"  # the malformed end is not read yet
-    with pytest.raises(UrdError, match=rf"{path}:20002: not well-formed"):
+    assert next(urds).id == "u0"
+    first_urd.set()
+    with pytest.raises(UrdError, match=rf"{path}:1002: not well-formed"):
         list(urds)
+    writer.join(timeout=60)
+    assert held_back == [True]  # the first URD came before the end was written
 
 
 def test_urd_add_refuses_a_file_over_the_size_limit_in_one_line(project):

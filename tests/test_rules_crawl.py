@@ -70,7 +70,7 @@ def test_results_persist_and_the_next_crawl_reads_them(site, project):
     project.add_urds(urd("u", "alice", site.url("/"), depth=1))
     project.crawl("-a", "template=template.xml")
     assert not any(r["results"][0]["seen_before"] for r in export(project, "--rule", "Visits"))
-    project.scrapy("urd", "due", "--all")
+    project.make_due()
     second = project.crawl("-a", "template=template.xml")
     assert second.stat("recrawl/not_modified") == 4  # 304s: the rules read the stored bodies
     visits = export(project, "--rule", "Visits")

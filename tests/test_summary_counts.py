@@ -17,7 +17,7 @@ def test_a_304_recrawl_discovers_the_stored_links_as_the_first_crawl_did(site, p
     _site(site)
     project.add_urds(urd("u", "ann", site.url("/"), depth=2))
     first = project.crawl()
-    assert project.scrapy("urd", "due", "--all").returncode == 0
+    project.make_due()
     again = project.crawl()
     assert again.stat("recrawl/not_modified") == 3
     # the .pdf is dropped before the link is stored: all but it were found again
