@@ -965,6 +965,7 @@ def test_what_a_probe_teaches_an_organisation_serves_no_more_pages_than_a_batch_
 
 
 def test_a_batchs_last_url_assigns_the_pages_again_as_a_whole_by_what_is_known_of_them_now(monkeypatch):
+    from webrace.delegation import choice
     from webrace.delegation.choice import KnowledgePolicy
     from webrace.delegation.simulator import crawl_time
 
@@ -988,9 +989,13 @@ def test_a_batchs_last_url_assigns_the_pages_again_as_a_whole_by_what_is_known_o
     assert all(delegator.knowledge.estimate(delegator.assigned(url), D.target_ip(url)).near for url in moved)
     assert all(delegator.load(c.id) <= c.capacity for c in sim.crawlers)
     settled = crawl_time(sim, {url: delegator.assigned(url) for url in sim.urls})[0]
+    # a batch too large to settle (its bound lowered to 298 pages, one fewer than came before the last URL)
+    monkeypatch.setattr(choice, "SETTLE_MAX_PAGES", 298)
+    bounded, _, _ = run()
     # the same batch, its last URL decided without settling: the pages stay where they were placed
     monkeypatch.setattr(KnowledgePolicy, "_settle", lambda self: ())
     unsettled, _, _ = run()
+    assert all(bounded.assigned(url) == unsettled.assigned(url) for url in sim.urls)
     kept = crawl_time(sim, {url: unsettled.assigned(url) for url in sim.urls})[0]
     best = crawl_time(sim, sim.best())[0]
     assert settled / best < 1.01 < 1.02 < kept / best  # 1.0259x -> 1.0087x the best within capacity

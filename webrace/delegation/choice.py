@@ -100,6 +100,9 @@ EXPLORE_CEILING = 0.9
 # pair's saving counts this share of each other page of the organisation that full crawlers hold
 # (those a cheap route found would let go for the URLs to come). 0.5 and 1 gave the same.
 EXPLORE_SHARE = 0.5
+# pages a batch may have for its last URL to settle them (:meth:`KnowledgePolicy._settle`): 4,000
+# pages at 1.1x capacity are a matrix of 4,000 x 4,400 (140 MB) and about a second
+SETTLE_MAX_PAGES = 4000
 UNREACHABLE = 1e9  # ms: a cost the min-cost assignment never picks while anything else fits
 REFRESH = 100  # pages placed (at least, and a tenth of all) between two estimations of the rows that may move
 
@@ -444,17 +447,19 @@ class KnowledgePolicy:
         """At the batch's last URL (the delegator's ``horizon``), where some crawler is full:
         the pages placed so far are assigned again as a whole, the min-cost assignment within
         the capacities (:func:`~webrace.delegation.optimum.best_assignment`, the bench's
-        reference) over what is known now, more than when most of them were placed: each page's expected latency
-        (the log-normal mean) at the crawler it is on and at every crawler its own address,
-        subnet or organisation was measured from. A country's or a registry's estimate moves
-        no page: the cheapest of many such estimates is mostly one that came out too low (on
-        52 capacity-bound worlds, moves by them made 3 worlds 0.01-0.015x worse). No probe."""
+        reference) over what is known now, more than when most of them were placed: each
+        page's expected latency (the log-normal mean) at the crawler it is on and at every
+        crawler its own address, subnet or organisation was measured from. A country's or a
+        registry's estimate moves no page: the cheapest of many such estimates is mostly one
+        that came out too low (on 52 capacity-bound worlds, moves by them made 3 worlds
+        0.01-0.015x worse). No probe. A batch of more than SETTLE_MAX_PAGES pages is not
+        settled (the assignment's matrix grows with the square of the pages)."""
         from webrace.delegation.optimum import best_assignment
 
         d = self.d
         ids = list(d.crawlers)
         keys = sorted(d._page_crawler)  # in a fixed order: ties go the same way every run
-        if not keys or all(d._room(c, 1) for c in ids):  # no crawler full: moves are _improve's business
+        if not keys or len(keys) > SETTLE_MAX_PAGES or all(d._room(c, 1) for c in ids):  # none full: _improve's
             return ()
         self._refresh(ids)
         width = len(ids)
