@@ -1162,3 +1162,30 @@ def test_a_simulated_run_delegates_alike_under_every_hash_seed():
                                       env={**os.environ, "PYTHONHASHSEED": seed}).stdout)
             for seed in ("1", "3")]
     assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("strategy", [D.KNOWLEDGE, D.SEARCH])
+def test_where_pages_cannot_move_a_full_crawler_is_passed_over_and_every_page_stays_where_it_was_decided(strategy):
+    sim = D.simulate(4, 300, seed=12, capacity=80, world=D.World(regions=3, orgs=180, path_noise=0.3))
+    delegator = D.Delegator(sim.hierarchy(), sim.prober(), strategy=strategy, horizon=len(sim.urls), movable=False,
+                            clock=lambda: 0.0)
+    for crawler in sim.crawlers:
+        delegator.register(crawler)
+    decisions = {url: delegator.delegate(url) for url in sim.urls}
+    assert all(not d.moved for d in decisions.values())
+    assert all(delegator.assigned(url) == d.crawler for url, d in decisions.items())
+    assert all(delegator.load(c.id) <= c.capacity for c in sim.crawlers)
+    assert sum(d.crawler != sim.optimal[str(D.target_ip(url))] for url, d in decisions.items()) >= 20  # it binds
+    delegator.set_loads({c.id: c.capacity for c in sim.crawlers})  # 320 places: the rest taken elsewhere
+    with pytest.raises(D.CapacityError):
+        delegator.delegate(sim.urls[0].replace("/p0.html", "/other.html"))
+
+
+def test_loads_counted_elsewhere_replace_a_delegators_own_and_a_forgotten_page_frees_its_place():
+    delegator = D.Delegator(D.Hierarchy(), D.TableProber([("a", "10.0.0.1", 1.0), ("b", "10.0.0.1", 5.0)]))
+    delegator.register(D.Crawler("a", "10.0.0.9", capacity=2))
+    delegator.register(D.Crawler("b", "10.0.1.9", capacity=2))
+    delegator.set_loads({"a": 2, "nobody": 7})
+    assert delegator.delegate("10.0.0.1").crawler == "b" and delegator.load("b") == 1
+    delegator.forget("10.0.0.1")
+    assert delegator.load("b") == 0 and delegator.assigned("10.0.0.1") is None

@@ -172,3 +172,49 @@ def test_malformed_shared_probe_results_are_counted_and_skipped(tmp_path, redis_
     assert cy.shared.pull() == 1 and cy.shared.skipped == 3
     assert cy.delegator.knowledge.estimate("gr", target_ip("194.42.1.5")).ms == pytest.approx(40)
     assert cy.shared.pull() == 0  # read once
+
+
+def test_no_worker_is_given_more_addresses_than_its_capacity_whichever_coordinator_decides(
+        tmp_path, redis_url, redis_prefix):
+    # eight addresses of org-ucy, all nearest to cy; each worker takes 3 addresses at most
+    hosts = [f"194.42.1.{n}" for n in range(1, 9)]
+    latency = LATENCY + "".join(f"cy,{ip},3\ngr,{ip},40\n" for ip in hosts)
+
+    def worker(name: str) -> RedisDelegation:
+        settings = Settings({"WEBRACE_LEASE_TIMEOUT": 300.0, "WEBRACE_DELEGATION_THRESHOLD_MS": 50.0,
+                             "WEBRACE_WORKER_CAPACITY": 3,
+                             **delegation_settings(tmp_path, name, redis_url, redis_prefix, latency=latency)})
+        found = RedisDelegation(redis.Redis.from_url(redis_url), redis_prefix, settings)
+        found.register()
+        return found
+
+    cy, gr = worker("cy"), worker("gr")
+    cy.sync_workers(force=True)
+    routes = {}
+    for n, ip in enumerate(hosts):  # the two coordinators take turns, each with its own delegator
+        coordinator = (cy, gr)[n % 2]
+        routes[ip] = coordinator.route([f"http://{ip}/a", f"http://{ip}/b"])
+        assert routes[ip][0] == routes[ip][1]  # one address, one worker
+    given = [route[0] for route in routes.values()]
+    assert given.count("cy") == 3 and given.count("gr") == 3 and given.count(None) == 2
+    assert routes[hosts[0]][0] == "cy"  # the nearest while it had room
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    assert client.hgetall(f"{redis_prefix}delegation:load") == {"cy": "3", "gr": "3"}
+    assert cy.over_capacity + gr.over_capacity == 2
+    # an address given before goes to the same worker again and counts once
+    first_gr = next(ip for ip, route in routes.items() if route[0] == "gr")
+    assert cy.route([f"http://{first_gr}/c"]) == ["gr"]
+    assert client.hgetall(f"{redis_prefix}delegation:load") == {"cy": "3", "gr": "3"}
+
+
+def test_an_address_whose_subnet_was_re_delegated_follows_it_and_the_loads_follow(tmp_path, redis_url, redis_prefix):
+    cy, gr = delegation(tmp_path, "cy", redis_url, redis_prefix), delegation(tmp_path, "gr", redis_url, redis_prefix)
+    url = "http://cy.test/a"
+    assert cy.route([url]) == ["cy"]
+    for ms in (10.0, 10.0, 900.0, 900.0):  # cy's fetches there got slow: the subnet goes to gr
+        cy.report(url, ms)
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    assert client.hget(f"{redis_prefix}delegation:subnets", "194.42.0.0/23") == "gr"
+    assert gr.route([url]) == ["gr"]
+    assert client.hget(f"{redis_prefix}delegation:addresses", "194.42.1.5") == "gr"
+    assert client.hgetall(f"{redis_prefix}delegation:load") == {"cy": "0", "gr": "1"}

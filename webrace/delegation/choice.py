@@ -140,7 +140,7 @@ class KnowledgePolicy:
         anchor = self.knowledge.anchor(ip)
         self.pages[anchor] = self.pages.get(anchor, 0) + 1
         self.urls += 1
-        settled = self._settle() if self.urls == d.horizon else ()
+        settled = self._settle() if self.urls == d.horizon and d.movable else ()
         if owner is not None and d._room(owner, 1):
             return self._place(key, ip, subnet, owner, session, DELEGATED, settled)
         cancelled: tuple[Move, ...] = settled
@@ -179,7 +179,9 @@ class KnowledgePolicy:
     def _may_explore(self, now: int) -> bool:
         """Whether the window has room for one more exploring probe: at most the delegator's
         ``explore`` of them a URL, and all probes (``now`` of them for this URL so far) under
-        EXPLORE_CEILING a URL."""
+        EXPLORE_CEILING a URL. Never where pages cannot move (exploring looks for one to move)."""
+        if not self.d.movable:
+            return False
         while self.exploring and self.exploring[0] <= self.urls - EXPLORE_WINDOW:
             self.exploring.popleft()
         while self.recent and self.recent[0][0] <= self.urls - EXPLORE_WINDOW:
@@ -386,6 +388,8 @@ class KnowledgePolicy:
         estimates came to disagree with where they are can form a cycle of moves that saves
         latency, which is made (cycle cancelling, as min-cost flow does)."""
         full = [c for c in self.d.crawlers if not self.d._room(c, 1)]
+        if not self.d.movable:  # no page moves: a full crawler has no room at any price
+            return {c: math.inf if c in full else 0.0 for c in self.d.crawlers}, {}, ()
         moves: list[Move] = []
         if full and self.stale >= max(REFRESH, len(self.ips) // 10):
             self._refresh(list(self.d.crawlers))

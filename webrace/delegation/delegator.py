@@ -79,6 +79,9 @@ class Delegator:
     batch, as ``scrapy ipmicra delegate`` reads): what a probe teaches an organisation then
     serves no more pages than the run has left (:meth:`KnowledgePolicy.worth`). ``None``: a
     stream, with no end in sight.
+    ``movable``: pages already delegated may move to make room on a full crawler (balancing).
+    ``False`` where they cannot (the distributed mode: a page is in its worker's queue as soon
+    as it is routed): a full crawler is then passed over.
     ``threshold_ms``, ``lookahead``, ``variance_ms``: the search strategy's.
     ``clock``: the time measurements are stamped with (seconds; default ``time.time``)."""
 
@@ -86,7 +89,8 @@ class Delegator:
                  slow_after: int = 2, slow_factor: float = 2.0, slow_ms: float | None = None,
                  lookahead: int | None = 1, strategy: str = KNOWLEDGE, regret: float = 0.003,
                  clock: Callable[[], float] | None = None, probe_budget: float | None = 0.7,
-                 probe_credit: float = 20.0, explore: float = 1.0, horizon: int | None = None) -> None:
+                 probe_credit: float = 20.0, explore: float = 1.0, horizon: int | None = None,
+                 movable: bool = True) -> None:
         if slow_after < 1:
             raise DelegationError(f"slow_after={slow_after}: re-delegation needs at least one slow fetch")
         if (probe_budget is not None and not probe_budget >= 0) or not probe_credit >= 0:
@@ -112,6 +116,7 @@ class Delegator:
         self.probe_credit = probe_credit
         self.explore = explore
         self.horizon = horizon
+        self.movable = movable
         self.knowledge = Knowledge(hierarchy, clock)
         self.crawlers: dict[str, Crawler] = {}
         self.stats: Counter[str] = Counter()
@@ -151,6 +156,25 @@ class Delegator:
     def assigned(self, target: str | IPAddress) -> str | None:
         """The crawler a delegated URL (or IP) is with now; balancing and calibration move pages."""
         return self._page_crawler.get(str(target).strip())
+
+    def set_loads(self, loads: dict[str, int]) -> None:
+        """Pages delegated elsewhere count too: each crawler's load as counted where every
+        decision is seen (the distributed mode's shared counts); crawlers not named keep theirs."""
+        for crawler_id, pages in loads.items():
+            if crawler_id in self.crawlers:
+                self._load[crawler_id] = max(0, int(pages))
+
+    def forget(self, target: str | IPAddress) -> None:
+        """Drop a delegated page from the bookkeeping (its place was not taken: the distributed
+        mode found the crawler full when it claimed it); its subnet stays delegated."""
+        key = str(target).strip()
+        crawler_id = self._page_crawler.pop(key, None)
+        if crawler_id is None:
+            return
+        subnet = self._page_subnet.pop(key)
+        self._pages_on.get((crawler_id, subnet), set()).discard(key)
+        self._held.get(crawler_id, set()).discard(key)
+        self._load[crawler_id] = max(0, self._load[crawler_id] - 1)
 
     def owner(self, subnet: Subnet) -> str | None:
         """The crawler the subnet is delegated to."""

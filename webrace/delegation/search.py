@@ -158,7 +158,7 @@ class SearchPolicy:
                  fresh: bool) -> Decision:
         """``full`` is the best crawler for the URL but has no room for it."""
         d = self.d
-        move = self._make_room(full, subnet)
+        move = self._make_room(full, subnet) if d.movable else None
         if move is not None:
             moved, target = move
             if moved == subnet and fresh:

@@ -10,7 +10,9 @@ Keys, under the prefix: ``delegation:workers`` (hash worker id -> JSON ``{ip, ca
 seen}``, ``seen`` refreshed while the worker runs), ``delegation:subnets`` (hash CIDR ->
 worker id), ``delegation:rtt`` (hash ``worker|ip`` -> ms, what workers measured),
 ``delegation:probe:<worker>`` (probe requests waiting for that worker), ``delegation:knowledge``
-(a stream of every probe result any worker's coordinator paid for).
+(a stream of every probe result any worker's coordinator paid for), ``delegation:addresses``
+(hash address -> the worker it was given to) and ``delegation:load`` (hash worker -> addresses
+given to it: what ``WEBRACE_WORKER_CAPACITY`` bounds, claimed atomically by :data:`CLAIM`).
 
 Knowledge is shared: each probe a worker's coordinator makes (``{by, crawler, ip, ms}``) is
 added to the ``delegation:knowledge`` stream, and before deciding, every worker reads what the
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import socket
 import time
@@ -47,6 +50,7 @@ from urllib.parse import urlsplit
 import redis
 
 from webrace.delegation import (
+    CapacityError,
     Crawler,
     DelegationError,
     Delegator,
@@ -154,7 +158,9 @@ class RedisDelegation:
         capacity = settings.get("WEBRACE_WORKER_CAPACITY")
         self.crawler = Crawler(self.me, my_ip, int(capacity) if capacity not in (None, "") else None)
         self.keys = {name: f"{key_prefix}delegation:{name}"
-                     for name in ("workers", "subnets", "rtt", "probe", "knowledge")}
+                     for name in ("workers", "subnets", "rtt", "probe", "knowledge", "addresses", "load")}
+        self._claim = client.register_script(CLAIM)
+        self.over_capacity = 0  # addresses left to the shared queue: every worker was full
         self.probe_timeout = settings.getfloat("WEBRACE_DELEGATION_PROBE_TIMEOUT", 2.0)
         self.stale_s = settings.getfloat("WEBRACE_LEASE_TIMEOUT")
         hierarchy = Hierarchy()
@@ -176,8 +182,9 @@ class RedisDelegation:
         self.hierarchy = hierarchy
         self.measured = None if latency else SharedMeasurements(client, self.keys["rtt"], self.me)
         prober = TableProber(rows) if rows is not None else self.measured
+        # a routed page is in its worker's queue at once: pages never move to make room
         self.delegator = Delegator(hierarchy, prober, threshold_ms=settings.getfloat("WEBRACE_DELEGATION_THRESHOLD_MS"),
-                                   strategy=settings.get("WEBRACE_DELEGATION_STRATEGY") or "knowledge")
+                                   strategy=settings.get("WEBRACE_DELEGATION_STRATEGY") or "knowledge", movable=False)
         self.shared = SharedKnowledge(client, self.keys["knowledge"], self.me, self.delegator)
         self.pins = {host.lower(): str(target_ip(ip)) for host, ip in
                      (settings.getdict("WEBRACE_DELEGATION_HOSTS") or {}).items()}
@@ -239,46 +246,77 @@ class RedisDelegation:
         return self.dns.get(host)
 
     def route(self, urls: list[str]) -> list[str | None]:
-        """The worker each URL is delegated to (None: the shared queue)."""
+        """The worker each URL is delegated to (None: the shared queue). An address is given
+        to one worker (``delegation:addresses``) and counts once against its capacity
+        (``delegation:load``, claimed atomically: two coordinators never overfill a worker).
+        An address goes to its subnet's worker while that one has room, else stays where it
+        was given, else is decided (among the workers with room); where every worker is
+        full it waits in the shared queue, counted in :attr:`over_capacity`."""
         self.sync_workers()
         addresses = [self.address(url) for url in urls]
         if addresses:
             self.shared.pull()
-        subnets = {ip: self.hierarchy.smallest(target_ip(ip)) for ip in set(filter(None, addresses))}
+        ips = sorted(set(filter(None, addresses)))
+        subnets = {ip: self.hierarchy.smallest(target_ip(ip)) for ip in ips}
         cidrs = sorted({str(s.network) for s in subnets.values() if s is not None})
-        shared = dict(zip(cidrs, self.client.hmget(self.keys["subnets"], cidrs), strict=True)) if cidrs else {}
-        routes: list[str | None] = []
-        for ip in addresses:
-            if ip is None:
-                routes.append(None)
-                continue
-            subnet = subnets[ip]
-            owner = shared.get(str(subnet.network)) if subnet is not None else None
-            if owner is not None:
-                owner = owner.decode() if isinstance(owner, bytes) else owner
-                if owner in self.delegator.crawlers:
-                    self.delegator.adopt(subnet, owner)
-                    routes.append(owner)
-                    continue
+        shared = {c: _text(w) for c, w in zip(cidrs, self.client.hmget(self.keys["subnets"], cidrs), strict=True)
+                  if w is not None} if cidrs else {}
+        given = {ip: _text(w) for ip, w in zip(ips, self.client.hmget(self.keys["addresses"], ips), strict=True)
+                 if w is not None} if ips else {}
+        found: dict[str, str | None] = {}
+        for ip in ips:
+            found[ip] = self._route_address(ip, subnets[ip], shared, given.get(ip))
+        return [found[ip] if ip is not None else None for ip in addresses]
+
+    def _route_address(self, ip: str, subnet: Any, shared: dict[str, str], given: str | None) -> str | None:
+        owner = shared.get(str(subnet.network)) if subnet is not None else None
+        if owner is not None and owner in self.delegator.crawlers:
+            self.delegator.adopt(subnet, owner)
+            got = self.claim(ip, owner, move=given is not None)
+            if got is not None:
+                return got
+        elif given is not None:
+            return given
+        self.delegator.set_loads(self.loads())
+        for _ in range(len(self.delegator.crawlers) + 1):  # a claim fails only on a worker filled meanwhile
             try:
                 decision = self.delegator.delegate(ip)
             except (DelegationError, ProbeError) as exc:
+                if isinstance(exc, CapacityError):
+                    self.over_capacity += 1
+                    if math.log10(self.over_capacity).is_integer():  # the 1st, 10th, 100th...: a log that stays short
+                        logger.warning("%d addresses left to the shared queue: %s", self.over_capacity, exc)
                 logger.debug("not delegated, left to the shared queue: %s (%s)", ip, exc)
-                routes.append(None)
-                continue
+                return None
             self.shared.publish(ip, dict(decision.results))
-            chosen = decision.crawler
-            if subnet is not None:
+            got = self.claim(ip, decision.crawler)
+            if got is None:
+                self.delegator.forget(ip)
+                self.delegator.set_loads(self.loads())
+                continue
+            if subnet is not None and str(subnet.network) not in shared:
                 key = str(subnet.network)
+                chosen = self.delegator.owner(subnet) or got
                 if not self.client.hsetnx(self.keys["subnets"], key, chosen):
-                    winner = self.client.hget(self.keys["subnets"], key)
-                    winner = winner.decode() if isinstance(winner, bytes) else winner
-                    if winner and winner in self.delegator.crawlers:
+                    winner = _text(self.client.hget(self.keys["subnets"], key) or b"")
+                    if winner in self.delegator.crawlers:
                         self.delegator.adopt(subnet, winner)
                         chosen = winner
                 shared[key] = chosen
-            routes.append(chosen)
-        return routes
+            return got
+        return None
+
+    def claim(self, ip: str, worker: str, move: bool = False) -> str | None:
+        """Give ``ip`` to ``worker`` if it has room (``move``: even if another worker has it,
+        which then has one fewer); the worker that has it now (None: nobody, ``worker`` was full)."""
+        capacity = self.delegator.crawlers[worker].capacity
+        got = self._claim(keys=[self.keys["addresses"], self.keys["load"]],
+                          args=[ip, worker, -1 if capacity is None else int(capacity), int(move)])
+        return _text(got) if got is not None else None
+
+    def loads(self) -> dict[str, int]:
+        """Worker -> the addresses given to it, by every worker's coordinator."""
+        return {_text(w): int(n) for w, n in self.client.hgetall(self.keys["load"]).items()}
 
     async def prepare(self, urls: list[str]) -> None:
         """Before a page's links are offered: resolve their new hosts (Scrapy's resolver,
@@ -380,6 +418,21 @@ class RedisDelegation:
             self.client.hset(self.keys["subnets"], str(decision.subnet.network), decision.crawler)
             logger.info("IPMicra: %s re-delegated to %s after slow fetches", decision.subnet.network,
                         decision.crawler)
+
+
+# KEYS: addresses (ip -> worker), load (worker -> addresses); ARGV: ip, worker, capacity (-1: none),
+# move (1: take it from the worker that has it). Returns the worker that has the address now.
+CLAIM = """
+local held = redis.call('HGET', KEYS[1], ARGV[1])
+if held == ARGV[2] then return held end
+if held and ARGV[4] ~= '1' then return held end
+local capacity = tonumber(ARGV[3])
+if capacity >= 0 and tonumber(redis.call('HGET', KEYS[2], ARGV[2]) or '0') >= capacity then return held end
+if held then redis.call('HINCRBY', KEYS[2], held, -1) end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
+return ARGV[2]
+"""
 
 
 def _text(value: bytes | str) -> str:
