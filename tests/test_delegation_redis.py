@@ -218,3 +218,41 @@ def test_an_address_whose_subnet_was_re_delegated_follows_it_and_the_loads_follo
     assert gr.route([url]) == ["gr"]
     assert client.hget(f"{redis_prefix}delegation:addresses", "194.42.1.5") == "gr"
     assert client.hgetall(f"{redis_prefix}delegation:load") == {"cy": "0", "gr": "1"}
+
+
+def test_coordinators_deciding_at_once_never_overfill_a_worker(tmp_path, redis_url, redis_prefix):
+    import threading
+
+    hosts = [f"194.42.1.{n}" for n in range(1, 41)]
+    latency = LATENCY + "".join(f"cy,{ip},3\ngr,{ip},40\n" for ip in hosts)
+
+    def worker(name: str) -> RedisDelegation:
+        settings = Settings({"WEBRACE_LEASE_TIMEOUT": 300.0, "WEBRACE_DELEGATION_THRESHOLD_MS": 50.0,
+                             "WEBRACE_WORKER_CAPACITY": 15,
+                             **delegation_settings(tmp_path, name, redis_url, redis_prefix, latency=latency)})
+        found = RedisDelegation(redis.Redis.from_url(redis_url), redis_prefix, settings)
+        found.register()
+        return found
+
+    coordinators = [worker("cy"), worker("gr"), worker("cy"), worker("gr")]  # two coordinators a worker
+    for coordinator in coordinators:
+        coordinator.sync_workers(force=True)
+    start = threading.Barrier(len(coordinators))
+    routes: list[list[str | None]] = [[] for _ in coordinators]
+
+    def run(n: int) -> None:
+        start.wait()
+        for ip in hosts[n::2]:  # every address is routed by two coordinators at about the same time
+            routes[n] += coordinators[n].route([f"http://{ip}/"])
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(len(coordinators))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    given = client.hgetall(f"{redis_prefix}delegation:addresses")
+    assert sorted(given.values()).count("cy") == 15 and sorted(given.values()).count("gr") == 15
+    assert client.hgetall(f"{redis_prefix}delegation:load") == {"cy": "15", "gr": "15"}
+    for n, ip_routes in enumerate(routes):  # each coordinator sent each address where it was given
+        assert all(route == given.get(ip) for ip, route in zip(hosts[n::2], ip_routes, strict=True))
