@@ -28,3 +28,12 @@ def test_capacity_draws_that_are_not_integers_are_refused_in_one_line(bench, mon
         bench.main()
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and "seeds are integers" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("repeats", ["0", "21"])
+def test_repeats_out_of_range_are_refused_in_one_line(bench, monkeypatch, capsys, repeats):
+    monkeypatch.setattr(sys, "argv", ["ipmicra.py", "--repeats", repeats])
+    with pytest.raises(SystemExit) as exit_:
+        bench.main()
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "--repeats 1 to 20" in err and "Traceback" not in err

@@ -525,17 +525,23 @@ def _metrics(sim: Simulation, assignment: dict[str, str], probes: list[int]) -> 
 
 
 def run_simulation(sim: Simulation, threshold_ms: float = 50.0, variance_ms: float = 25.0,
-                   lookahead: int | None = 1, strategy: str = KNOWLEDGE, **options: float) -> dict:
+                   lookahead: int | None = 1, strategy: str = KNOWLEDGE, jitter: int = 0, **options: float) -> dict:
     """Delegate the simulation's URLs in order with IPMicra; metrics (``nearest_share``,
     ``probes_per_url``, ``probes_last_10pct``, ``probes`` per URL, ``crawl_time_ms``,
     ``latency_ratio`` to the best assignment within capacity, ``max_load``, ``reasons``,
     ``assignment``). ``strategy="search"`` is the seed's procedure (the baseline). The URLs are
-    a batch: the delegator's ``horizon`` is their number unless ``options`` say otherwise."""
+    a batch: the delegator's ``horizon`` is their number unless ``options`` say otherwise.
+    ``jitter`` (k > 0): every reading of the simulated clock is off by up to a millisecond,
+    drawn from seed k, as a real clock's are: the measurements' drift terms move by about
+    1e-12, enough to turn near-ties, so runs with different ``k`` show how far one run's
+    figures are from what the method does on the world."""
     now = [0.0]  # simulated time: one second a URL
+    noise = random.Random(f"jitter/{jitter}") if jitter else None
     options.setdefault("horizon", len(sim.urls))
     delegator = Delegator(sim.hierarchy(), sim.prober(), threshold_ms=threshold_ms,
                           variance_ms=variance_ms, lookahead=lookahead, strategy=strategy,
-                          clock=lambda: now[0], **options)
+                          clock=(lambda: now[0] + noise.random() * 1e-3) if noise else (lambda: now[0]),
+                          **options)
     for crawler in sim.crawlers:
         delegator.register(crawler)
     decisions = []
