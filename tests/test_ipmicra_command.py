@@ -136,3 +136,22 @@ def test_delegate_writes_where_each_url_ends_up_and_no_crawler_gets_more_than_it
     summary = done.stderr.split("pages per crawler: ", 1)[1].strip()
     assert dict((c, int(n)) for c, n in (part.split() for part in summary.split(", "))) == dict(written)
     assert "balanced" in done.stderr  # pages did move
+
+
+def test_delegate_gives_the_same_file_for_the_same_inputs(project):
+    # a capacity-bound world with near-ties: with the wall clock, measurements' drift terms turned
+    # them, and three runs wrote three different files
+    from webrace.delegation import World, simulate
+
+    sim = simulate(4, 300, seed=12, capacity=87, world=World(regions=3, orgs=180, path_noise=0.3))
+    project.write("ripe.txt", "\n".join(sim.rir_lines) + "\n")
+    project.write("crawlers.json", json.dumps([{"id": c.id, "ip": str(c.ip), "capacity": c.capacity}
+                                               for c in sim.crawlers]))
+    project.write("latency.csv", "crawler,ip,ms\n" + "".join(f"{c},{ip},{ms}\n" for c, ip, ms in sim.latency_rows))
+    project.write("urls.txt", "\n".join(sim.urls) + "\n")
+    outputs = []
+    for _ in range(2):
+        done = delegate(project)
+        assert done.returncode == 0, done.stderr
+        outputs.append((project.root / "out.jsonl").read_text())
+    assert outputs[0] == outputs[1]

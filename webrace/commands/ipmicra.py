@@ -27,6 +27,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, ClassVar
@@ -157,9 +158,13 @@ class Command(ScrapyCommand):
                 urls.append((number, url, target_ip(url)))
             except ValueError as exc:
                 skipped.append(f"{opts.urls}:{number}: skipped: {exc}")
-        # the URLs are a batch: the delegator knows how many are left (its horizon)
+        # the URLs are a batch: the delegator knows how many are left (its horizon); the table is
+        # one moment's measurements, so the clock stands still: read as it runs, its drift terms
+        # moved variances by 1e-12, which turned near-ties, and the same files gave different outputs
+        start = time.time()
         delegator = Delegator(hierarchy, TableProber(read_latency(opts.latency)), threshold_ms=opts.threshold_ms,
-                              lookahead=lookahead, strategy=opts.strategy, horizon=len(urls), **self.budget)
+                              lookahead=lookahead, strategy=opts.strategy, horizon=len(urls), clock=lambda: start,
+                              **self.budget)
         for crawler in read_crawlers(opts.crawlers):
             delegator.register(crawler)
         decided, reasons, probes = [], Counter(), 0
