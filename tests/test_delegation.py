@@ -979,7 +979,9 @@ def test_a_batchs_last_url_assigns_the_pages_again_as_a_whole_by_what_is_known_o
         # a simulated clock, one second a URL: with the wall clock, measurements' drift moves
         # variances by 1e-12 from run to run, enough to turn near-ties the other way
         now = [0.0]
-        delegator = D.Delegator(sim.hierarchy(), sim.prober(), horizon=len(sim.urls), clock=lambda: now[0])
+        # (exploring off: it teaches the run more of the pages it holds, and leaves settling less to do)
+        delegator = D.Delegator(sim.hierarchy(), sim.prober(), horizon=len(sim.urls), clock=lambda: now[0],
+                                explore=0.0)
         for crawler in sim.crawlers:
             delegator.register(crawler)
         for url in sim.urls[:-1]:
@@ -1006,7 +1008,7 @@ def test_a_batchs_last_url_assigns_the_pages_again_as_a_whole_by_what_is_known_o
     monkeypatch.setattr(KnowledgePolicy, "_settle", lambda self: ())
     unsettled, _, _ = run()
     assert all(bounded.assigned(url) == unsettled.assigned(url) for url in sim.urls)
-    # and settling served the batch faster (1.0138x the best against 1.0298x)
+    # and settling served the batch faster (1.0161x the best against 1.0299x)
     assert latency(delegator) < latency(unsettled) - 0.01
 
 
