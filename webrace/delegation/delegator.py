@@ -74,7 +74,8 @@ class Delegator:
     probe must be worth more than ``regret`` (:meth:`KnowledgePolicy.price`). ``None``: no budget.
     ``explore`` (knowledge): while crawlers are full, the probes a URL (over the last 100) that
     may look among the pages they hold for one cheap to send away (:meth:`KnowledgePolicy._explore`),
-    while all probes over those URLs stay under 0.9 a URL (default 1; 0: none).
+    while all probes over those URLs stay under 0.9 a URL (1.5 before a batch's last tenth, and a
+    batch's probes so far under 1.8 a URL; default 1; 0: none).
     ``horizon`` (knowledge): the number of URLs this run will delegate, where it is known (a
     batch, as ``scrapy ipmicra delegate`` reads): what a probe teaches an organisation then
     serves no more pages than the run has left (:meth:`KnowledgePolicy.worth`). ``None``: a
