@@ -174,21 +174,22 @@ def test_malformed_shared_probe_results_are_counted_and_skipped(tmp_path, redis_
     assert cy.shared.pull() == 0  # read once
 
 
+def bounded(tmp_path, worker: str, url: str, prefix: str, capacity: int, hosts: list[str]) -> RedisDelegation:
+    """A worker of ``capacity`` addresses, over a table where every one of ``hosts`` is 3 ms from cy, 40 from gr."""
+    latency = LATENCY + "".join(f"cy,{ip},3\ngr,{ip},40\n" for ip in hosts)
+    settings = Settings({"WEBRACE_LEASE_TIMEOUT": 300.0, "WEBRACE_DELEGATION_THRESHOLD_MS": 50.0,
+                         "WEBRACE_WORKER_CAPACITY": capacity,
+                         **delegation_settings(tmp_path, worker, url, prefix, latency=latency)})
+    found = RedisDelegation(redis.Redis.from_url(url), prefix, settings)
+    found.register()
+    return found
+
+
 def test_no_worker_is_given_more_addresses_than_its_capacity_whichever_coordinator_decides(
         tmp_path, redis_url, redis_prefix):
     # eight addresses of org-ucy, all nearest to cy; each worker takes 3 addresses at most
     hosts = [f"194.42.1.{n}" for n in range(1, 9)]
-    latency = LATENCY + "".join(f"cy,{ip},3\ngr,{ip},40\n" for ip in hosts)
-
-    def worker(name: str) -> RedisDelegation:
-        settings = Settings({"WEBRACE_LEASE_TIMEOUT": 300.0, "WEBRACE_DELEGATION_THRESHOLD_MS": 50.0,
-                             "WEBRACE_WORKER_CAPACITY": 3,
-                             **delegation_settings(tmp_path, name, redis_url, redis_prefix, latency=latency)})
-        found = RedisDelegation(redis.Redis.from_url(redis_url), redis_prefix, settings)
-        found.register()
-        return found
-
-    cy, gr = worker("cy"), worker("gr")
+    cy, gr = (bounded(tmp_path, name, redis_url, redis_prefix, 3, hosts) for name in ("cy", "gr"))
     cy.sync_workers(force=True)
     routes = {}
     for n, ip in enumerate(hosts):  # the two coordinators take turns, each with its own delegator
@@ -224,17 +225,8 @@ def test_coordinators_deciding_at_once_never_overfill_a_worker(tmp_path, redis_u
     import threading
 
     hosts = [f"194.42.1.{n}" for n in range(1, 41)]
-    latency = LATENCY + "".join(f"cy,{ip},3\ngr,{ip},40\n" for ip in hosts)
-
-    def worker(name: str) -> RedisDelegation:
-        settings = Settings({"WEBRACE_LEASE_TIMEOUT": 300.0, "WEBRACE_DELEGATION_THRESHOLD_MS": 50.0,
-                             "WEBRACE_WORKER_CAPACITY": 15,
-                             **delegation_settings(tmp_path, name, redis_url, redis_prefix, latency=latency)})
-        found = RedisDelegation(redis.Redis.from_url(redis_url), redis_prefix, settings)
-        found.register()
-        return found
-
-    coordinators = [worker("cy"), worker("gr"), worker("cy"), worker("gr")]  # two coordinators a worker
+    # two coordinators a worker
+    coordinators = [bounded(tmp_path, name, redis_url, redis_prefix, 15, hosts) for name in ("cy", "gr", "cy", "gr")]
     for coordinator in coordinators:
         coordinator.sync_workers(force=True)
     start = threading.Barrier(len(coordinators))
