@@ -11,7 +11,7 @@ from conftest import Project, urd
 from scrapy.settings import Settings
 from test_distributed import finish, schedule, start_worker
 
-from webrace.delegation import Crawler, target_ip
+from webrace.delegation import Crawler, DelegationError, target_ip
 from webrace.distributed.delegation import RedisDelegation
 from webrace.distributed.registry import RoundRegistry
 
@@ -248,3 +248,21 @@ def test_coordinators_deciding_at_once_never_overfill_a_worker(tmp_path, redis_u
     assert client.hgetall(f"{redis_prefix}delegation:load") == {"cy": "15", "gr": "15"}
     for n, ip_routes in enumerate(routes):  # each coordinator sent each address where it was given
         assert all(route == given.get(ip) for ip, route in zip(hosts[n::2], ip_routes, strict=True))
+
+
+def test_a_malformed_worker_entry_or_capacity_is_refused_in_one_line_and_the_others_go_on(
+        tmp_path, redis_url, redis_prefix, caplog):
+    settings = Settings({"WEBRACE_LEASE_TIMEOUT": 300.0, "WEBRACE_WORKER_CAPACITY": "many",
+                         **delegation_settings(tmp_path, "cy", redis_url, redis_prefix)})
+    with pytest.raises(DelegationError, match="WEBRACE_WORKER_CAPACITY='many': a whole number"):
+        RedisDelegation(redis.Redis.from_url(redis_url), redis_prefix, settings)
+    client = redis.Redis.from_url(redis_url)
+    workers = f"{redis_prefix}delegation:workers"
+    client.hset(workers, "x", "not json")
+    client.hset(workers, "y", json.dumps({"ip": "195.251.2.2", "capacity": "3", "seen": 1}))
+    client.hset(workers, "z", json.dumps({"ip": "195.251.2.3", "capacity": 2.5, "seen": 1}))
+    cy = delegation(tmp_path, "cy", redis_url, redis_prefix)
+    gr = delegation(tmp_path, "gr", redis_url, redis_prefix)
+    assert cy.route(["http://gr.test/b"]) == ["gr"]  # cy learns gr as it routes
+    assert set(cy.delegator.crawlers) == {"cy", "gr"} and set(gr.delegator.crawlers) == {"cy", "gr"}
+    assert sum("cannot take part in delegation" in r.message for r in caplog.records) == 6  # once a worker each

@@ -156,7 +156,11 @@ class RedisDelegation:
         if not my_ip:
             raise DelegationError("WEBRACE_DELEGATION needs WEBRACE_WORKER_IP: the address this worker crawls from")
         capacity = settings.get("WEBRACE_WORKER_CAPACITY")
-        self.crawler = Crawler(self.me, my_ip, int(capacity) if capacity not in (None, "") else None)
+        try:
+            capacity = int(capacity) if capacity not in (None, "") else None
+        except (TypeError, ValueError):
+            raise DelegationError(f"WEBRACE_WORKER_CAPACITY={capacity!r}: a whole number of addresses") from None
+        self.crawler = Crawler(self.me, my_ip, capacity)
         self.keys = {name: f"{key_prefix}delegation:{name}"
                      for name in ("workers", "subnets", "rtt", "probe", "knowledge", "addresses", "load")}
         self._claim = client.register_script(CLAIM)
@@ -192,6 +196,7 @@ class RedisDelegation:
         self._beat = 0.0
         self._synced = 0.0
         self._workers_seen: dict[str, float] = {}
+        self._refused: set[str] = set()  # workers whose entry was malformed (warned once)
 
     # -- workers ---------------------------------------------------------------------------
 
@@ -216,12 +221,18 @@ class RedisDelegation:
         self._synced = now
         for raw_id, raw in self.client.hgetall(self.keys["workers"]).items():
             wid = raw_id.decode() if isinstance(raw_id, bytes) else raw_id
-            info = json.loads(raw)
-            self._workers_seen[wid] = float(info.get("seen") or 0)
-            if wid not in self.delegator.crawlers:
-                try:
-                    self.delegator.register(Crawler(wid, info["ip"], info.get("capacity")))
-                except DelegationError as exc:
+            self._workers_seen[wid] = 0.0  # counted even if malformed: the cheap check above stays cheap
+            try:
+                info = json.loads(raw)
+                self._workers_seen[wid] = float(info.get("seen") or 0)
+                capacity = info.get("capacity")
+                if capacity is not None and (not isinstance(capacity, int) or isinstance(capacity, bool)):
+                    raise DelegationError(f"capacity {capacity!r} is not a whole number")
+                if wid not in self.delegator.crawlers:
+                    self.delegator.register(Crawler(wid, info["ip"], capacity))
+            except (DelegationError, ValueError, TypeError, KeyError, AttributeError) as exc:
+                if wid not in self._refused:
+                    self._refused.add(wid)
                     logger.warning("worker %s cannot take part in delegation: %s", wid, exc)
 
     def stopped_workers(self) -> tuple[str, ...]:
