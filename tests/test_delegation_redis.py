@@ -90,6 +90,8 @@ def test_two_workers_each_crawl_the_hosts_delegated_to_them(site, tmp_path, redi
     done = {worker: finish(project, proc, out) for worker, (project, proc, out) in runs.items()}
     for run in done.values():
         assert run.returncode == 0, run.stderr[-3000:]
+        assert "'delegation/over_capacity': 0" in run.stderr  # IPMicra's counts are in the crawl's stats
+    assert any("'delegation/probes'" in run.stderr for run in done.values())
     fetched = {worker: {item["url"] for item in run.pages} for worker, run in done.items()}
     assert {u for u in fetched["cy"] if "gr.test" in u} == set() and len([u for u in fetched["cy"]
                                                                           if "cy.test" in u]) == 4

@@ -340,6 +340,10 @@ class UrdSpider(scrapy.Spider):
             self._wake_call.cancel()
         if self._probe_loop is not None and self._probe_loop.running:
             self._probe_loop.stop()
+        if self.delegation is not None:  # IPMicra's decisions by reason, its probes, addresses no worker had room for
+            for key, value in self.delegation.delegator.stats.items():
+                self.crawler.stats.set_value(key, value)
+            self.crawler.stats.set_value("delegation/over_capacity", self.delegation.over_capacity)
         if self.redis_io is not None:  # after the work it was given (the lease scheduler stopped it already)
             self.redis_io.stop()
         current = getattr(self.engine, "current", None)
