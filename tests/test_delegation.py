@@ -1202,3 +1202,22 @@ def test_a_jittered_clock_gives_its_own_run_the_same_every_time_and_within_capac
     assert all(r["over_capacity"] == 0 for r in jittered)
     # near-ties turn on a millisecond's reading error: some run differs from the exact one
     assert any(r["assignment"] != exact["assignment"] for r in jittered)
+
+
+def test_a_batch_explores_up_to_more_probes_a_url_before_its_last_tenth_and_never_past_its_run_bound():
+    from webrace.delegation import choice
+
+    def may(urls: int, window: int, spent: int, horizon: int | None = 1000) -> bool:
+        policy = small_delegator({}, strategy=D.KNOWLEDGE, horizon=horizon).policy
+        policy.urls, policy.spent = urls, spent
+        policy.recent.append((urls, window))  # the last 100 URLs' probes, all at this URL
+        policy.recent_probes = window
+        return policy._may_explore(0)
+
+    early, late = choice.EXPLORE_CEILING_EARLY * 100, choice.EXPLORE_CEILING * 100
+    assert early > late
+    assert may(500, int(late) + 10, 600) and not may(500, int(early), 600)  # before the last tenth: 1.5 a URL
+    assert not may(950, int(late) + 10, 1100) and may(950, int(late) - 10, 1100)  # the last tenth: 0.9
+    assert not may(500, 10, int(choice.EXPLORE_TOTAL * 500))  # the run's bound
+    # a stream has no last tenth and no run's bound: the 0.9 ceiling only
+    assert not may(500, int(late) + 10, 0, horizon=None) and may(500, 10, 10_000, horizon=None)
