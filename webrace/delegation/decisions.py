@@ -50,6 +50,8 @@ class Crawler:
             object.__setattr__(self, "ip", target_ip(self.ip))
         except ValueError as exc:
             raise DelegationError(f"crawler {self.id!r}: {exc}") from None
+        if self.capacity is not None and (not isinstance(self.capacity, int) or isinstance(self.capacity, bool)):
+            raise DelegationError(f"crawler {self.id!r}: capacity {self.capacity!r} is not a whole number")
         if self.capacity is not None and self.capacity < 0:
             raise DelegationError(f"crawler {self.id!r}: capacity {self.capacity} is negative")
 

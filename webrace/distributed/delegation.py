@@ -220,16 +220,13 @@ class RedisDelegation:
             return
         self._synced = now
         for raw_id, raw in self.client.hgetall(self.keys["workers"]).items():
-            wid = raw_id.decode() if isinstance(raw_id, bytes) else raw_id
+            wid = _text(raw_id)
             self._workers_seen[wid] = 0.0  # counted even if malformed: the cheap check above stays cheap
             try:
                 info = json.loads(raw)
                 self._workers_seen[wid] = float(info.get("seen") or 0)
-                capacity = info.get("capacity")
-                if capacity is not None and (not isinstance(capacity, int) or isinstance(capacity, bool)):
-                    raise DelegationError(f"capacity {capacity!r} is not a whole number")
                 if wid not in self.delegator.crawlers:
-                    self.delegator.register(Crawler(wid, info["ip"], capacity))
+                    self.delegator.register(Crawler(wid, info["ip"], info.get("capacity")))
             except (DelegationError, ValueError, TypeError, KeyError, AttributeError) as exc:
                 if wid not in self._refused:
                     self._refused.add(wid)
