@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 import radix
 
@@ -78,8 +79,12 @@ class Delegator:
     batch's probes so far under 1.8 a URL; default 1; 0: none).
     ``horizon`` (knowledge): the number of URLs this run will delegate, where it is known (a
     batch, as ``scrapy ipmicra delegate`` reads): what a probe teaches an organisation then
-    serves no more pages than the run has left (:meth:`KnowledgePolicy.worth`). ``None``: a
-    stream, with no end in sight.
+    serves no more pages than the run has left (:meth:`KnowledgePolicy.worth`); at the start of
+    its last tenth, where crawlers are full, it probes where the assignment is least sure
+    (:meth:`KnowledgePolicy.inquire`), and after its ``horizon``-th call of :meth:`delegate` (a
+    URL seen again counts: the batch has ended) it assigns its pages again as a whole
+    (:meth:`KnowledgePolicy.settle`), the moves in that call's decision. ``None``: a stream,
+    with no end in sight.
     ``movable``: pages already delegated may move to make room on a full crawler (balancing).
     ``False`` where they cannot (the distributed mode: a page is in its worker's queue as soon
     as it is routed): a full crawler is then passed over.
@@ -117,6 +122,7 @@ class Delegator:
         self.probe_credit = probe_credit
         self.explore = explore
         self.horizon = horizon
+        self._delegated_urls = 0  # delegate() calls, a URL seen again among them: the batch ends at ``horizon``
         self.movable = movable
         self.knowledge = Knowledge(hierarchy, clock)
         self.crawlers: dict[str, Crawler] = {}
@@ -210,8 +216,15 @@ class Delegator:
         key = str(target).strip()
         subnet = self.hierarchy.smallest(ip)
         if key in self._page_crawler:
-            return self._decided(Decision(self._page_crawler[key], ip, subnet, 0, DELEGATED))
-        return self.policy.delegate(key, ip, subnet)
+            decision = self._decided(Decision(self._page_crawler[key], ip, subnet, 0, DELEGATED))
+        else:
+            decision = self.policy.delegate(key, ip, subnet)
+        self._delegated_urls += 1
+        if self._delegated_urls == self.horizon and self.movable and self.strategy == KNOWLEDGE:
+            settled = self.policy.settle()
+            if settled:
+                decision = replace(decision, crawler=self._page_crawler[key], moved=decision.moved + settled)
+        return decision
 
     # -- dynamic calibration ------------------------------------------------------------
 
