@@ -1063,6 +1063,34 @@ def test_a_batch_probes_where_its_assignment_is_least_sure_at_its_last_tenth(mon
     assert inquired < plain - 0.002
 
 
+def test_a_batch_with_a_crawler_no_probe_reaches_still_inquires_and_keeps_every_capacity(monkeypatch):
+    from webrace.delegation import choice
+
+    # 4 crawlers of 60 places for 200 URLs, one of them unreachable by every probe: the other
+    # three fill up, and the round at the last tenth meets latencies that are infinite
+    sim = D.simulate(4, 200, seed=3, capacity=60, world=D.World(regions=3, orgs=120))
+    table, down = sim.prober(), sim.crawlers[0].id
+
+    class Prober:
+        def probe(self, crawler_id: str, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> float:
+            if crawler_id == down:
+                raise D.Unreachable(f"{crawler_id} does not answer")
+            return table.probe(crawler_id, ip)
+
+    rounds: list[int] = []
+    inquire = choice.KnowledgePolicy.inquire
+    monkeypatch.setattr(choice.KnowledgePolicy, "inquire", lambda self: rounds.append(self.urls) or inquire(self))
+    delegator = D.Delegator(sim.hierarchy(), Prober(), horizon=200)
+    for crawler in sim.crawlers:
+        delegator.register(crawler)
+    probes = [delegator.delegate(url).probes for url in sim.urls]
+    assert rounds == [180] and probes[179] > 0
+    assert all(delegator.load(c.id) <= c.capacity for c in sim.crawlers)
+    assert sum(delegator.load(c.id) for c in sim.crawlers) == 200
+    # the unreachable crawler took only what the others had no room for
+    assert delegator.load(down) == 200 - 3 * 60
+
+
 def test_a_crawlers_price_is_what_freeing_a_place_on_it_costs_along_the_cheapest_chain():
     from webrace.delegation.choice import KnowledgePolicy
 
