@@ -1020,14 +1020,18 @@ def test_a_batch_ends_at_its_horizonth_url_even_where_a_url_came_again(monkeypat
     sim = D.simulate(4, 120, seed=12, capacity=35, world=D.World(regions=3, orgs=80))
     urls = sim.urls[:60] + sim.urls[:1] + sim.urls[60:]  # the batch's file has its first URL twice
     calls: list[int] = []
-    settle = KnowledgePolicy.settle
+    settle, inquire = KnowledgePolicy.settle, KnowledgePolicy.inquire
     monkeypatch.setattr(KnowledgePolicy, "settle", lambda self: calls.append(self.urls) or settle(self))
+    asked: list[int] = []
+    monkeypatch.setattr(KnowledgePolicy, "inquire", lambda self: asked.append(self.d._delegated_urls) or inquire(self))
     delegator = D.Delegator(sim.hierarchy(), sim.prober(), horizon=len(urls))
     for crawler in sim.crawlers:
         delegator.register(crawler)
     decisions = [delegator.delegate(url) for url in urls]
     # settled once, after the last call (its 120 distinct URLs: the policy never saw the repeat)
     assert calls == [120]
+    # and the last tenth's inquiry came before the 109th call of 121, the repeat counted
+    assert asked == [109]
     last = decisions[-1]
     assert last.moved and last.crawler == delegator.assigned(urls[-1])
     assert all(delegator.load(c.id) <= c.capacity for c in sim.crawlers)
@@ -1079,7 +1083,8 @@ def test_a_batch_with_a_crawler_no_probe_reaches_still_inquires_and_keeps_every_
 
     rounds: list[int] = []
     inquire = choice.KnowledgePolicy.inquire
-    monkeypatch.setattr(choice.KnowledgePolicy, "inquire", lambda self: rounds.append(self.urls) or inquire(self))
+    monkeypatch.setattr(choice.KnowledgePolicy, "inquire",
+                        lambda self: rounds.append(self.d._delegated_urls) or inquire(self))
     delegator = D.Delegator(sim.hierarchy(), Prober(), horizon=200)
     for crawler in sim.crawlers:
         delegator.register(crawler)

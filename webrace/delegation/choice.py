@@ -161,14 +161,9 @@ class KnowledgePolicy:
         anchor = self.knowledge.anchor(ip)
         self.pages[anchor] = self.pages.get(anchor, 0) + 1
         self.urls += 1
-        settled: tuple[Move, ...] = ()
-        extra = 0  # probes sent by :meth:`inquire`, counted with this URL's
-        if d.movable and d.horizon and d.horizon >= INQUIRE_MIN and self.urls == d.horizon - d.horizon // 10:
-            settled, extra = self.inquire()
-            self.spent += extra
         if owner is not None and d._room(owner, 1):
-            return self._place(key, ip, subnet, owner, session, DELEGATED, settled, verified=extra)
-        cancelled: tuple[Move, ...] = settled
+            return self._place(key, ip, subnet, owner, session, DELEGATED)
+        cancelled: tuple[Move, ...] = ()
         self.verified = 0
         verified = 0
         explored = rounds = 0
@@ -199,7 +194,7 @@ class KnowledgePolicy:
         moves = cancelled + (self._make_room(chosen, via) if not d._room(chosen, 1) else ())
         reason = (BALANCED if moves or chosen != nearest else DELEGATED if owner
                   else PROBED if session.results else KNOWN)
-        return self._place(key, ip, subnet, chosen, session, reason, moves, estimates, verified + extra)
+        return self._place(key, ip, subnet, chosen, session, reason, moves, estimates, verified)
 
     def _may_explore(self, now: int) -> bool:
         """Whether the window has room for one more exploring probe: at most the delegator's
@@ -525,7 +520,8 @@ class KnowledgePolicy:
         return moves, keys, {"mu": mu, "var": var, "cost": cost, "chosen": chosen, "backed": backed}
 
     def inquire(self) -> tuple[tuple[Move, ...], int]:
-        """At the start of a batch's last tenth (URL ``horizon - horizon // 10``), where some
+        """At the start of a batch's last tenth (the delegator calls it before its URL
+        ``horizon - horizon // 10``; batches under INQUIRE_MIN URLs do not inquire), where some
         crawler is full: probes where the assignment of the pages placed so far is least sure,
         and the pages assigned again (:meth:`settle`'s assignment), in rounds. The pages were
         placed one by one, each by what was known when it came, most by estimates from their
@@ -559,19 +555,20 @@ class KnowledgePolicy:
         d = self.d
         ids = list(d.crawlers)
         capacities = [d.crawlers[c].capacity for c in ids]
-        if None in capacities:  # a crawler without a limit has room for all: no page need leave its nearest
+        if None in capacities or (d.horizon or 0) < INQUIRE_MIN:  # unlimited: no page need leave its nearest
             return (), 0
         limits = np.array(capacities)
         width = len(ids)
         moves: tuple[Move, ...] = ()
         sent = 0
+        calls = d._delegated_urls  # the URL it comes before included, a URL seen again too
         for _ in range(INQUIRE_ROUNDS):
             found = self._assignment()
             if found is None:
                 break
             made, keys, m = found
             moves += made
-            spare = int(INQUIRE_TOTAL * self.urls) - self.spent - sent
+            spare = int(INQUIRE_TOTAL * calls) - self.spent - sent
             if spare <= 0:
                 break
             cost, chosen, mu, var = m["cost"], m["chosen"], m["mu"], m["var"]
@@ -626,6 +623,7 @@ class KnowledgePolicy:
                 ms = Session(d.prober, page_ip, self.knowledge).probe(target)
                 self.knowledge.check(estimate, ms, page_ip, count=False, calibrate=False)
                 sent += 1
+        self.spent += sent
         return moves, sent
 
     @staticmethod

@@ -215,15 +215,21 @@ class Delegator:
             raise DelegationError("no crawler is registered: register crawlers before delegating URLs")
         key = str(target).strip()
         subnet = self.hierarchy.smallest(ip)
+        self._delegated_urls += 1
+        batch = self.horizon if self.movable and self.strategy == KNOWLEDGE else None
+        before: tuple[Move, ...] = ()
+        extra = 0  # probes the batch's inquiry sent, counted with this call's decision
+        if batch and self._delegated_urls == batch - batch // 10:
+            before, extra = self.policy.inquire()
+            self.stats["delegation/probes"] += extra
         if key in self._page_crawler:
             decision = self._decided(Decision(self._page_crawler[key], ip, subnet, 0, DELEGATED))
         else:
             decision = self.policy.delegate(key, ip, subnet)
-        self._delegated_urls += 1
-        if self._delegated_urls == self.horizon and self.movable and self.strategy == KNOWLEDGE:
-            settled = self.policy.settle()
-            if settled:
-                decision = replace(decision, crawler=self._page_crawler[key], moved=decision.moved + settled)
+        after = self.policy.settle() if self._delegated_urls == batch else ()
+        if before or extra or after:
+            decision = replace(decision, crawler=self._page_crawler[key], probes=decision.probes + extra,
+                               moved=before + decision.moved + after)
         return decision
 
     # -- dynamic calibration ------------------------------------------------------------
