@@ -290,6 +290,9 @@ class RedisDelegation:
             try:
                 decision = self.delegator.delegate(ip)
             except (DelegationError, ProbeError) as exc:
+                held = self._held(ip)
+                if held is not None:  # another coordinator gave it meanwhile
+                    return held
                 if isinstance(exc, CapacityError):
                     self.over_capacity += 1
                     if math.log10(self.over_capacity).is_integer():  # the 1st, 10th, 100th...: a log that stays short
@@ -312,7 +315,13 @@ class RedisDelegation:
                         chosen = winner
                 shared[key] = chosen
             return got
-        return None
+        return self._held(ip)
+
+    def _held(self, ip: str) -> str | None:
+        """The worker another coordinator gave ``ip`` to while this one found no room (None:
+        nobody; the loads this one read came first, so no later claim of it can succeed)."""
+        held = self.client.hget(self.keys["addresses"], ip)
+        return _text(held) if held is not None else None
 
     def claim(self, ip: str, worker: str, move: bool = False) -> str | None:
         """Give ``ip`` to ``worker`` if it has room (``move``: even if another worker has it,
