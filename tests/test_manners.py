@@ -16,6 +16,23 @@ from webrace.traps import PathRules, QueryVariants
 # -- pure parts, in-process ------------------------------------------------------------
 
 
+def test_a_crawl_with_the_project_settings_opens_no_remote_code_endpoint():
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.exceptions import NotConfigured
+    from scrapy.extensions.remote_control import RemoteControl
+    from scrapy.settings import Settings
+
+    settings = Settings()
+    settings.setmodule("webrace.settings", priority="project")
+    with pytest.raises(NotConfigured):
+        RemoteControl(Crawler(Spider, settings))
+    settings.set("REMOTE_CONTROL_ENABLED", True, priority="cmdline")  # a user may still turn it on
+    settings.set("TWISTED_REACTOR_ENABLED", False, priority="cmdline")  # (asyncio alone: no reactor to ask)
+    assert RemoteControl(Crawler(Spider, settings))._crawler is not None
+
+
+
 @pytest.mark.parametrize(("status", "kind"), [
     (200, "parsed"), (204, "parsed"), (301, NONE), (304, NONE), (400, NONE), (401, NONE), (403, NONE),
     (404, NONE), (410, NONE), (429, UNREACHABLE), (500, UNREACHABLE), (503, UNREACHABLE), (599, UNREACHABLE),

@@ -254,3 +254,7 @@ FEED_EXPORTERS = {
     **dict.fromkeys(("jsonlines", "jsonl", "jl"), "webrace.exporters.JsonLinesItemExporter"),
 }
 LOG_LEVEL = "INFO"
+# Scrapy 2.19's RemoteControl runs any Python code POSTed to a localhost HTTP port whose token
+# sits in the user's profile directory: off for crawls that run unattended on users' behalf.
+# Turn it on (-s REMOTE_CONTROL_ENABLED=True) to inspect one running crawl.
+REMOTE_CONTROL_ENABLED = False
