@@ -91,6 +91,15 @@ def test_parse_rir_rejects_a_malformed_record_naming_its_line(line, words):
     assert all(word in str(error.value) for word in words)
 
 
+@pytest.mark.parametrize("line", ["x" * 1_000_000, "ripencc|FR|" + "y" * 1_000_000 + "|1|1|2010|allocated|x",
+                                  "ripencc|FR|ipv4|" + "9" * 1_000_000 + "|256|20100712|allocated|x"],
+                         ids=["line", "type", "start"])
+def test_parse_rir_cuts_a_huge_bad_line_or_field_in_its_message(line):
+    with pytest.raises(D.RirError) as error:
+        D.parse_rir(["2|ripencc|20240101|1|19830705|20240101|+0100", line])
+    assert str(error.value).startswith("<lines>:2: ") and len(str(error.value)) < 1000
+
+
 def test_parse_rir_of_a_missing_file_names_the_file(tmp_path):
     with pytest.raises(D.RirError, match="cannot read RIR file .*nowhere"):
         D.parse_rir(tmp_path / "nowhere")

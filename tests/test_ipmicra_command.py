@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import math
+import os
+import stat
+import threading
 from collections import Counter
+
+import pytest
+from scrapy.exceptions import UsageError
+from scrapy.settings import Settings
 
 RIR = """2|ripencc|20240101|4|19830101|20240101|+0100
 ripencc|*|ipv4|*|3|summary
@@ -155,3 +164,104 @@ def test_delegate_gives_the_same_file_for_the_same_inputs(project):
         assert done.returncode == 0, done.stderr
         outputs.append((project.root / "out.jsonl").read_text())
     assert outputs[0] == outputs[1]
+
+
+# -- in this process: bad inputs and the output path -------------------------------------------
+
+def run_delegate(tmp_path, capsys, *extra: str, output: str = "out.jsonl") -> tuple[int, str]:
+    """``scrapy ipmicra delegate`` over the files of :func:`write_inputs` in ``tmp_path``, in this
+    process: (exit code, stderr)."""
+    from webrace.commands.ipmicra import Command
+
+    command = Command()
+    command.settings = Settings()
+    parser = argparse.ArgumentParser()
+    command.add_options(parser)
+    files = [(flag, str(tmp_path / name)) for flag, name in (
+        ("--rir", "ripe.txt"), ("--crawlers", "crawlers.json"), ("--latency", "latency.csv"), ("--urls", "urls.txt"))]
+    opts, positional = parser.parse_known_args(
+        ["delegate", *(part for pair in files for part in pair), "-o", str(tmp_path / output), *extra])
+    command.run(positional, opts)
+    return command.exitcode, capsys.readouterr().err
+
+
+class Files:
+    """What :func:`write_inputs` wants of a project: ``write`` under ``root``."""
+
+    def __init__(self, root) -> None:
+        self.root = root
+
+    def write(self, name: str, text: str) -> None:
+        (self.root / name).write_text(text)
+
+
+def test_output_through_a_symlink_writes_its_target_and_keeps_the_link(tmp_path, capsys):
+    write_inputs(Files(tmp_path))
+    (tmp_path / "target.jsonl").write_text("old\n")
+    (tmp_path / "out.jsonl").symlink_to("target.jsonl")
+    assert run_delegate(tmp_path, capsys)[0] == 0
+    assert (tmp_path / "out.jsonl").is_symlink() and os.readlink(tmp_path / "out.jsonl") == "target.jsonl"
+    assert len((tmp_path / "target.jsonl").read_text().splitlines()) == 4
+
+
+def test_output_into_a_fifo_goes_to_its_reader_and_the_fifo_stays(tmp_path, capsys):
+    write_inputs(Files(tmp_path))
+    fifo = tmp_path / "out.jsonl"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
+    reader.start()
+    code, err = run_delegate(tmp_path, capsys)
+    reader.join(timeout=30)
+    assert code == 0, err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and len(got[0].splitlines()) == 4
+
+
+def test_output_gets_the_umask_mode_when_new_and_keeps_the_old_mode_when_replacing(tmp_path, capsys):
+    write_inputs(Files(tmp_path))
+    old_umask = os.umask(0o027)
+    try:
+        assert run_delegate(tmp_path, capsys)[0] == 0
+    finally:
+        os.umask(old_umask)
+    assert stat.S_IMODE(os.stat(tmp_path / "out.jsonl").st_mode) == 0o640
+    os.chmod(tmp_path / "out.jsonl", 0o604)
+    assert run_delegate(tmp_path, capsys)[0] == 0
+    assert stat.S_IMODE(os.stat(tmp_path / "out.jsonl").st_mode) == 0o604
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
+
+
+@pytest.mark.parametrize("output", ["no/such/dir/out.jsonl", "adir", "."])
+def test_output_in_a_missing_directory_or_naming_one_is_an_error_before_any_work(tmp_path, capsys, output):
+    write_inputs(Files(tmp_path))
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "latency.csv").write_text("not a latency table\n")  # reading it would be an error of its own
+    code, err = run_delegate(tmp_path, capsys, output=output)
+    assert code == 1 and err.count("\n") == 1 and err.startswith(f"error: {tmp_path / output}: cannot write: ")
+    assert "latency.csv" not in err
+
+
+def test_a_url_every_crawler_has_as_unreachable_is_skipped_counted_and_not_delegated(tmp_path, capsys):
+    latency = {**LATENCY, "195.251.9.9": {"cy": math.inf, "gr": math.inf}}
+    write_inputs(Files(tmp_path), latency=latency)
+    code, err = run_delegate(tmp_path, capsys)
+    assert code == 0, err
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert "http://195.251.9.9/a" not in [line["url"] for line in lines] and len(lines) == 3
+    assert "urls.txt:2: skipped: no crawler can reach 195.251.9.9" in err and "skipped 2" in err
+
+
+@pytest.mark.parametrize("value", ["nan", "-5"])
+def test_a_threshold_that_is_nan_or_negative_is_a_usage_error(tmp_path, capsys, value):
+    write_inputs(Files(tmp_path))
+    with pytest.raises(UsageError, match="--threshold-ms"):
+        run_delegate(tmp_path, capsys, "--strategy", "search", "--threshold-ms", value)
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_rir_error_names_the_file_once_and_cuts_a_huge_line(tmp_path, capsys):
+    write_inputs(Files(tmp_path))
+    (tmp_path / "ripe.txt").write_text(RIR + "x" * 1_000_000 + "\n")
+    code, err = run_delegate(tmp_path, capsys)
+    assert code == 1 and err.count(str(tmp_path / "ripe.txt")) == 1 and len(err) < 1000
+    assert err.startswith(f"error: {tmp_path / 'ripe.txt'}:8: expected registry") and "1,000,000 characters" in err

@@ -25,28 +25,61 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
+import stat
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from webrace.commands import ends_quietly_on_closed_pipe
 
+if TYPE_CHECKING:
+    from webrace.delegation import Hierarchy
 
-def write_atomically(path: str, lines: list[str]) -> None:
+
+def output_problem(path: str) -> str | None:
+    """Why ``-o path`` could not be written, found before any work (``None``: nothing seen)."""
+    real = Path(os.path.realpath(path))  # a symlink is written through: its target counts
+    if real.is_dir():
+        return "is a directory"
+    if not real.parent.is_dir():
+        return f"no directory {real.parent} to write it in"
+    if real.exists() and not os.access(real, os.W_OK):
+        return "not writable"
+    if not real.exists() and not os.access(real.parent, os.W_OK | os.X_OK):
+        return f"cannot create a file in {real.parent}"
+    return None
+
+
+def write_output(path: str, lines: list[str]) -> None:
+    """Write ``lines`` to ``path``. A regular file (or none yet) all or nothing: a temporary file
+    beside it, renamed over it, with the mode ``open(path, "w")`` gives (the umask's, or the old
+    file's). Anything else (a symlink, a FIFO, a device) is written through, as ``open(path, "w")``
+    would: a rename would put a regular file in its place."""
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent if str(target.parent) else ".")
+    try:
+        old = os.lstat(target)
+    except FileNotFoundError:
+        old = None
+    if old is not None and not stat.S_ISREG(old.st_mode):
+        with open(target, "w", encoding="utf-8") as handle:
+            handle.writelines(line + "\n" for line in lines)
+        return
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # 0o666 less the umask, as open() gives
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            if old is not None:
+                os.fchmod(handle.fileno(), stat.S_IMODE(old.st_mode))
             handle.writelines(line + "\n" for line in lines)
         os.replace(tmp, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
@@ -105,6 +138,8 @@ class Command(ScrapyCommand):
         lookahead = None if opts.lookahead < 0 else opts.lookahead
         if not (opts.regret >= 0 and opts.probe_credit >= 0 and (opts.probe_budget >= 0 or opts.probe_budget == -1)):
             raise UsageError("--regret and --probe-credit must be 0 or more, --probe-budget 0 or more (-1: no budget)")
+        if not opts.threshold_ms >= 0:  # NaN too: every comparison with it is false
+            raise UsageError(f"--threshold-ms {opts.threshold_ms:g}: must be 0 or more")
         if not 0 <= opts.explore <= MAX_EXPLORE:
             raise UsageError(f"--explore {opts.explore:g}: 0 to {MAX_EXPLORE} probes a URL")
         self.budget = {"regret": opts.regret, "probe_budget": None if opts.probe_budget == -1 else opts.probe_budget,
@@ -119,53 +154,35 @@ class Command(ScrapyCommand):
             self.exitcode = 1
 
     def delegate(self, opts: argparse.Namespace, lookahead: int | None) -> None:
-        from webrace.delegation import (
-            DelegationError,
-            Delegator,
-            Hierarchy,
-            RirError,
-            TableProber,
-            UnknownProbe,
-            target_ip,
-        )
-        from webrace.delegation.tables import InputError, read_crawlers, read_latency
+        from webrace.delegation import DelegationError, Delegator, TableProber, UnknownProbe
+        from webrace.delegation.tables import InputError, read_crawlers, read_latency, read_urls, unreachable
 
         missing = [flag for flag, value in (("--rir", opts.rir), ("--crawlers", opts.crawlers),
                                             ("--latency", opts.latency), ("--urls", opts.urls),
                                             ("-o", opts.output)) if not value]
         if missing:
             raise UsageError(f"`delegate` needs {', '.join(missing)}")
-        hierarchy = Hierarchy()
-        for path in opts.rir:
-            try:
-                hierarchy.add_rir(path)
-            except (RirError, OSError) as exc:
-                raise InputError(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
-        if opts.subnets:
-            for number, line in enumerate(self._lines(opts.subnets), 1):
-                cidr = line.split("#", 1)[0].strip()
-                if cidr:
-                    try:
-                        hierarchy.add_subnet(cidr)
-                    except ValueError as exc:
-                        raise InputError(f"{opts.subnets}:{number}: {exc}") from None
-        urls, skipped = [], []
-        for number, line in enumerate(self._lines(opts.urls), 1):
-            url = line.strip()
-            if not url or url.startswith("#"):
-                continue
-            try:
-                urls.append((number, url, target_ip(url)))
-            except ValueError as exc:
-                skipped.append(f"{opts.urls}:{number}: skipped: {exc}")
+        problem = output_problem(opts.output)
+        if problem:
+            raise InputError(f"{opts.output}: cannot write: {problem}")
+        hierarchy = self._hierarchy(opts)
+        crawlers = read_crawlers(opts.crawlers)
+        urls, skipped = read_urls(opts.urls)
+        ids = {crawler.id for crawler in crawlers}
+        # only the rows a probe can read: a probe is of a URL's address, by a registered crawler
+        rows = read_latency(opts.latency, ips={ip for _, _, ip in urls}, crawlers=ids)
+        dead = unreachable(rows, ids)
+        skipped += [(number, f"{opts.urls}:{number}: skipped: no crawler can reach {ip} (every latency to it is inf)")
+                    for number, _, ip in urls if ip in dead]
+        urls = [(number, url, ip) for number, url, ip in urls if ip not in dead]
         # the URLs are a batch: the delegator knows how many are left (its horizon); the table is
         # one moment's measurements, so the clock stands still: read as it runs, its drift terms
         # moved variances by 1e-12, which turned near-ties, and the same files gave different outputs
         start = time.time()
-        delegator = Delegator(hierarchy, TableProber(read_latency(opts.latency)), threshold_ms=opts.threshold_ms,
+        delegator = Delegator(hierarchy, TableProber(rows), threshold_ms=opts.threshold_ms,
                               lookahead=lookahead, strategy=opts.strategy, horizon=len(urls), clock=lambda: start,
                               **self.budget)
-        for crawler in read_crawlers(opts.crawlers):
+        for crawler in crawlers:
             delegator.register(crawler)
         decided, reasons, probes = [], Counter(), 0
         for number, url, ip in urls:
@@ -181,13 +198,36 @@ class Command(ScrapyCommand):
         # where each URL ended up: making room on a full crawler moves pages decided earlier
         lines = [json.dumps({"url": url, "ip": str(ip), "crawler": delegator.assigned(url), "probes": n})
                  for url, ip, n in decided]
-        for problem in skipped:
-            print(problem, file=sys.stderr)
-        write_atomically(opts.output, lines)
+        for _, message in sorted(skipped):
+            print(message, file=sys.stderr)
+        try:
+            write_output(opts.output, lines)
+        except OSError as exc:
+            raise InputError(f"{opts.output}: cannot write: {exc.strerror or exc}") from None
         loads = ", ".join(f"{c} {delegator.load(c)}" for c in delegator.crawlers)
         print(f"Delegated {len(lines)} URL(s) with {probes} probe(s) ({probes / max(1, len(lines)):.2f} per URL); "
               f"skipped {len(skipped)}; by reason: {', '.join(f'{k} {v}' for k, v in sorted(reasons.items()))}; "
               f"pages per crawler: {loads}", file=sys.stderr)
+
+    @staticmethod
+    def _hierarchy(opts: argparse.Namespace) -> Hierarchy:
+        from webrace.delegation import Hierarchy, RirError
+        from webrace.delegation.tables import InputError, read_lines
+
+        hierarchy = Hierarchy()
+        for path in opts.rir:
+            try:
+                hierarchy.add_rir(path)
+            except RirError as exc:  # its message names the file (and line) already
+                raise InputError(str(exc)) from None
+        for number, line in enumerate(read_lines(opts.subnets) if opts.subnets else (), 1):
+            cidr = line.split("#", 1)[0].strip()
+            if cidr:
+                try:
+                    hierarchy.add_subnet(cidr)
+                except ValueError as exc:
+                    raise InputError(f"{opts.subnets}:{number}: {exc}") from None
+        return hierarchy
 
     def simulate(self, opts: argparse.Namespace, lookahead: int | None) -> None:
         from webrace.delegation import run_probe_all, run_random, run_simulation, simulate
@@ -213,12 +253,3 @@ class Command(ScrapyCommand):
                   f"{r['latency_ratio']:>7.3f} {r['download_ms'] / 1000:>10.1f} {r['download_ms'] / downloads:>8.3f}")
         print("  crawl s: round trips summed; /best: against the best assignment within capacity; download s: "
               "32 KB pages over TCP (see webrace.delegation.simulator)")
-
-    @staticmethod
-    def _lines(path: str) -> list[str]:
-        from webrace.delegation.tables import InputError
-
-        try:
-            return Path(path).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None

@@ -24,6 +24,7 @@ from pathlib import Path
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 SKIPPED_STATUSES = frozenset({"available", "reserved"})
+EXCERPT = 200  # characters of a bad line or field an error message quotes
 
 
 class RirError(ValueError):
@@ -70,12 +71,12 @@ def _allocations(lines: Iterable[str], name: str) -> Iterator[Allocation]:
             continue
         if len(fields) < 7:
             raise RirError(f"{name}:{number}: expected registry|cc|type|start|value|date|status[|opaque-id], "
-                           f"got {line!r}")
+                           f"got {excerpt(line)}")
         registry, cc, kind, start, value, date, status = fields[:7]
         if kind == "asn" or status in SKIPPED_STATUSES:
             continue
         if kind not in ("ipv4", "ipv6"):
-            raise RirError(f"{name}:{number}: record type {kind!r} is none of ipv4, ipv6, asn")
+            raise RirError(f"{name}:{number}: record type {excerpt(kind)} is none of ipv4, ipv6, asn")
         opaque = fields[7] if len(fields) > 7 else ""
         yield Allocation(registry=registry, cc=cc, networks=_networks(kind, start, value, f"{name}:{number}"),
                          org=f"{registry}:{opaque}" if opaque else None, status=status, date=date)
@@ -97,4 +98,10 @@ def _networks(kind: str, start: str, value: str, where: str) -> tuple[IPNetwork,
             return tuple(ipaddress.summarize_address_range(first, first + (count - 1)))
         return (ipaddress.IPv6Network(f"{start}/{int(value)}"),)
     except ValueError as exc:
-        raise RirError(f"{where}: bad {kind} record start={start!r} value={value!r}: {exc}") from None
+        raise RirError(f"{where}: bad {kind} record start={excerpt(start)} value={excerpt(value)}: "
+                       f"{str(exc)[:EXCERPT]}") from None
+
+
+def excerpt(text: str, limit: int = EXCERPT) -> str:
+    """``text`` quoted, cut to ``limit`` characters: a huge bad line is not echoed whole."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text):,} characters)"
