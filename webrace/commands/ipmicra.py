@@ -24,66 +24,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import secrets
-import stat
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.outputs import output_problem, write_output
 
 if TYPE_CHECKING:
     from webrace.delegation import Hierarchy
 
 
-def output_problem(path: str) -> str | None:
-    """Why ``-o path`` could not be written, found before any work (``None``: nothing seen)."""
-    real = Path(os.path.realpath(path))  # a symlink is written through: its target counts
-    if real.is_dir():
-        return "is a directory"
-    if not real.parent.is_dir():
-        return f"no directory {real.parent} to write it in"
-    if real.exists() and not os.access(real, os.W_OK):
-        return "not writable"
-    if not real.exists() and not os.access(real.parent, os.W_OK | os.X_OK):
-        return f"cannot create a file in {real.parent}"
-    return None
-
-
-def write_output(path: str, lines: list[str]) -> None:
-    """Write ``lines`` to ``path``. A regular file (or none yet) all or nothing: a temporary file
-    beside it, renamed over it, with the mode ``open(path, "w")`` gives (the umask's, or the old
-    file's). Anything else (a symlink, a FIFO, a device) is written through, as ``open(path, "w")``
-    would: a rename would put a regular file in its place."""
-    target = Path(path)
-    try:
-        old = os.lstat(target)
-    except FileNotFoundError:
-        old = None
-    if old is not None and not stat.S_ISREG(old.st_mode):
-        with open(target, "w", encoding="utf-8") as handle:
-            handle.writelines(line + "\n" for line in lines)
-        return
-    tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # 0o666 less the umask, as open() gives
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            if old is not None:
-                os.fchmod(handle.fileno(), stat.S_IMODE(old.st_mode))
-            handle.writelines(line + "\n" for line in lines)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-@ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
     requires_project = False
     requires_crawler_process = False
@@ -201,7 +155,7 @@ class Command(ScrapyCommand):
         for _, message in sorted(skipped):
             print(message, file=sys.stderr)
         try:
-            write_output(opts.output, lines)
+            write_output(opts.output, lambda handle: handle.writelines(f"{line}\n".encode() for line in lines))
         except OSError as exc:
             raise InputError(f"{opts.output}: cannot write: {exc.strerror or exc}") from None
         loads = ", ".join(f"{c} {delegator.load(c)}" for c in delegator.crawlers)

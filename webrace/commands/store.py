@@ -15,6 +15,7 @@ from scrapy.exceptions import UsageError
 
 from webrace.backends import open_aci_store, open_object_cache, open_urd_store
 from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.outputs import output_problem
 
 if TYPE_CHECKING:
     from webrace.store import warc as warcfile
@@ -224,8 +225,9 @@ class Command(ScrapyCommand):
                 self.exitcode = 1
                 return
         target = None if out == "-" else Path(out)
-        if target is not None and not target.parent.is_dir():
-            print(f"error: cannot write {out}: no directory {target.parent}", file=sys.stderr)
+        problem = output_problem(target) if target is not None else None
+        if problem:
+            print(f"error: cannot write {out}: {problem}", file=sys.stderr)
             self.exitcode = 1
             return
         with open_object_cache(self.settings) as cache:

@@ -36,8 +36,6 @@ import base64
 import contextlib
 import hashlib
 import io
-import os
-import tempfile
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -56,6 +54,7 @@ from warcio.timeutils import datetime_to_iso_date, iso_date_to_datetime
 from warcio.warcwriter import WARCWriter
 
 from webrace import __version__
+from webrace.outputs import write_output
 from webrace.records.metainfo import MetaInfo, Revisit, Version
 from webrace.store.cache import ObjectCache
 from webrace.store.objects import ObjectCorrupt, ObjectMissing
@@ -294,20 +293,10 @@ def urd_urls(cache: ObjectCache, urd: Urd) -> list[str]:
 
 
 def write_atomically(path: Path, write: Callable[[IO[bytes]], Any]) -> Any:
-    """Call ``write`` on a temporary file beside ``path``, then rename it into place: a
-    reader never sees half a file, and a failure leaves none behind."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            result = write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return result
+    """Call ``write`` on a handle for ``path`` (:func:`webrace.outputs.write_output`: a temporary
+    file renamed into place, so a reader never sees half a file and a failure leaves none behind;
+    a symlink, FIFO or device written through)."""
+    return write_output(path, write)
 
 
 # -- import ----------------------------------------------------------------------------

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from webrace.outputs import output_problem, write_output
 from webrace.pipes import quiet_on_closed_pipe
 from webrace.xpack.format import CODECS, PackedDocument, pack, unpack
 from webrace.xpack.operators import XPackError
@@ -26,20 +25,17 @@ def _read(path: str) -> bytes:
 
 
 def _write(path: str, data: bytes) -> None:
-    """All or nothing: a temporary file in the same directory, renamed over the target."""
+    """All or nothing, or through what the path is (:mod:`webrace.outputs`); ``-``: stdout."""
     if path == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
-    target = Path(path)
+    problem = output_problem(path)
+    if problem:
+        raise XPackError(f"cannot write {path}: {problem}")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, target)
+        write_output(path, lambda handle: handle.write(data))
     except OSError as exc:
-        if "tmp" in locals():
-            Path(tmp).unlink(missing_ok=True)
         raise XPackError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
