@@ -119,7 +119,7 @@ def test_delegate_says_on_stderr_only_what_it_skipped_and_its_summary(project):
     write_inputs(project, urls=[f"http://194.42.1.5/{i}" for i in range(300)] + ["http://195.251.9.9/z"])
     done = delegate(project)
     assert done.returncode == 0, done.stderr
-    lines = done.stderr.strip().splitlines()
+    lines = [line for line in done.stderr.strip().splitlines() if not line.startswith("delegated ")]  # progress
     assert len(lines) == 1 and lines[0].startswith("Delegated 301 URL(s)"), done.stderr  # no numpy warning
 
 
@@ -265,3 +265,15 @@ def test_a_rir_error_names_the_file_once_and_cuts_a_huge_line(tmp_path, capsys):
     code, err = run_delegate(tmp_path, capsys)
     assert code == 1 and err.count(str(tmp_path / "ripe.txt")) == 1 and len(err) < 1000
     assert err.startswith(f"error: {tmp_path / 'ripe.txt'}:8: expected registry") and "1,000,000 characters" in err
+
+
+def test_a_long_batch_says_how_far_it_is_on_stderr(tmp_path, capsys, monkeypatch):
+    from webrace.commands import ipmicra
+
+    write_inputs(Files(tmp_path))
+    monkeypatch.setattr(ipmicra, "PROGRESS_S", 0.0)  # a line before every URL
+    code, err = run_delegate(tmp_path, capsys)
+    assert code == 0, err
+    progress = [line for line in err.splitlines() if line.startswith("delegated ")]
+    assert progress[0] == "delegated 0 of 4 URL(s), 0 probe(s) (0.00 per URL)"
+    assert len(progress) == 4 and progress[-1].startswith("delegated 3 of 4 URL(s)")

@@ -34,6 +34,8 @@ from scrapy.exceptions import UsageError
 
 from webrace.outputs import output_problem, write_output
 
+PROGRESS_S = 10.0  # seconds between two progress lines of `delegate` on stderr
+
 if TYPE_CHECKING:
     from webrace.delegation import Hierarchy
 
@@ -139,7 +141,12 @@ class Command(ScrapyCommand):
         for crawler in crawlers:
             delegator.register(crawler)
         decided, reasons, probes = [], Counter(), 0
-        for number, url, ip in urls:
+        shown = time.monotonic()
+        for done, (number, url, ip) in enumerate(urls):
+            if time.monotonic() - shown >= PROGRESS_S:  # a long batch says how far it is
+                shown = time.monotonic()
+                print(f"delegated {done:,} of {len(urls):,} URL(s), {probes:,} probe(s) "
+                      f"({probes / max(1, done):.2f} per URL)", file=sys.stderr, flush=True)
             try:
                 decision = delegator.delegate(url)
             except UnknownProbe as exc:
