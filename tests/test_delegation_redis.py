@@ -268,3 +268,11 @@ def test_a_malformed_worker_entry_or_capacity_is_refused_in_one_line_and_the_oth
     assert cy.route(["http://gr.test/b"]) == ["gr"]  # cy learns gr as it routes
     assert set(cy.delegator.crawlers) == {"cy", "gr"} and set(gr.delegator.crawlers) == {"cy", "gr"}
     assert sum("cannot take part in delegation" in r.message for r in caplog.records) == 6  # once a worker each
+
+
+def test_a_link_to_an_address_with_a_scope_id_is_routed_with_its_page_and_breaks_nothing(
+        tmp_path, redis_url, redis_prefix):
+    cy = delegation(tmp_path, "cy", redis_url, redis_prefix)
+    # a hostile page links to a link-local zone: no registry allocates it, no table measures it
+    routes = cy.route(["http://cy.test/a", "http://[fe80::1%25eth0]/x"])
+    assert routes[0] == "cy" and routes[1] in ("cy", "gr", None)  # a worker, or the shared queue

@@ -106,8 +106,13 @@ class Hierarchy:
     # -- lookups ------------------------------------------------------------------------
 
     def smallest(self, ip: str | IPAddress) -> Subnet | None:
-        """The smallest subnet containing ``ip`` (longest-prefix match), if any."""
-        node = self._tree.search_best(str(target_ip(ip)))
+        """The smallest subnet containing ``ip`` (longest-prefix match), if any. An IPv6 address
+        with a scope id (``fe80::1%eth0``, a link-local zone: a hostile page may link to one) is
+        in none: no registry allocates a zone."""
+        address = target_ip(ip)
+        if getattr(address, "scope_id", None):
+            return None
+        node = self._tree.search_best(str(address))
         return None if node is None else node.data["subnet"]
 
     def get(self, cidr: str | IPNetwork) -> Subnet | None:
