@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from webrace.commands import ends_quietly_on_closed_pipe
 from webrace.outputs import output_problem, write_output
 
 PROGRESS_S = 10.0  # seconds between two progress lines of `delegate` on stderr
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from webrace.delegation import Hierarchy
 
 
+@ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
     requires_project = False
     requires_crawler_process = False
