@@ -31,8 +31,9 @@ from webrace import settings as webrace_settings
 from webrace.archive import CrawlView, WarcFiles, exchange_records
 from webrace.backends import open_object_cache
 from webrace.middlewares.recrawl import CONDITIONAL
+from webrace.outputs import write_output as write_atomically
 from webrace.store import warc
-from webrace.store.warc import export_warc, import_warcs, urd_urls, warc_date, write_atomically
+from webrace.store.warc import export_warc, import_warcs, urd_urls, warc_date
 from webrace.urd import Urd
 
 T0 = 1_700_000_000_000  # epoch ms of the first fetch in these tests

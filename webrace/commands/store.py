@@ -15,7 +15,7 @@ from scrapy.exceptions import UsageError
 
 from webrace.backends import open_aci_store, open_object_cache, open_urd_store
 from webrace.commands import ends_quietly_on_closed_pipe
-from webrace.outputs import output_problem
+from webrace.outputs import output_problem, write_output
 
 if TYPE_CHECKING:
     from webrace.store import warc as warcfile
@@ -241,7 +241,7 @@ class Command(ScrapyCommand):
                                             filename="" if target is None else target.name)
 
             try:
-                report = write(sys.stdout.buffer) if target is None else warcfile.write_atomically(target, write)
+                report = write(sys.stdout.buffer) if target is None else write_output(target, write)
             except OSError as exc:
                 print(f"error: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
                 self.exitcode = 1

@@ -41,7 +41,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http import HTTPStatus
-from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
 
@@ -54,7 +53,6 @@ from warcio.timeutils import datetime_to_iso_date, iso_date_to_datetime
 from warcio.warcwriter import WARCWriter
 
 from webrace import __version__
-from webrace.outputs import write_output
 from webrace.records.metainfo import MetaInfo, Revisit, Version
 from webrace.store.cache import ObjectCache
 from webrace.store.objects import ObjectCorrupt, ObjectMissing
@@ -290,13 +288,6 @@ def urd_urls(cache: ObjectCache, urd: Urd) -> list[str]:
                 seen.add(link)
                 queue.append((link, depth + 1))
     return found
-
-
-def write_atomically(path: Path, write: Callable[[IO[bytes]], Any]) -> Any:
-    """Call ``write`` on a handle for ``path`` (:func:`webrace.outputs.write_output`: a temporary
-    file renamed into place, so a reader never sees half a file and a failure leaves none behind;
-    a symlink, FIFO or device written through)."""
-    return write_output(path, write)
 
 
 # -- import ----------------------------------------------------------------------------
