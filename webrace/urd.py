@@ -111,7 +111,8 @@ class Urd:
                 "lastcheck": self.lastcheck, "scope": self.scope, "urgent": self.urgent,
                 "keywords": keywords_text(self.keywords),
                 "threshold": None if self.threshold is None else str(self.threshold),
-                "type": [self.protocol, self.method, self.processtype]}
+                "type": [self.protocol, self.method, self.processtype],
+                **({"due_at": self.due_at} if self.due_at is not None else {})}
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Urd:
@@ -123,6 +124,7 @@ class Urd:
                    scope=record.get("scope") or "host",
                    keywords=keywords_from_text(record.get("keywords") or ""),
                    threshold=None if threshold is None else Decimal(threshold), urgent=bool(record.get("urgent")),
+                   due_at=None if record.get("due_at") is None else int(record["due_at"]),
                    protocol=protocol, method=method, processtype=processtype)
 
     @classmethod

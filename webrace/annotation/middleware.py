@@ -2,7 +2,9 @@
 
 Every :class:`~webrace.items.Page` the spider emits with a *new* version (a 304 or an
 unchanged body makes none) is judged by the filtering processor for the owners on the item
-(the spider emits it only once its owners are final). The body is read back from the object
+(the spider emits it only once its owners are final) and for the URDs outside the round that
+reached the page in earlier rounds (:mod:`webrace.annotation.wanted`): a version is judged once,
+when it is fetched, for everyone who wants it, whichever round fetched it. The body is read back from the object
 store and matched in a worker thread, so the reactor keeps downloading while a large page is
 judged, for every owner at once (the judgement is arrays, see
 :class:`~webrace.annotation.filtering.RoundIndex`). In the same thread:
@@ -20,7 +22,8 @@ Then, on the reactor thread, the page item gets ``relevant_to`` (owners who got 
 (``FEEDS`` ``item_classes`` can split pages from ACIs). No store is touched on the reactor
 thread.
 
-Stats: ``webrace/acis``, ``webrace/annotated``, ``webrace/irrelevant``,
+Stats: ``webrace/acis``, ``webrace/annotated``, ``webrace/judged_wanted`` (URDs outside
+the round judged for a page), ``webrace/irrelevant``,
 ``webrace/bodies_dropped``, ``webrace/annotate_failed``, ``webrace/acis_unstored`` (ACIs
 of pages the ACI store refused).
 """
@@ -39,7 +42,8 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
 from webrace.annotation.filtering import FilteringProcessor, Judgement, Version
-from webrace.backends import open_aci_store
+from webrace.annotation.wanted import WantedUrds
+from webrace.backends import open_aci_store, open_urd_store
 from webrace.items import AciBatch, Page
 from webrace.middlewares.recrawl import object_cache
 from webrace.middlewares.threaded import ThreadedItemMiddleware
@@ -62,6 +66,7 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
         self._store_lock = threading.Lock()
         self._writer: AciWriter | None = None
         self.rounds = RoundBook(crawler)  # the URDs of each round, from the round_opened signal
+        self.wanted = WantedUrds(lambda: open_urd_store(crawler.settings))  # URDs outside the round wanting a page
 
     def job(self, obj: Any) -> tuple | None:
         return self._job(obj)
@@ -81,9 +86,10 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
         if not _textual(obj.get("content_type") or ""):
             return None  # no text to match (an image, a PDF...): kept as it is, no ACI
         round_urds = self.rounds.urds(obj.get("round"))
-        if not round_urds or not obj.get("urd_ids"):
+        if round_urds is None:
             return None
-        return obj, round_urds, obj["urd_ids"], object_cache(self.crawler)  # a shared list: not copied
+        # (no URD of the round reached it, only sentinels: the URDs that wanted it earlier may)
+        return obj, round_urds, obj.get("urd_ids") or (), object_cache(self.crawler)  # a shared list: not copied
 
     def _work(self, page: Page, round_urds: dict, urd_ids: Sequence[str], cache: Any) -> Outcome:
         """In a worker thread: read the version back, judge it for every owner at once, keep
@@ -99,12 +105,22 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
         version = Version(page["url"], body, meta.header_value("Content-Type") or "", page.get("content_type") or "",
                           meta.digest, meta.version, meta.fetched, meta.size)
         try:
-            index = self.processor.index(page.get("round"), round_urds.values())
-            judgement = self.processor.judge_reached(version, index.reach(urd_ids), index)
+            # the URDs that reached the page in earlier rounds and are not in this one: judged too
+            absent = self.wanted.absent(meta.wanted, page.get("round"), round_urds) if meta.wanted else []
+            if not urd_ids and not absent:
+                return Outcome(None, stale=True)  # fetched for sentinels only, wanted by no URD: kept
+            if absent:
+                index = self.processor.index((page.get("round"), "wanted", self.wanted.generation),
+                                             {**self.wanted.urds, **round_urds}.values())
+                reach = index.reach([*urd_ids, *(u.id for u in absent)])
+            else:
+                index = self.processor.index(page.get("round"), round_urds.values())
+                reach = index.reach(urd_ids)
+            judgement = self.processor.judge_reached(version, reach, index)
         except Exception:  # a bug must not cost the page its item: logged, counted, page emitted
             logger.exception("Annotating %s failed", page["url"])
             return Outcome(None)
-        outcome = Outcome(judgement)
+        outcome = Outcome(judgement, absent=len(absent))
         if judgement.acis:
             outcome.pending = judgement.acis  # kept by the writer thread (settle)
         elif judgement.irrelevant and self.drop_irrelevant:
@@ -142,6 +158,8 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
             return
         if judgement.filtered:
             self.stats.inc_value("webrace/annotated")
+        if outcome.absent:  # judged for URDs that wanted the page, outside this round
+            self.stats.inc_value("webrace/judged_wanted", outcome.absent)
         acis = judgement.acis
         if outcome.store_failed:
             self.stats.inc_value("webrace/acis_unstored", len(acis))
@@ -185,6 +203,7 @@ class Outcome:
     added: int = 0  # ACIs new to the store
     store_failed: bool = False  # the ACI store refused the page's ACIs (none kept)
     dropped: bool = False  # irrelevant: its body was dropped from the object store
+    absent: int = 0  # URDs outside the round judged for it (they wanted the page: MetaInfo.wanted)
 
 
 class AciWriter:

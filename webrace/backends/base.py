@@ -90,6 +90,13 @@ class MetaInfoStore(ABC):
     def revisits(self, url: str) -> list[Revisit]:
         """The URL's recorded 304 answers, oldest first."""
 
+    def confirm(self, meta: MetaInfo, revisit: Revisit | None, keep: int) -> None:
+        """A 304: replace the URL's record (its ``checked`` time moved) and record ``revisit``
+        (keeping the newest ``keep``); a store may do both in one write."""
+        self.put(meta)
+        if revisit is not None:
+            self.add_revisit(revisit, keep)
+
     @abstractmethod
     def urls(self) -> list[str]: ...
 
@@ -224,6 +231,11 @@ class SentinelStore(ABC):
     @abstractmethod
     def due(self, now_ms: int) -> list[tuple[Any, str | None]]:
         """(sentinel, last seen digest) of the sentinels due at ``now_ms``."""
+
+    @abstractmethod
+    def watching(self, url: str) -> list[tuple[Any, str | None]]:
+        """(sentinel, last seen digest) of every sentinel on ``url``, due or not: a new
+        version of the page is evaluated for all of them, whichever round fetched it."""
 
     @abstractmethod
     def make_due(self, ids: Iterable[str] | None, at_ms: int) -> list[str]: ...

@@ -181,6 +181,10 @@ class RedisMetaInfoStore(MetaInfoStore):
                 record[key] = value
         if meta.dropped:
             record["x"] = 1
+        if meta.checked is not None:
+            record["k"] = meta.checked
+        if meta.wanted:
+            record["w"] = " ".join(meta.wanted)
         side = self._side(meta.header, meta.links, write)
         if side is None:
             record["H"], record["L"] = meta.header, list(meta.links)
@@ -198,7 +202,8 @@ class RedisMetaInfoStore(MetaInfoStore):
                 header, links = side
         return MetaInfo(url, r["s"], r["f"], header, tuple(links), r.get("i"), size=r["z"],
                         lastmodified=lastmodified, etag=etag, digest=_hex(r.get("d")), version=r.get("n"),
-                        objcrc=r.get("c"), dropped=bool(r.get("x")))
+                        objcrc=r.get("c"), dropped=bool(r.get("x")), checked=r.get("k"),
+                        wanted=tuple(r.get("w", "").split()))
 
     def _version_entry(self, v: Version, side: str | None = None) -> list[Any]:
         entry: list[Any] = [v.number, _b64(v.digest), v.fetched, v.size, v.status]
@@ -299,11 +304,23 @@ class RedisMetaInfoStore(MetaInfoStore):
         def change(record: dict[str, Any] | None) -> dict[str, Any] | None:
             if record is None:
                 return None
-            revisits = record.get("r", []) + [[revisit.fetched, revisit.number]]
-            record["r"] = revisits[-keep:] if keep > 0 else []
+            _revisited(record, revisit, keep)
             return record
 
         self._update(revisit.url, change)
+
+    def confirm(self, meta: MetaInfo, revisit: Revisit | None, keep: int) -> None:
+        """One compare-and-set for the record and the 304's revisit."""
+        m = self._meta_record(meta, write=True)
+
+        def change(record: dict[str, Any] | None) -> dict[str, Any]:
+            record = record or {}
+            record["m"] = m
+            if revisit is not None:
+                _revisited(record, revisit, keep)
+            return record
+
+        self._update(meta.url, change)
 
     def revisits(self, url: str) -> list[Revisit]:
         record = self._load(url)
@@ -389,6 +406,11 @@ end
 if current == false then return {0} end
 return {0, current}
 """
+
+
+def _revisited(record: dict[str, Any], revisit: Revisit, keep: int) -> None:
+    revisits = record.get("r", []) + [[revisit.fetched, revisit.number]]
+    record["r"] = revisits[-keep:] if keep > 0 else []
 
 
 def legacy_layout(client: redis.Redis, key_prefix: str) -> bool:

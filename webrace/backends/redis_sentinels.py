@@ -8,6 +8,10 @@ Keys (``P`` is the prefix, default ``webrace:``):
 - ``P sentinel:due``           sorted set: id -> next due (epoch ms)
 - ``P sentinel:seen``          hash: id -> SHA-256 of the digest it compares against
 - ``P sentinel:owner:<owner>`` set: the owner's sentinel ids
+- ``P sentinel:asked``        set: ids added or made due and not checked since (``Sentinel.asked``)
+- ``P sentinel:url:<url>``     set: ids of sentinels on the URL (may hold ids removed or moved
+                               to another URL since: read through ``P sentinel``); ``P sentinel:urls``
+                               says the sets were built (stores written before them are indexed once)
 - ``P sentinel:digest:<sha>``  string: a Page Digest (binary form); ``P sentinel:digests`` the set of them
 - ``P sentinel:refs``          hash: sha -> how many sentinels compare against it and notifications
                                show a diff from it (gc keeps those)
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from itertools import islice
 from typing import Any
 
@@ -50,6 +55,9 @@ class RedisSentinelStore(SentinelStore):
         self.key, self.due_key, self.seen_key, self.refs_key = base, f"{base}:due", f"{base}:seen", f"{base}:refs"
         self.owner_prefix, self.digest_prefix, self.digests_key = f"{base}:owner:", f"{base}:digest:", f"{base}:digests"
         self.note_key, self.notes_prefix = f"{base}:note", f"{base}:notes:"
+        self.url_prefix, self.urls_key = f"{base}:url:", f"{base}:urls"
+        self.asked_key = f"{base}:asked"
+        self._urls_indexed = False
         scripts = {"_remove": _REMOVE, "_make_due": _MAKE_DUE, "_checked": _CHECKED, "_advance": _ADVANCE,
                    "_gc": _GC, "_notify": _NOTIFY}
         for name, source in scripts.items():
@@ -71,6 +79,8 @@ class RedisSentinelStore(SentinelStore):
                 pipe.hset(self.key, s.id, s.to_json())
                 pipe.zadd(self.due_key, {s.id: 0}, nx=True)  # new ones are due now; a replaced one keeps its time
                 pipe.sadd(self.owner_prefix + s.owner, s.id)
+                pipe.sadd(self.url_prefix + s.url, s.id)
+                pipe.sadd(self.asked_key, s.id)
             pipe.execute()
             ids += [s.id for s in batch]
         return ids
@@ -98,9 +108,42 @@ class RedisSentinelStore(SentinelStore):
             pipe = self.client.pipeline(transaction=True)
             pipe.hmget(self.key, batch)
             pipe.hmget(self.seen_key, batch)
-            rows += [(self.sentinel_cls.from_json(_text(raw)), _opt(seen))
-                     for raw, seen in zip(*pipe.execute(), strict=True) if raw is not None]
+            pipe.smismember(self.asked_key, batch)
+            rows += [(replace(self.sentinel_cls.from_json(_text(raw)), asked=bool(asked)), _opt(seen))
+                     for raw, seen, asked in zip(*pipe.execute(), strict=True) if raw is not None]
         return sorted(rows, key=lambda r: (r[0].url, r[0].id))
+
+    def watching(self, url: str) -> list[tuple[Any, str | None]]:
+        if not self._urls_indexed:
+            self._index_urls()
+        ids = sorted(_text(i) for i in self.client.smembers(self.url_prefix + url))
+        if not ids:
+            return []
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hmget(self.key, ids)
+        pipe.hmget(self.seen_key, ids)
+        rows, gone = [], []
+        for sentinel_id, raw, seen in zip(ids, *pipe.execute(), strict=True):
+            sentinel = self.sentinel_cls.from_json(_text(raw)) if raw is not None else None
+            if sentinel is None or sentinel.url != url:
+                gone.append(sentinel_id)  # removed, or replaced by one on another URL
+            else:
+                rows.append((sentinel, _opt(seen)))
+        if gone:
+            self.client.srem(self.url_prefix + url, *gone)
+        return rows
+
+    def _index_urls(self) -> None:
+        """The URL sets of a store written before they existed, built once."""
+        if not self.client.exists(self.urls_key):
+            for batch in _chunks(self.client.hkeys(self.key)):
+                pipe = self.client.pipeline(transaction=False)
+                for sentinel_id, raw in zip(batch, self.client.hmget(self.key, batch), strict=True):
+                    if raw is not None:
+                        pipe.sadd(self.url_prefix + self.sentinel_cls.from_json(_text(raw)).url, sentinel_id)
+                pipe.execute()
+            self.client.set(self.urls_key, 1)
+        self._urls_indexed = True
 
     def make_due(self, ids: Iterable[str] | None, at_ms: int) -> list[str]:
         chosen = sorted(_text(i) for i in self.client.hkeys(self.key)) if ids is None else ids
@@ -186,7 +229,10 @@ for i = 2, #ARGV do
   if raw then
     redis.call('HDEL', KEYS[1], id)
     redis.call('ZREM', KEYS[2], id)
-    redis.call('SREM', P .. 'sentinel:owner:' .. cjson.decode(raw)['owner'], id)
+    local fields = cjson.decode(raw)
+    redis.call('SREM', P .. 'sentinel:owner:' .. fields['owner'], id)
+    redis.call('SREM', P .. 'sentinel:url:' .. fields['url'], id)
+    redis.call('SREM', P .. 'sentinel:asked', id)
     local old = redis.call('HGET', KEYS[3], id)
     if old then
       redis.call('HDEL', KEYS[3], id)
@@ -204,6 +250,7 @@ local found = {}
 for i = 3, #ARGV do
   if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1 then
     redis.call('ZADD', KEYS[2], ARGV[2], ARGV[i])
+    redis.call('SADD', P .. 'sentinel:asked', ARGV[i])
     table.insert(found, ARGV[i])
   end
 end
@@ -217,6 +264,7 @@ for i = 4, #ARGV do
   local n = every(ARGV[i])
   if n then
     redis.call('ZADD', KEYS[2], at + n, ARGV[i])
+    redis.call('SREM', P .. 'sentinel:asked', ARGV[i])
     if ARGV[3] ~= '' then reseat(ARGV[i], ARGV[3]) end
   end
 end
@@ -239,6 +287,7 @@ for i = 0, k - 1 do
     redis.call('SADD', KEYS[5], sha)
     reseat(id, sha)
     redis.call('ZADD', KEYS[2], at + n, id)
+    redis.call('SREM', P .. 'sentinel:asked', id)
     table.insert(moved, id)
     won[id] = true
   end

@@ -289,15 +289,25 @@ class SqliteMetaInfoStore(MetaInfoStore):
         return [Version(*row) for row in rows]
 
     @_serialised
-    def add_revisit(self, revisit: Revisit, keep: int) -> None:
-        r = revisit
+    def confirm(self, meta: MetaInfo, revisit: Revisit | None, keep: int) -> None:
         with _Transaction(self.conn):
-            self.conn.execute("INSERT INTO revisit (url, fetched, number, digest, header) VALUES (?, ?, ?, ?, ?)",
-                              (r.url, r.fetched, r.number, r.digest, r.header))
-            self.conn.execute(
-                "DELETE FROM revisit WHERE url = ? AND rowid NOT IN "
-                "(SELECT rowid FROM revisit WHERE url = ? ORDER BY fetched DESC, rowid DESC LIMIT ?)",
-                (r.url, r.url, max(keep, 0)))
+            self.conn.execute("INSERT OR REPLACE INTO metainfo (url, xml) VALUES (?, ?)", (meta.url, meta.to_xml()))
+            if revisit is not None:
+                self._add_revisit(revisit, keep)
+
+    @_serialised
+    def add_revisit(self, revisit: Revisit, keep: int) -> None:
+        with _Transaction(self.conn):
+            self._add_revisit(revisit, keep)
+
+    def _add_revisit(self, revisit: Revisit, keep: int) -> None:
+        r = revisit
+        self.conn.execute("INSERT INTO revisit (url, fetched, number, digest, header) VALUES (?, ?, ?, ?, ?)",
+                          (r.url, r.fetched, r.number, r.digest, r.header))
+        self.conn.execute(
+            "DELETE FROM revisit WHERE url = ? AND rowid NOT IN "
+            "(SELECT rowid FROM revisit WHERE url = ? ORDER BY fetched DESC, rowid DESC LIMIT ?)",
+            (r.url, r.url, max(keep, 0)))
 
     @_serialised
     def revisits(self, url: str) -> list[Revisit]:
@@ -1024,14 +1034,17 @@ class SqliteSentinelStore(SentinelStore):
         self.sentinel_cls = Sentinel
         self.conn = connect(Path(path))
         self.conn.executescript(_SENTINEL_SCHEMA)
+        if "asked" not in {row[1] for row in self.conn.execute("PRAGMA table_info(sentinel)")}:
+            self.conn.execute("ALTER TABLE sentinel ADD COLUMN asked INTEGER NOT NULL DEFAULT 0")
 
     def add(self, sentinels: Iterable[Any]) -> list[str]:
         ids = []
         with _Transaction(self.conn):
             for s in sentinels:
                 self.conn.execute(
-                    "INSERT INTO sentinel (id, owner, url, next_due, seen, json) VALUES (?, ?, ?, 0, NULL, ?) "
-                    "ON CONFLICT(id) DO UPDATE SET json = excluded.json", (s.id, s.owner, s.url, s.to_json()))
+                    "INSERT INTO sentinel (id, owner, url, next_due, seen, json, asked) "
+                    "VALUES (?, ?, ?, 0, NULL, ?, 1) ON CONFLICT(id) DO UPDATE SET json = excluded.json, asked = 1",
+                    (s.id, s.owner, s.url, s.to_json()))
                 ids.append(s.id)
         return ids
 
@@ -1050,15 +1063,20 @@ class SqliteSentinelStore(SentinelStore):
         return [(self.sentinel_cls.from_json(j), due, seen) for j, due, seen in rows]
 
     def due(self, now_ms: int) -> list[tuple[Any, str | None]]:
-        rows = self.conn.execute("SELECT json, seen FROM sentinel WHERE next_due <= ? ORDER BY url, id", (now_ms,))
+        rows = self.conn.execute("SELECT json, seen, asked FROM sentinel WHERE next_due <= ? ORDER BY url, id",
+                                 (now_ms,))
+        return [(replace(self.sentinel_cls.from_json(j), asked=bool(asked)), seen) for j, seen, asked in rows]
+
+    def watching(self, url: str) -> list[tuple[Any, str | None]]:
+        rows = self.conn.execute("SELECT json, seen FROM sentinel WHERE url = ? ORDER BY id", (url,))
         return [(self.sentinel_cls.from_json(j), seen) for j, seen in rows]
 
     def make_due(self, ids: Iterable[str] | None, at_ms: int) -> list[str]:
         with _Transaction(self.conn):
             if ids is None:
-                self.conn.execute("UPDATE sentinel SET next_due = ?", (at_ms,))
+                self.conn.execute("UPDATE sentinel SET next_due = ?, asked = 1", (at_ms,))
                 return [i for (i,) in self.conn.execute("SELECT id FROM sentinel ORDER BY id")]
-            return [i for i in ids if self.conn.execute("UPDATE sentinel SET next_due = ? WHERE id = ?",
+            return [i for i in ids if self.conn.execute("UPDATE sentinel SET next_due = ?, asked = 1 WHERE id = ?",
                                                         (at_ms, i)).rowcount]
 
     def checked(self, ids: Iterable[str], at_ms: int, seen: str | None = None) -> None:
@@ -1069,9 +1087,9 @@ class SqliteSentinelStore(SentinelStore):
                     continue  # removed meanwhile
                 every = self.sentinel_cls.from_json(row[0]).every
                 if seen is None:
-                    self.conn.execute("UPDATE sentinel SET next_due = ? WHERE id = ?", (at_ms + every, i))
+                    self.conn.execute("UPDATE sentinel SET next_due = ?, asked = 0 WHERE id = ?", (at_ms + every, i))
                 else:
-                    self.conn.execute("UPDATE sentinel SET next_due = ?, seen = ? WHERE id = ?",
+                    self.conn.execute("UPDATE sentinel SET next_due = ?, seen = ?, asked = 0 WHERE id = ?",
                                       (at_ms + every, seen, i))
 
     def advance(self, expected: Mapping[str, str | None], at_ms: int, seen: str, data: bytes,
@@ -1089,7 +1107,8 @@ class SqliteSentinelStore(SentinelStore):
         if row is None or (row[1] or None) != (was or None):
             return False
         every = self.sentinel_cls.from_json(row[0]).every
-        self.conn.execute("UPDATE sentinel SET next_due = ?, seen = ? WHERE id = ?", (at_ms + every, seen, sentinel_id))
+        self.conn.execute("UPDATE sentinel SET next_due = ?, seen = ?, asked = 0 WHERE id = ?",
+                          (at_ms + every, seen, sentinel_id))
         return True
 
     def put_digest(self, sha: str, data: bytes) -> None:

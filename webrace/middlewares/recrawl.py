@@ -17,6 +17,14 @@ trip, a file read on a shared mount): it never runs on the reactor thread. This 
 keeps a thread pool for it (``WEBRACE_STORE_THREADS``); :meth:`RecrawlMiddleware.offload`
 (and :func:`store_io` for the spider) runs a call there and awaits it.
 
+A page is fetched at most once per the shortest timing among the URDs and sentinels that
+want it: a request whose round opened less than that timing after the round that last
+fetched or confirmed the stored body (``MetaInfo.checked``; the request's ``FRESH_SINCE``) is
+not sent. It is
+answered here with a ``304`` marked ``SERVED_FRESH``: the spider serves the round from the
+stored record as for a 304 (links followed, owners merged), and the new version the other
+round fetched was judged for every URD that wants the page when it was fetched.
+
 When in doubt, fetch in full: no validators, an invalid date, a stored body that is missing
 or damaged (counted, and its validators forgotten), a ``304`` to a request that asked
 nothing (retried once unconditionally with ``Cache-Control: no-cache``).
@@ -24,7 +32,8 @@ nothing (retried once unconditionally with ``Cache-Control: no-cache``).
 Stats, like Scrapy's httpcache: ``recrawl/first_fetch``, ``recrawl/conditional``,
 ``recrawl/not_modified``, ``recrawl/no_validators``, ``recrawl/object_missing``,
 ``recrawl/object_corrupt``, ``recrawl/unexpected_304``, ``recrawl/304_with_body``,
-``recrawl/bytes_received`` (bodies) and ``recrawl/bytes_saved`` (stored sizes of 304 pages).
+``recrawl/bytes_received`` (bodies), ``recrawl/bytes_saved`` (stored sizes of 304 pages) and
+``recrawl/fresh`` (pages served without a request).
 The spider adds ``recrawl/modified`` and ``recrawl/unchanged_body``.
 """
 
@@ -53,6 +62,11 @@ LOOKED_UP = "webrace_metainfo"  # meta: {"url": ..., "meta": MetaInfo or None}, 
 # meta: {"url": ..., "meta": MetaInfo or None} read before the request was made (the lease scheduler
 # reads the records of the pages it leases in one round trip): no lookup of its own in the store's thread
 PRELOADED = "webrace_preloaded"
+# meta: epoch ms; a page whose stored body was fetched or confirmed by a round that opened after
+# it (MetaInfo.checked) serves the request without one (SERVED_FRESH): the request's round opening
+# time less the shortest timing of the URDs and sentinels it serves
+FRESH_SINCE = "webrace_fresh_since"
+SERVED_FRESH = "webrace_served_fresh"  # meta: answered from the object cache, no request made
 _VALIDATOR_HEADERS = (b"If-None-Match", b"If-Modified-Since")
 
 
@@ -104,17 +118,18 @@ class RecrawlMiddleware:
     def from_crawler(cls, crawler: Crawler) -> RecrawlMiddleware:
         return cls(crawler)
 
-    async def process_request(self, request: Request) -> None:
+    async def process_request(self, request: Request) -> Response | None:
         if "webrace" not in request.meta:
-            return
+            return None
         # A redirect copies the original request's headers: its validators are not ours.
         for name in _VALIDATOR_HEADERS:
             request.headers.pop(name, None)
         request.meta.pop(CONDITIONAL, None)
         request.meta.pop(LOOKED_UP, None)
+        request.meta.pop(SERVED_FRESH, None)
         preloaded = request.meta.pop(PRELOADED, None)  # a redirect's target was not preloaded
         if not self.conditional or request.meta.get(UNCONDITIONAL):
-            return
+            return None
         known = preloaded["meta"] if preloaded is not None and preloaded["url"] == request.url else ...
         if known is not ...:
             self.stats.inc_value("recrawl/preloaded")
@@ -125,20 +140,35 @@ class RecrawlMiddleware:
         request.meta[LOOKED_UP] = {"url": request.url, "meta": meta}
         if meta is None:
             self.stats.inc_value("recrawl/first_fetch")
-            return
+            return None
         if problem:
             self.stats.inc_value(f"recrawl/object_{problem}")
             logger.warning("Stored body of %s is %s: fetching it in full", request.url, problem)
-            return
+            return None
+        if self._fresh(request, meta):
+            request.meta[CONDITIONAL] = {"url": request.url, "meta": meta}
+            request.meta[SERVED_FRESH] = True
+            self.stats.inc_value("recrawl/fresh")
+            return Response(request.url, status=304, request=request, flags=["fresh"])
         if not (200 <= meta.status < 300 and meta.digest and meta.validators):
             self.stats.inc_value("recrawl/no_validators")
-            return
+            return None
         if meta.etag:
             request.headers[b"If-None-Match"] = meta.etag
         if meta.ifmodifiedsince is not None:
             request.headers[b"If-Modified-Since"] = meta.lastmodified
         request.meta[CONDITIONAL] = {"url": request.url, "meta": meta}
         self.stats.inc_value("recrawl/conditional")
+        return None
+
+    @staticmethod
+    def _fresh(request: Request, meta: Any) -> bool:
+        """The stored body (a 2xx, kept or dropped: its links are in the record) was fetched
+        or confirmed by a round that opened within the shortest timing of what the request
+        serves before the request's own."""
+        since = request.meta.get(FRESH_SINCE)
+        return (since is not None and meta.checked is not None and meta.checked > since
+                and 200 <= meta.status < 300 and bool(meta.digest))
 
     def _look_up(self, url: str, known: Any = ...) -> tuple[Any, str | None]:
         """The URL's meta-info (``known``: as read just before) and what is wrong with its
@@ -154,6 +184,8 @@ class RecrawlMiddleware:
     def process_response(self, request: Request, response: Response) -> Request | Response:
         if "webrace" not in request.meta:
             return response
+        if request.meta.get(SERVED_FRESH) and "fresh" in response.flags:
+            return response  # no request was made (counted as recrawl/fresh)
         if response.status != 304:
             self.stats.inc_value("recrawl/bytes_received", len(response.body))
             return response

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 
@@ -11,6 +12,7 @@ from webrace.xmlutil import safe_parser
 
 NS = "urn:webrace:metainfo"
 _Q = "{%s}%%s" % NS  # noqa: UP031 - a template for Clark names
+WANTED_KEPT = 1024  # reach keys kept per page (a page reached from more start pages keeps the latest)
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,20 @@ class MetaInfo:
     version: int | None = None  # number of the newest stored version
     objcrc: int | None = None  # CRC-32 of that version's stored file (cheap integrity check)
     dropped: bool = False  # that body was relevant to no owner and was not kept (digest stays)
+    # epoch ms at which the crawl round that last fetched or confirmed (304) that body opened: a
+    # round of URDs with timing T opened before checked + T is served without a request (None: never)
+    checked: int | None = None
+    # reach keys (webrace.rounds.groups.reach_key) of the URDs whose rounds reached this page:
+    # a new version is judged for all of them, whichever round fetched it (at most WANTED_KEPT, newest last)
+    wanted: tuple[str, ...] = ()
+
+    def wanting(self, keys: Iterable[str]) -> tuple[str, ...]:
+        """``wanted`` with ``keys`` added (the newest ``WANTED_KEPT``)."""
+        have = set(self.wanted)
+        added = tuple(k for k in dict.fromkeys(keys) if k not in have)
+        if not added:
+            return self.wanted
+        return (self.wanted + added)[-WANTED_KEPT:]
 
     @property
     def kbytes(self) -> int:
@@ -88,6 +104,10 @@ class MetaInfo:
             root.set("objcrc", str(self.objcrc))
         if self.dropped:
             root.set("dropped", "true")
+        if self.checked is not None:
+            root.set("checked", str(self.checked))
+        if self.wanted:
+            root.set("wanted", " ".join(self.wanted))
         return etree.tostring(root, encoding="unicode")
 
     @classmethod
@@ -112,6 +132,8 @@ class MetaInfo:
             version=int(root.get("version")) if root.get("version") else None,
             objcrc=int(root.get("objcrc")) if root.get("objcrc") else None,
             dropped=root.get("dropped") in ("true", "1"),
+            checked=int(root.get("checked")) if root.get("checked") else None,
+            wanted=tuple((root.get("wanted") or "").split()),
         )
 
 

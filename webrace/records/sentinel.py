@@ -44,6 +44,9 @@ class Sentinel:
     every: int = 3_600_000  # ms, a multiple of the tick
     created: int = 0
     id: str = field(default="")
+    # read from the store, never kept in the JSON: added or made due (`sentinel due`) and not
+    # checked since, so its next round fetches the page rather than serving it from a recent fetch
+    asked: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.id:
@@ -58,12 +61,14 @@ class Sentinel:
     def to_json(self) -> str:
         data = asdict(self)
         data["ignore"] = list(self.ignore)
+        del data["asked"]
         return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> Sentinel:
         data = json.loads(text)
         data["ignore"] = tuple(data.get("ignore") or ())
+        data.pop("asked", None)
         return cls(**data)
 
 

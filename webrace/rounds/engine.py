@@ -26,7 +26,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from webrace.records.rounds import DONE, FAILED, Node, Offer
@@ -107,6 +107,12 @@ class Step:
         self.fetch += other.fetch
         self.items += other.items
         return self
+
+
+def asked_now(urd: Urd, now_ms: int) -> Urd:
+    """A URD a person asked to crawl now (``-a urd=``), due or not: as `scrapy urd due`
+    marks it, so its pages are fetched, not served from what another round confirmed."""
+    return urd if urd.due_at is not None else replace(urd, due_at=now_ms)
 
 
 class RoundEngine(ABC):
@@ -418,4 +424,4 @@ class RoundEngine(ABC):
             self.stats.inc_value(f"webrace/{key}", n)
 
 
-__all__ = ["SENTINEL_PREFIX", "Counts", "Limits", "Round", "RoundEngine", "Stats", "Step"]
+__all__ = ["SENTINEL_PREFIX", "Counts", "asked_now", "Limits", "Round", "RoundEngine", "Stats", "Step"]

@@ -17,6 +17,7 @@ groups with the same anchor share one decision.
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -55,6 +56,26 @@ class Group:
     depth: int
     members: tuple[str, ...]  # URD ids, sorted
     anchor: tuple[str, str]  # what a link shares with the start page to be in scope (scope_anchor)
+    timing: int = 0  # the shortest timing of its members (ms; 0 for one a person asked to crawl now)
+    key: str | None = None  # its reach key (None: only sentinels' pseudo-URDs), see reach_key
+
+
+def reach_key(url: str, scope: str, depth: int) -> str:
+    """What names the pages a URD reaches across rounds: URDs with the same start page, scope
+    and depth reach the same pages, whatever their ids or the round. A page's meta-info keeps
+    the keys of the URDs that reached it (``MetaInfo.wanted``), so a new version fetched in
+    any round is judged for all of them."""
+    return hashlib.sha1(f"{url}\n{scope}\n{depth}".encode()).hexdigest()[:12]
+
+
+def _fresh_for(urd: Urd) -> int:
+    """How recent a page must be to serve ``urd``'s round without a request: its timing,
+    or 0 (always fetch) when a person asked for the crawl (`scrapy urd due`, ``-a urd=``)."""
+    return 0 if urd.due_at is not None else urd.timing
+
+
+def urd_reach_key(urd: Urd) -> str:
+    return reach_key(urd.url, urd.scope, urd.depth)
 
 
 class Groups:
@@ -68,8 +89,12 @@ class Groups:
         self.groups: dict[str, Group] = {}
         for (url, scope, depth), ids in members.items():
             ids.sort()
-            self.groups[ids[0]] = Group(ids[0], url, scope, depth, tuple(ids), scope_anchor(url, scope))
+            real = any(not i.startswith(SENTINEL_PREFIX) for i in ids)
+            self.groups[ids[0]] = Group(ids[0], url, scope, depth, tuple(ids), scope_anchor(url, scope),
+                                        min(_fresh_for(urds[i]) for i in ids),
+                                        reach_key(url, scope, depth) if real else None)
         self._owners: dict[frozenset[str], dict[str, Any]] = {}
+        self._reach: dict[frozenset[str], tuple[frozenset[str], int]] = {}
 
     def __len__(self) -> int:
         return len(self.groups)
@@ -101,6 +126,21 @@ class Groups:
         return dict(found)
 
 
+    def reach(self, group_ids: Iterable[str]) -> tuple[frozenset[str], int]:
+        """The reach keys of these groups (their real URDs) and the shortest timing among
+        them (ms; 0: fetch whatever): a page fetched or confirmed by a round that opened less
+        than that before this one serves them all."""
+        key = frozenset(group_ids)
+        found = self._reach.get(key)
+        if found is None:
+            if len(self._reach) >= OWNERS_KEPT:
+                self._reach.clear()
+            groups = [g for i in key if (g := self.groups.get(i)) is not None]
+            found = self._reach[key] = (frozenset(g.key for g in groups if g.key),
+                                        min((g.timing for g in groups), default=0))
+        return found
+
+
 class LinkScope:
     """The scope decisions of one URL, each anchor decided once (its host read once)."""
 
@@ -126,4 +166,4 @@ class LinkScope:
         return (self._host if kind == "host" else registered_domain(self._host)) == value
 
 
-__all__ = ["SENTINEL_PREFIX", "Group", "Groups", "LinkScope", "Members"]
+__all__ = ["SENTINEL_PREFIX", "Group", "Groups", "LinkScope", "Members", "reach_key", "urd_reach_key"]

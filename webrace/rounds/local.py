@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from webrace.records.rounds import FAILED, PENDING, Node
-from webrace.rounds.engine import Limits, Round, RoundEngine, Stats
+from webrace.rounds.engine import Limits, Round, RoundEngine, Stats, asked_now
 from webrace.rounds.frontier import Frontier
 from webrace.rounds.memory import building
 from webrace.traps import QueryVariants
@@ -57,7 +57,7 @@ class LocalRounds(RoundEngine):
             if only_ids:
                 found = [store.get(i) for i in only_ids]
                 self.missing = [i for i, u in zip(only_ids, found, strict=True) if u is None]
-                urds = [u for u in found if u is not None]
+                urds = [asked_now(u, now_ms) for u in found if u is not None]
             else:
                 urds = store.due(now_ms)
         watched: dict[str, list] = {}

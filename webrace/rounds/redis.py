@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from webrace.distributed.registry import RoundRegistry
-from webrace.rounds.engine import Limits, Round, RoundEngine, Stats
+from webrace.rounds.engine import Limits, Round, RoundEngine, Stats, asked_now
 from webrace.rounds.local import DueSentinels
 from webrace.traps import QueryVariants
 from webrace.urd import now_millis
@@ -77,7 +77,7 @@ class RedisRounds(RoundEngine):
         busy = {urd_id for round_id in self.registry.open_rounds() for urd_id in self.registry.urd_ids(round_id)}
         with self._store() as store:
             if only_ids:
-                urds = [u for u in (store.get(i) for i in only_ids) if u is not None]
+                urds = [asked_now(u, now_ms) for u in (store.get(i) for i in only_ids) if u is not None]
             else:
                 urds = store.due(now_ms)
         urds = [u for u in urds if u.id not in busy]

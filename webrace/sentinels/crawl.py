@@ -4,8 +4,10 @@ At the start of a round the due sentinels join it (:mod:`webrace.sentinels.due`)
 URLs are fetched like a URD's start page with depth 0, through the object cache (a
 conditional GET). In the distributed mode the worker that fetches a page evaluates its
 sentinels. Every new version of a watched URL then goes through
-:class:`SentinelMiddleware`: one encode of the new version, one load of each previous
-digest the due sentinels compare against, one grouped evaluation; the notifications are
+:class:`SentinelMiddleware`, for every sentinel on the URL, due in this round or not (a change
+fetched by another owner's round is a change all the same: the sentinel's own round would
+get a 304 for it): one encode of the new version, one load of each previous digest they
+compare against, one grouped evaluation; the notifications are
 kept per owner and emitted as items. A 304 or an unchanged body changes nothing: those
 sentinels are only marked checked when the round ends.
 
@@ -17,6 +19,7 @@ page's body (kept from the response, for a dropped body is not in the object cac
 
 Stats: ``sentinels/due``, ``sentinels/groups``, ``sentinels/evaluated``,
 ``sentinels/skipped``, ``sentinels/fired``, ``sentinels/unchanged``, ``sentinels/failed``,
+``sentinels/not_due`` (sentinels evaluated on a new version fetched before they were due),
 ``sentinels/baselines`` (sentinels that took their first baseline from a fetch),
 ``sentinels/superseded`` (evaluations of a change another fetch recorded first: the
 baseline moves by compare-and-set, so one change gives one notification).
@@ -103,7 +106,12 @@ class SentinelMiddleware(ThreadedItemMiddleware):
         body = self._bodies.pop((obj.get("round"), obj["url"]), None)
         if not obj.get("new_version") and body is None:
             return None
-        group = self.rounds.take_sentinels(obj.get("round"), obj["url"])
+        group = self.rounds.take_sentinels(obj.get("round"), obj["url"]) or []
+        if obj.get("new_version"):  # every sentinel on the page, due in this round or not, as it is now
+            due = {s.id for s, _ in group}
+            group = self.store.watching(obj["url"])
+            if len(group) > len(due):
+                self.crawler.stats.inc_value("sentinels/not_due", len(group) - len({s.id for s, _ in group} & due))
         if not group:
             return None
         cache = object_cache(self.crawler)

@@ -33,7 +33,10 @@ def due_sentinels(settings: Any, now_ms: int) -> tuple[list[Urd], dict[str, list
             key = hashlib.sha1(f"{sentinel.owner}\n{url}".encode()).hexdigest()[:12]
             urd = urds.get(key)
             every = sentinel.every if urd is None else min(urd.timing, sentinel.every)
-            urds[key] = Urd(id=f"{SENTINEL_PREFIX}{key}", owner=sentinel.owner, url=url, timing=every, depth=0)
+            # added or made due by a person: fetched now, not served from another round's fetch
+            asked = now_ms if sentinel.asked or (urd is not None and urd.due_at is not None) else None
+            urds[key] = Urd(id=f"{SENTINEL_PREFIX}{key}", owner=sentinel.owner, url=url, timing=every, depth=0,
+                            due_at=asked)
     return list(urds.values()), dict(by_url)
 
 

@@ -6,7 +6,7 @@ fills them in when it releases the item); the rules run over it. Used by the URD
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import Any
@@ -27,7 +27,7 @@ from twisted.internet import error as twisted_errors
 
 from webrace.extractor import UrlExtractor
 from webrace.items import Page
-from webrace.middlewares.recrawl import CONDITIONAL, LOOKED_UP
+from webrace.middlewares.recrawl import CONDITIONAL, LOOKED_UP, SERVED_FRESH
 from webrace.records.metainfo import MetaInfo
 from webrace.records.rounds import Node
 from webrace.store.cache import ObjectCache
@@ -46,8 +46,11 @@ class PageRecorder:
         self.discover = discover  # counts a URL the first time the crawl sees it
         self.offload = offload or _inline  # runs the object cache's I/O off the reactor (store_io)
 
-    async def fetched(self, node: Node, response: Response) -> Page:
-        """A full response: extract its links (into ``node.links``), store it, describe it."""
+    async def fetched(self, node: Node, response: Response, wanted: Iterable[str] = (),
+                      round_opened: int | None = None) -> Page:
+        """A full response: extract its links (into ``node.links``), store it, describe it.
+        ``wanted``: the reach keys of the URDs it was fetched for, ``round_opened`` when
+        their round opened (both kept in its record: ``MetaInfo.wanted``, ``checked``)."""
         status = response.status
         if status >= 400:
             self._inc(f"failed/http_{status}")
@@ -62,22 +65,32 @@ class PageRecorder:
             ip=str(response.ip_address) if response.ip_address else None,
             etag=_header(response, b"ETag"), lastmodified=_header(response, b"Last-Modified"),
             previous=looked_up["meta"] if looked_up and looked_up["url"] == response.url else ...,
+            wanted=wanted, checked=round_opened,
         )
         if response.request.meta.get(CONDITIONAL) and 200 <= status < 300:
             self.stats.inc_value("recrawl/unchanged_body" if recorded.unchanged else "recrawl/modified")
         return _page(node, response.url, status, media_type(response.headers.get(b"Content-Type")),
                      len(response.body), recorded.meta, recorded.version, recorded.new_version, False)
 
-    async def not_modified(self, node: Node, response: Response) -> Page | None:
+    async def not_modified(self, node: Node, response: Response, wanted: Iterable[str] = (),
+                           round_opened: int | None = None) -> Page | None:
         """A 304: answered from the meta-info store, its stored links followed (seed 003
-        section 5.1); the body is neither downloaded nor parsed. None: a 304 nobody asked for."""
+        section 5.1); the body is neither downloaded nor parsed. None: a 304 nobody asked for.
+        A page served fresh (no request: the body was confirmed lately) is answered alike."""
         conditional = response.request.meta.get(CONDITIONAL)
         if not conditional or conditional["url"] != response.url:
             self._inc("failed/unexpected_304")
             return None
-        meta = await self.offload(
-            self.cache.record_not_modified, conditional["meta"], now_millis(), _header(response, b"ETag"),
-            _header(response, b"Last-Modified"), header=header_text(response))
+        if response.request.meta.get(SERVED_FRESH):
+            self._inc("served_fresh")
+            meta = conditional["meta"]
+            if not set(wanted) <= set(meta.wanted):
+                meta = await self.offload(self.cache.want, meta, wanted)
+        else:
+            meta = await self.offload(
+                self.cache.record_not_modified, conditional["meta"], now_millis(), _header(response, b"ETag"),
+                _header(response, b"Last-Modified"), header=header_text(response), wanted=wanted,
+                checked=round_opened)
         node.links = list(meta.links)
         for url in node.links:  # the stored links were found on the page too
             self.discover(url)

@@ -35,7 +35,7 @@ from webrace.distributed.offload import RedisThread
 from webrace.extractor import UrlExtractor
 from webrace.items import Page
 from webrace.middlewares.exclusion import IGNORED
-from webrace.middlewares.recrawl import UNCONDITIONAL, object_cache, store_io
+from webrace.middlewares.recrawl import FRESH_SINCE, UNCONDITIONAL, object_cache, store_io
 from webrace.records.rounds import DONE, FAILED, Node
 from webrace.rounds.engine import Round, Step
 from webrace.scout.crawl import CrawlRules
@@ -165,6 +165,10 @@ class UrdSpider(scrapy.Spider):
         meta: dict[str, Any] = {"webrace": context}
         if any(not seen for _, seen in rnd.sentinels.get(node.url, ())):
             meta[UNCONDITIONAL] = True  # a sentinel with no baseline takes it from this page, changed or not
+        else:  # a page a round confirmed within the shortest timing before this one: no request
+            timing = rnd.groups.reach(node.budgets)[1]
+            if timing > 0 and rnd.started_ms:
+                meta[FRESH_SINCE] = rnd.started_ms - timing
         # The frontier already requests each URL once per round; Scrapy's dupefilter would
         # drop redirect targets silently (no errback), leaving a node pending.
         return scrapy.Request(node.url, callback=self.parse_page, errback=self.fetch_failed, priority=-node.depth,
@@ -197,11 +201,13 @@ class UrdSpider(scrapy.Spider):
                 yield out
             return
         recorder = self.recorder
+        wanted = rnd.groups.reach(node.budgets)[0]  # kept in the page's record: its new versions are judged for them
         try:
+            opened = rnd.started_ms or None
             if response.status == 304:
-                item = await recorder.not_modified(node, response)
+                item = await recorder.not_modified(node, response, wanted, opened)
             else:
-                item = await recorder.fetched(node, response)
+                item = await recorder.fetched(node, response, wanted, opened)
         except ObjectStoreUnwritable as exc:  # full, read-only, gone: the crawl cannot keep what it fetches
             logger.error("%s: the crawl stops (%s not recorded)", exc, response.url)
             self.crawler.stats.set_value("webrace/store_unwritable", str(exc))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -94,12 +95,17 @@ class ObjectCache:
         lastmodified: str | None = None,
         store_body: bool = True,
         previous: MetaInfo | None | object = ...,
+        wanted: Iterable[str] = (),
+        checked: int | None = None,
     ) -> Recorded:
         """Store a full response. A 2xx body becomes a new version unless it hashes to the
         newest one; other statuses update the record and keep the versions. ``previous``
-        is the URL's record if the caller just read it (None: there was none)."""
+        is the URL's record if the caller just read it (None: there was none); ``wanted``:
+        reach keys of the URDs this fetch was for, added to the page's; ``checked``: when the
+        round that fetched it opened (see ``MetaInfo.checked``)."""
         if previous is ...:
             previous = self.index.get(url)
+        keys = previous.wanting(wanted) if previous is not None else tuple(dict.fromkeys(wanted))
         if previous is not None and previous.version is not None and previous.digest:
             newest: Version | None = Version(url, previous.version, previous.digest, previous.fetched,
                                              previous.size, previous.status)
@@ -110,12 +116,13 @@ class ObjectCache:
             meta = MetaInfo(url, status, fetched, header, tuple(links), ip, size=newest.size if newest else 0,
                             digest=newest.digest if newest else None, version=newest.number if newest else None,
                             objcrc=previous.objcrc if previous and newest else None,
-                            dropped=bool(previous and newest and previous.dropped))
+                            dropped=bool(previous and newest and previous.dropped), wanted=keys)
+            # (not checked: a body this fetch did not bring is not confirmed by it)
             self.index.put(meta)  # no validators: next time, fetch in full
             return Recorded(meta, newest.number if newest else None, False, False)
         digest = digest_of(body)
         meta = MetaInfo(url, status, fetched, header, tuple(links), ip, size=len(body),
-                        lastmodified=lastmodified, etag=etag, digest=digest)
+                        lastmodified=lastmodified, etag=etag, digest=digest, wanted=keys, checked=checked)
         xml = is_xml_type(meta.header_value("Content-Type"))
         if newest is not None and newest.digest == digest:
             if previous is not None and previous.dropped:  # still the body nobody wanted: not kept
@@ -133,16 +140,31 @@ class ObjectCache:
         return Recorded(meta, version.number, True, False)
 
     def record_not_modified(self, meta: MetaInfo, fetched: int, etag: str | None, lastmodified: str | None,
-                            header: str | None = None) -> MetaInfo:
+                            header: str | None = None, wanted: Iterable[str] = (),
+                            checked: int | None = None) -> MetaInfo:
         """A 304: no body is stored (the seed's altered step 3); the answer is logged as a
         :class:`Revisit` of the version it confirmed (a WARC ``revisit`` record on export;
         the newest ``revisits_kept`` per URL), and the validators are updated if the 304
-        refreshed them. ``fetched`` of the meta-info stays the time of the last full fetch."""
-        updated = meta.revalidated(etag, lastmodified)
-        if updated != meta:
-            self.index.put(updated)
+        refreshed them. ``fetched`` of the meta-info stays the time of the last full fetch;
+        ``wanted`` and ``checked`` as in :meth:`record_fetch`."""
+        if checked is not None and meta.checked is not None:
+            checked = max(checked, meta.checked)  # a later round confirmed it already
+        updated = replace(meta.revalidated(etag, lastmodified), checked=meta.checked if checked is None else checked,
+                          wanted=meta.wanting(wanted))
+        revisit = None
         if meta.version is not None and meta.digest and not meta.dropped and self.revisits_kept > 0:
-            self.index.add_revisit(Revisit(meta.url, fetched, meta.version, meta.digest, header), self.revisits_kept)
+            revisit = Revisit(meta.url, fetched, meta.version, meta.digest, header)
+        self.index.confirm(updated, revisit, self.revisits_kept)
+        return updated
+
+    def want(self, meta: MetaInfo, wanted: Iterable[str]) -> MetaInfo:
+        """A page served without a request (confirmed lately): the reach keys of the URDs
+        it served are added to its record (nothing written when it had them all)."""
+        keys = meta.wanting(wanted)
+        if keys == meta.wanted:
+            return meta
+        updated = replace(meta, wanted=keys)
+        self.index.put(updated)
         return updated
 
     def drop(self, meta: MetaInfo) -> bool:
