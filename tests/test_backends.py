@@ -222,3 +222,38 @@ def test_an_update_after_another_writer_changed_the_record_keeps_both_changes(re
     redis.Redis.from_url(redis_url).delete(f"{redis_prefix}url:{url}")
     first.put(meta(url, "d" * 64, 4), Version(url, 4, "d" * 64, 4, 10, 200))
     assert [v.number for v in second.versions(url)] == [4]
+
+
+def test_the_urds_that_wanted_a_page_and_when_a_round_confirmed_it_round_trip(metainfo_store):
+    from dataclasses import replace
+
+    url = "http://a.test/"
+    record = replace(meta(url, "a" * 64, 1), checked=1_700_000_000_000, wanted=("0123456789ab", "ba9876543210"))
+    metainfo_store.put(record)
+    assert metainfo_store.get(url) == record
+    assert record.wanting(["ba9876543210", "ffffffffffff"]) == ("0123456789ab", "ba9876543210", "ffffffffffff")
+
+
+def test_confirm_replaces_the_record_and_keeps_the_revisit(metainfo_store):
+    from dataclasses import replace
+
+    from webrace.records.metainfo import Revisit
+
+    url = "http://a.test/"
+    metainfo_store.put(meta(url, "a" * 64, 1), Version(url, 1, "a" * 64, 1000, 10, 200))
+    confirmed = replace(meta(url, "a" * 64, 1), checked=5000, wanted=("0123456789ab",))
+    metainfo_store.confirm(confirmed, Revisit(url, 5000, 1, "a" * 64), keep=3)
+    assert metainfo_store.get(url) == confirmed
+    assert [(r.fetched, r.number) for r in metainfo_store.revisits(url)] == [(5000, 1)]
+
+
+def test_want_adds_reach_keys_and_keeps_what_another_writer_changed(metainfo_store):
+    from dataclasses import replace
+
+    url = "http://a.test/"
+    assert metainfo_store.want(url, ["0123456789ab"]) is None  # no record: nothing to add to
+    metainfo_store.put(replace(meta(url, "a" * 64, 1), wanted=("0123456789ab",)))
+    metainfo_store.put(replace(meta(url, "a" * 64, 1), wanted=("0123456789ab",), dropped=True))  # a drop meanwhile
+    assert metainfo_store.want(url, ["ba9876543210", "0123456789ab"]).wanted == ("0123456789ab", "ba9876543210")
+    after = metainfo_store.get(url)
+    assert after.dropped and after.wanted == ("0123456789ab", "ba9876543210")

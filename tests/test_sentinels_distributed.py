@@ -260,3 +260,28 @@ def test_two_workers_one_change_exactly_one_notification(site, tmp_path, redis_u
         assert ("+", "Friday 0") in notification_diff(st, first) and ("-", "Monday") in notification_diff(st, first)
     emitted = [item for r in runs for item in r.items if "sentinel" in item]
     assert sorted(i["id"] for i in emitted) == sorted(n["id"] for n in notes)  # not one per worker
+
+
+def test_watching_lists_every_sentinel_on_a_url_due_or_not(store):
+    a, b, other = sentinel(), sentinel(owner="bob", type="links"), sentinel(url="http://b.test/")
+    store.add([a, b, other])
+    store.checked([a.id], 1000, seen="c" * 64)  # a is not due now, b is
+    assert sorted((s.id, seen) for s, seen in store.watching(URL)) == sorted([(a.id, "c" * 64), (b.id, None)])
+    store.remove([b.id])
+    assert [s.id for s, _ in store.watching(URL)] == [a.id]
+    assert store.watching("http://c.test/") == []
+
+
+def test_a_sentinel_added_or_made_due_is_asked_until_it_is_checked(store):
+    a, b = sentinel(), sentinel(owner="bob")
+    store.add([a, b])
+    assert all(s.asked for s, _ in store.due(1))  # new: its first check fetches the page
+    store.checked([a.id, b.id], 1000)
+    store.make_due([a.id], 2000)
+    assert [(s.id, s.asked) for s, _ in store.due(2000)] == [(a.id, True)]
+    store.advance({a.id: None}, 3000, "d" * 64, b"digest", [])
+    store.make_due(None, 10 * HOUR)
+    store.checked([b.id], 10 * HOUR)
+    assert [(s.id, s.asked) for s, _ in store.due(10 * HOUR + 1)] == [(a.id, True)]
+    store.checked([a.id], 10 * HOUR)
+    assert not any(s.asked for s, _ in store.due(100 * HOUR))

@@ -58,11 +58,11 @@ def format_summary(summary: dict[str, Any]) -> str:
     )
 
 
-RECRAWL = ("first_fetch", "not_modified", "modified", "unchanged_body", "no_validators")
+RECRAWL = ("first_fetch", "not_modified", "fresh", "modified", "unchanged_body", "no_validators")
 
 
 def format_recrawl(stats: dict[str, Any]) -> str:
-    """``Re-crawl: first_fetch = 3 not_modified = 120 ... bytes received = 1.2 MB saved = 8.4 MB``."""
+    """``Re-crawl: first_fetch = 3 not_modified = 120 fresh = 40 ... bytes received = 1.2 MB saved = 8.4 MB``."""
     if not any(k.startswith("recrawl/") for k in stats):
         return ""
     counts = " ".join(f"{name} = {stats.get(f'recrawl/{name}', 0)}" for name in RECRAWL)

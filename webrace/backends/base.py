@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from webrace.records.aci import Aci
@@ -89,6 +90,19 @@ class MetaInfoStore(ABC):
     @abstractmethod
     def revisits(self, url: str) -> list[Revisit]:
         """The URL's recorded 304 answers, oldest first."""
+
+    def want(self, url: str, keys: Iterable[str]) -> MetaInfo | None:
+        """Add reach keys to the URL's ``wanted`` as one read-modify-write (a drop or a fetch
+        of the page in between is not undone); the record as it now is (None: there is none)."""
+        meta = self.get(url)
+        if meta is None:
+            return None
+        wanted = meta.wanting(keys)
+        if wanted == meta.wanted:
+            return meta
+        meta = replace(meta, wanted=wanted)
+        self.put(meta)
+        return meta
 
     def confirm(self, meta: MetaInfo, revisit: Revisit | None, keep: int) -> None:
         """A 304: replace the URL's record (its ``checked`` time moved) and record ``revisit``

@@ -309,6 +309,23 @@ class RedisMetaInfoStore(MetaInfoStore):
 
         self._update(revisit.url, change)
 
+    def want(self, url: str, keys: Iterable[str]) -> MetaInfo | None:
+        """One compare-and-set of the record's ``w`` (the rest of it as another writer left it)."""
+        keys = list(keys)
+
+        def change(record: dict[str, Any] | None) -> dict[str, Any] | None:
+            if not record or "m" not in record:
+                return None
+            have = tuple(record["m"].get("w", "").split())
+            wanted = MetaInfo(url, 0, 0, "", wanted=have).wanting(keys)
+            if wanted == have:
+                return None
+            record["m"]["w"] = " ".join(wanted)
+            return record
+
+        self._update(url, change)
+        return self.get_recent(url)
+
     def confirm(self, meta: MetaInfo, revisit: Revisit | None, keep: int) -> None:
         """One compare-and-set for the record and the 304's revisit."""
         m = self._meta_record(meta, write=True)

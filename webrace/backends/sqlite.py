@@ -289,6 +289,19 @@ class SqliteMetaInfoStore(MetaInfoStore):
         return [Version(*row) for row in rows]
 
     @_serialised
+    def want(self, url: str, keys: Iterable[str]) -> MetaInfo | None:
+        with _Transaction(self.conn):  # (the lock serialises this store's callers; the transaction, other processes)
+            row = self.conn.execute("SELECT xml FROM metainfo WHERE url = ?", (url,)).fetchone()
+            if row is None:
+                return None
+            meta = MetaInfo.from_xml(row[0])
+            wanted = meta.wanting(keys)
+            if wanted != meta.wanted:
+                meta = replace(meta, wanted=wanted)
+                self.conn.execute("UPDATE metainfo SET xml = ? WHERE url = ?", (meta.to_xml(), url))
+            return meta
+
+    @_serialised
     def confirm(self, meta: MetaInfo, revisit: Revisit | None, keep: int) -> None:
         with _Transaction(self.conn):
             self.conn.execute("INSERT OR REPLACE INTO metainfo (url, xml) VALUES (?, ?)", (meta.url, meta.to_xml()))

@@ -85,7 +85,7 @@ class PageRecorder:
             self._inc("served_fresh")
             meta = conditional["meta"]
             if not set(wanted) <= set(meta.wanted):
-                meta = await self.offload(self.cache.want, meta, wanted)
+                meta = await self.offload(self.cache.want, meta.url, wanted) or meta
         else:
             meta = await self.offload(
                 self.cache.record_not_modified, conditional["meta"], now_millis(), _header(response, b"ETag"),

@@ -28,6 +28,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.http import Response
 from twisted.internet import task, threads
+from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from webrace.backends import distributed, open_round_engine
@@ -180,7 +181,22 @@ class UrdSpider(scrapy.Spider):
         for node, item in step.items:
             if self.engine.shared:  # its lease ends once the item is written (lease scheduler)
                 item._webrace_lease = (item["round"], node.url)
+            self._keep_wanted(node, item)
             yield item
+
+    def _keep_wanted(self, node: Node, item: Any) -> None:
+        """URDs merged into a page after its fetch (its item waited for them) want it too:
+        added to its record, off the reactor, so its next new version is judged for them."""
+        recorded = getattr(item, "_webrace_wanted", None)
+        rnd = self.engine.rounds.get(item.get("round") or "")
+        if recorded is None or rnd is None:
+            return
+        final = rnd.groups.reach(node.budgets)[0]
+        if final <= recorded:
+            return
+        done = Deferred.fromCoroutine(store_io(self.crawler)(self.cache.want, item["url"], final))
+        done.addErrback(lambda failure: logger.warning("Could not record the URDs that want %s: %s",
+                                                       item["url"], failure.getErrorMessage()))
 
     # -- a fetched page ------------------------------------------------------------------
 
@@ -216,6 +232,7 @@ class UrdSpider(scrapy.Spider):
             for out in self._emit(rnd, await self._call(self.engine.finish, rnd, node, FAILED)):
                 yield out
             return
+        item._webrace_wanted = wanted  # what its record holds (see _keep_wanted)
         if self.scout is not None:  # before the links are followed: rules may add some
             outcome = await run_rules(self.scout, response, item, self.cache)
             if outcome is not None:

@@ -157,15 +157,11 @@ class ObjectCache:
         self.index.confirm(updated, revisit, self.revisits_kept)
         return updated
 
-    def want(self, meta: MetaInfo, wanted: Iterable[str]) -> MetaInfo:
-        """A page served without a request (confirmed lately): the reach keys of the URDs
-        it served are added to its record (nothing written when it had them all)."""
-        keys = meta.wanting(wanted)
-        if keys == meta.wanted:
-            return meta
-        updated = replace(meta, wanted=keys)
-        self.index.put(updated)
-        return updated
+    def want(self, url: str, wanted: Iterable[str]) -> MetaInfo | None:
+        """Add the reach keys of URDs a page served to its record: a page served without a
+        request (confirmed lately), or URDs merged into it after its fetch. One
+        read-modify-write in the index (a drop or fetch in between is not undone)."""
+        return self.index.want(url, wanted)
 
     def drop(self, meta: MetaInfo) -> bool:
         """Do not keep the body of ``meta``'s newest version (it was relevant to no owner):

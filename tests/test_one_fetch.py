@@ -1,0 +1,123 @@
+"""One fetch serves everyone who wants the page (issue 41): a new version fetched in one
+owner's round is judged for every URD that reached the page in earlier rounds and evaluated
+for every sentinel on it, due or not, so the next round's 304 loses nothing; a page a round
+confirmed within a URD's timing serves that URD's round without a request.
+
+Real `scrapy crawl urd` runs against a server on 127.0.0.1 that answers conditional requests.
+The same middlewares and round engine run in the distributed mode; its stores' share of the
+contract (``MetaInfo.wanted``/``checked`` in Redis, ``SentinelStore.watching``) is tested in
+test_backends.py and test_sentinels_distributed.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from conftest import urd
+
+from webrace.backends import open_object_cache, open_sentinel_store, open_urd_store
+from webrace.urd import now_millis
+
+MINUTE = 60_000
+
+
+def site_of_hubs(site) -> None:
+    """``/`` links two hubs; each hub links two of three pages; every page says "apple"."""
+    site.validators = True
+    site.html("/", ["/hub1", "/hub2"], text="apple index")
+    site.html("/hub1", ["/p1", "/p2"], text="apple hub one")
+    site.html("/hub2", ["/p2", "/p3"], text="apple hub two")
+    for n in (1, 2, 3):
+        site.html(f"/p{n}", [], text=f"apple page {n}")
+
+
+def overlapping_owners(project, site) -> None:
+    project.add_urds(
+        urd("whole", "wendy", site.url("/"), depth=2, keywords={"apple": 1}),
+        urd("h1", "hana", site.url("/hub1"), depth=1, keywords={"zebra": 1}),
+        urd("h2", "hugo", site.url("/hub2"), depth=1, keywords={"zebra": 1}),
+    )
+
+
+def acis_for(run, owner: str) -> set[str]:
+    return {a["uri"] for a in run.acis if a["owner"] == owner}
+
+
+def test_a_change_fetched_in_another_owners_round_is_judged_for_the_owners_who_wanted_it(site, project):
+    site_of_hubs(site)
+    overlapping_owners(project, site)
+    first = project.crawl()
+    assert acis_for(first, "wendy") == {site.url(p) for p in ("/", "/hub1", "/hub2", "/p1", "/p2", "/p3")}
+    # /p2 changes; only hana's URD is due: the new version is fetched in her round, where
+    # nobody's keywords match it
+    site.html("/p2", [], text="apple page 2, now with a banana")
+    with open_urd_store(project.settings()) as store:
+        store.make_due(["h1"], now_millis())
+    second = project.crawl()
+    page = second.by_url[site.url("/p2")]
+    assert page["new_version"] and page["urd_ids"] == ["h1"]
+    assert acis_for(second, "wendy") == {site.url("/p2")}  # judged for the whole-site owner too
+    assert page["kept"] and page["relevant_to"] == ["wendy"]  # so its body is not dropped
+    assert second.stat("webrace/judged_wanted") == 2  # wendy's and hugo's URDs reached it before
+    # wendy's own round then gets a 304: the change was hers already
+    with open_urd_store(project.settings()) as store:
+        store.make_due(["whole"], now_millis())
+    third = project.crawl()
+    assert third.by_url[site.url("/p2")]["not_modified"] and acis_for(third, "wendy") == set()
+    assert site.count("/p2") == 3
+
+
+def test_a_sentinel_not_due_is_told_of_a_change_another_round_fetched(site, project):
+    site_of_hubs(site)
+    overlapping_owners(project, site)
+    project.crawl()
+    done = project.scrapy("sentinel", "add", "--owner", "sam", "--url", site.url("/p2"), "--type", "content")
+    assert done.returncode == 0, done.stderr
+    with open_sentinel_store(project.settings()) as store:  # checked just now: due in an hour
+        store.checked([s.id for s, _, _ in store.all()], now_millis())
+    site.html("/p2", [], text="apple page 2, rewritten")
+    with open_urd_store(project.settings()) as store:
+        store.make_due(["h2"], now_millis())
+    run = project.crawl()
+    (note,) = [i for i in run.items if "sentinel" in i]
+    assert note["owner"] == "sam" and note["url"] == site.url("/p2")
+    assert run.stat("sentinels/not_due") == 1 and run.stat("sentinels/fired") == 1
+
+
+def test_a_page_a_round_confirmed_within_a_urds_timing_serves_its_round_without_a_request(site, project):
+    site.validators = True
+    site.html("/", ["/a.html"], text="index")
+    site.html("/a.html", [], text="leaf")
+    project.add_urds(urd("a", "ann", site.url("/"), depth=1, timing=60 * MINUTE),
+                     urd("b", "bob", site.url("/a.html"), timing=10 * MINUTE))
+    project.crawl()
+    assert site.count("/a.html") == 1  # one download for both URDs
+
+    def naturally_due(urd_id: str) -> None:  # its timing passed since its last check
+        with open_urd_store(project.settings()) as store:
+            store.mark_checked([urd_id], now_millis() - 11 * MINUTE)
+
+    naturally_due("b")
+    fresh = project.crawl()
+    assert site.count("/a.html") == 1  # the round that fetched it opened under 10 minutes ago
+    page = fresh.by_url[site.url("/a.html")]
+    assert page["not_modified"] and page["owners"] == ["bob"] and not page["new_version"]
+    assert fresh.stat("recrawl/fresh") == 1 and fresh.stat("webrace/served_fresh") == 1
+    assert "fresh = 1" in fresh.stderr  # the summary says so
+    # the record grows older than bob's timing: his next round asks the server (a 304)
+    with open_object_cache(project.settings()) as cache:
+        meta = cache.lookup(site.url("/a.html"))
+        cache.index.put(replace(meta, checked=meta.checked - 11 * MINUTE))
+    naturally_due("b")
+    stale = project.crawl()
+    assert site.count("/a.html") == 2 and site.statuses()["/a.html"] == 304
+    assert stale.stat("recrawl/fresh") == 0 and stale.stat("recrawl/not_modified") == 1
+
+
+def test_a_urd_a_person_asks_for_now_is_fetched_however_fresh_its_pages_are(site, project):
+    site.validators = True
+    site.html("/", [], text="index")
+    project.add_urds(urd("a", "ann", site.url("/"), timing=60 * MINUTE))
+    project.crawl()
+    again = project.crawl("-a", "urd=a")
+    assert site.count("/") == 2 and again.stat("recrawl/fresh") == 0
