@@ -18,13 +18,13 @@ class Page(scrapy.Item):
     owners = scrapy.Field()  # sorted user ids of every URD this page was fetched for
     urd_ids = scrapy.Field()  # sorted ids of those URDs
     urgent = scrapy.Field()  # True when any of those URDs is urgent
-    status = scrapy.Field()  # HTTP status
+    status = scrapy.Field()  # HTTP status (a page served fresh, without a request: its stored status)
     content_type = scrapy.Field()  # media type without parameters, "" when absent
     size = scrapy.Field()  # body bytes
     links = scrapy.Field()  # normalised outgoing links kept by the extractor pipe
     ip = scrapy.Field()  # address of the origin server
     fetched_at = scrapy.Field()  # ISO 8601 UTC time of the fetch
-    not_modified = scrapy.Field()  # True: the server answered 304, stored links were followed
+    not_modified = scrapy.Field()  # True: a 304, or served fresh (no request); stored links were followed
     version = scrapy.Field()  # number of the stored version this page now is (None: no body stored)
     new_version = scrapy.Field()  # True: this fetch stored a new version
     digest = scrapy.Field()  # SHA-256 of that version's body (its name in the object store)

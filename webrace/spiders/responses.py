@@ -94,8 +94,9 @@ class PageRecorder:
         node.links = list(meta.links)
         for url in node.links:  # the stored links were found on the page too
             self.discover(url)
-        return _page(node, response.url, 304, media_type(meta.header_value("Content-Type")), meta.size,
-                     meta, meta.version, False, True)
+        fresh = response.request.meta.get(SERVED_FRESH)
+        return _page(node, response.url, meta.status if fresh else 304, media_type(meta.header_value("Content-Type")),
+                     meta.size, meta, meta.version, False, True)
 
     def enqueued(self, node: Node, base_url: str, urls: list[str]) -> None:
         """URLs rules enqueued become links of the page (through the same checks as its
