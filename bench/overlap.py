@@ -159,7 +159,8 @@ def run(code_path: Path | None, code: str, mode: str, minutes: float, tmp: Path,
                 minute += 1
             elif time.time() >= started + minute * 60:
                 minute += 1
-            print(f"\r  [{code} {mode}] {time.time() - started:6.0f} s, {len(changes)} changes", end="", flush=True)
+            if int(time.time() - started) % 60 == 0:
+                print(f"  [{code} {mode}] {time.time() - started:4.0f} s, {len(changes)} changes", flush=True)
         for proc in procs:
             proc.send_signal(signal.SIGINT)
         for proc in procs:
@@ -168,7 +169,6 @@ def run(code_path: Path | None, code: str, mode: str, minutes: float, tmp: Path,
             except subprocess.TimeoutExpired:
                 proc.kill()
         seconds = time.time() - started
-    print()
     server.terminate()
     server.wait()
     if prefix:
@@ -261,6 +261,8 @@ def main() -> int:
     parser.add_argument("--modes", default="embedded,distributed")
     parser.add_argument("--baseline", default=BASELINE_REV)
     parser.add_argument("--codes", default="baseline,candidate")
+    parser.add_argument("--candidate", default=None,
+                        help="revision whose code is the candidate (default: this tree, as it is when each run starts)")
     parser.add_argument("--seed", type=int, default=41)
     parser.add_argument("--png", type=Path, default=HERE / "overlap.png")
     args = parser.parse_args()
@@ -269,7 +271,8 @@ def main() -> int:
         tmp = Path(tmp_name)
         for mode in args.modes.split(","):
             for code in args.codes.split(","):
-                path = baseline_code(tmp, args.baseline) if code == "baseline" else None
+                rev = args.baseline if code == "baseline" else args.candidate
+                path = baseline_code(tmp, rev) if rev else None
                 outcomes.append(run(path, code, mode, args.minutes, tmp, args.seed))
                 print(HEADER)
                 print(outcomes[-1].row(), flush=True)
