@@ -1045,11 +1045,13 @@ CREATE INDEX IF NOT EXISTS notedigest_sha ON notedigest(sha);
 class SqliteSentinelStore(SentinelStore):
     def __init__(self, path: str | Path) -> None:
         self.sentinel_cls = Sentinel
-        self.conn = connect(Path(path))
+        self.lock = threading.RLock()  # usable from any thread (the crawl looks sentinels up in worker threads)
+        self.conn = connect(Path(path), threads=True)
         self.conn.executescript(_SENTINEL_SCHEMA)
         if "asked" not in {row[1] for row in self.conn.execute("PRAGMA table_info(sentinel)")}:
             self.conn.execute("ALTER TABLE sentinel ADD COLUMN asked INTEGER NOT NULL DEFAULT 0")
 
+    @_serialised
     def add(self, sentinels: Iterable[Any]) -> list[str]:
         ids = []
         with _Transaction(self.conn):
@@ -1061,6 +1063,7 @@ class SqliteSentinelStore(SentinelStore):
                 ids.append(s.id)
         return ids
 
+    @_serialised
     def remove(self, ids: Iterable[str]) -> list[str]:
         removed = []
         with _Transaction(self.conn):
@@ -1069,21 +1072,25 @@ class SqliteSentinelStore(SentinelStore):
                     removed.append(i)
         return removed
 
+    @_serialised
     def all(self, owner: str | None = None) -> list[tuple[Any, int, str | None]]:
         where = " WHERE owner = ?" if owner else ""
         query = f"SELECT json, next_due, seen FROM sentinel{where} ORDER BY url, id"
         rows = self.conn.execute(query, (owner,) if owner else ())
         return [(self.sentinel_cls.from_json(j), due, seen) for j, due, seen in rows]
 
+    @_serialised
     def due(self, now_ms: int) -> list[tuple[Any, str | None]]:
         rows = self.conn.execute("SELECT json, seen, asked FROM sentinel WHERE next_due <= ? ORDER BY url, id",
                                  (now_ms,))
         return [(replace(self.sentinel_cls.from_json(j), asked=bool(asked)), seen) for j, seen, asked in rows]
 
+    @_serialised
     def watching(self, url: str) -> list[tuple[Any, str | None]]:
         rows = self.conn.execute("SELECT json, seen FROM sentinel WHERE url = ? ORDER BY id", (url,))
         return [(self.sentinel_cls.from_json(j), seen) for j, seen in rows]
 
+    @_serialised
     def make_due(self, ids: Iterable[str] | None, at_ms: int) -> list[str]:
         with _Transaction(self.conn):
             if ids is None:
@@ -1092,6 +1099,7 @@ class SqliteSentinelStore(SentinelStore):
             return [i for i in ids if self.conn.execute("UPDATE sentinel SET next_due = ?, asked = 1 WHERE id = ?",
                                                         (at_ms, i)).rowcount]
 
+    @_serialised
     def checked(self, ids: Iterable[str], at_ms: int, seen: str | None = None) -> None:
         with _Transaction(self.conn):
             for i in ids:
@@ -1105,6 +1113,7 @@ class SqliteSentinelStore(SentinelStore):
                     self.conn.execute("UPDATE sentinel SET next_due = ?, seen = ?, asked = 0 WHERE id = ?",
                                       (at_ms + every, seen, i))
 
+    @_serialised
     def advance(self, expected: Mapping[str, str | None], at_ms: int, seen: str, data: bytes,
                 notes: Iterable[Any]) -> list[str]:
         with _Transaction(self.conn):
@@ -1124,20 +1133,24 @@ class SqliteSentinelStore(SentinelStore):
                           (at_ms + every, seen, sentinel_id))
         return True
 
+    @_serialised
     def put_digest(self, sha: str, data: bytes) -> None:
         with _Transaction(self.conn):
             self.conn.execute("INSERT OR IGNORE INTO pagedigest (sha, data) VALUES (?, ?)", (sha, data))
 
+    @_serialised
     def get_digest(self, sha: str) -> bytes | None:
         row = self.conn.execute("SELECT data FROM pagedigest WHERE sha = ?", (sha,)).fetchone()
         return bytes(row[0]) if row else None
 
+    @_serialised
     def gc_digests(self) -> int:
         with _Transaction(self.conn):
             return self.conn.execute("DELETE FROM pagedigest WHERE sha NOT IN "
                                      "(SELECT seen FROM sentinel WHERE seen IS NOT NULL) "
                                      "AND sha NOT IN (SELECT sha FROM notedigest)").rowcount
 
+    @_serialised
     def add_notifications(self, notes: Iterable[Any]) -> int:
         with _Transaction(self.conn):
             return self._notify(notes)
@@ -1154,11 +1167,13 @@ class SqliteSentinelStore(SentinelStore):
                               [(n.id, sha) for n in notes for sha in _note_digests(n)])
         return added
 
+    @_serialised
     def notifications(self, owner: str, since: int = 0) -> list[dict]:
         rows = self.conn.execute("SELECT json FROM notification WHERE owner = ? AND at >= ? ORDER BY at DESC, id",
                                  (owner, since))
         return [json.loads(j) for (j,) in rows]
 
+    @_serialised
     def close(self) -> None:
         self.conn.close()
 

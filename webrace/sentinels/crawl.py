@@ -28,9 +28,10 @@ baseline moves by compare-and-set, so one change gives one notification).
 from __future__ import annotations
 
 import logging
+import threading
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scrapy.crawler import Crawler
@@ -52,9 +53,7 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class _Job:
     page: Page
-    group: list[tuple[Sentinel, str | None]]  # the due sentinels of the page, with the digest each saw last
-    previous: dict[str, bytes | None]  # those digests, by SHA-256 (none for an unchanged page)
-    meta: Any  # the page's MetaInfo
+    due: list[tuple[Sentinel, str | None]]  # the sentinels due on the page in its round, with the digest each saw last
     cache: Any
     body: bytes | None  # the fetched body, kept for sentinels with no baseline (None: read it from the cache)
 
@@ -65,17 +64,21 @@ class _Job:
 
 @dataclass(frozen=True)
 class _Outcome:
-    new: Baseline
-    notes: list[Notification]
-    stats: GroupStats
-    groups: int  # evaluations, one per previous digest
-    warnings: list[str]
+    group: list[tuple[Sentinel, str | None]]  # the sentinels evaluated, with the digest each saw last
+    meta: Any  # the page's MetaInfo
+    new: Baseline | None = None  # None: the page could not be encoded (counted as failed)
+    notes: list[Notification] = field(default_factory=list)
+    stats: GroupStats = field(default_factory=GroupStats)
+    groups: int = 0  # evaluations, one per previous digest
+    warnings: list[str] = field(default_factory=list)
+    not_due: int = 0  # sentinels on the page evaluated before they were due
 
 
 class SentinelMiddleware(ThreadedItemMiddleware):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self._store: Any = None
+        self._store_lock = threading.Lock()
         self.rounds = RoundBook(crawler)  # each round's due sentinels, from the round_opened signal
         # (round, URL) -> the body of a page fetched for sentinels with no baseline, until its
         # item comes: an unchanged page is no new version, and a body dropped as relevant to
@@ -84,9 +87,11 @@ class SentinelMiddleware(ThreadedItemMiddleware):
 
     @property
     def store(self) -> Any:
-        if self._store is None:
-            self._store = open_sentinel_store(self.crawler.settings)
-        return self._store
+        """Opened by whichever thread needs it first (worker threads look sentinels up)."""
+        with self._store_lock:
+            if self._store is None:
+                self._store = open_sentinel_store(self.crawler.settings)
+            return self._store
 
     def process_spider_input(self, response: Any) -> None:
         context = response.meta.get("webrace")
@@ -98,66 +103,73 @@ class SentinelMiddleware(ThreadedItemMiddleware):
             self._bodies[(round_id, response.url)] = response.body
 
     def job(self, obj: Any) -> _Job | None:
-        """On the reactor thread: the due sentinels of a new version, and the previous
-        digests they compare against; or the sentinels of a page fetched in full for want
-        of a baseline, which they take from it even if it did not change."""
+        """On the reactor thread (no I/O): a new version, for every sentinel on its page; or
+        a page fetched in full for sentinels with no baseline, which they take from it even
+        if it did not change."""
         if not isinstance(obj, Page) or not obj.get("digest"):
             return None
         body = self._bodies.pop((obj.get("round"), obj["url"]), None)
         if not obj.get("new_version") and body is None:
             return None
-        group = self.rounds.take_sentinels(obj.get("round"), obj["url"]) or []
-        if obj.get("new_version"):  # every sentinel on the page, due in this round or not, as it is now
-            due = {s.id for s, _ in group}
-            group = self.store.watching(obj["url"])
-            if len(group) > len(due):
-                self.crawler.stats.inc_value("sentinels/not_due", len(group) - len({s.id for s, _ in group} & due))
-        if not group:
+        due = self.rounds.take_sentinels(obj.get("round"), obj["url"]) or []
+        if not obj.get("new_version") and not due:
             return None
-        cache = object_cache(self.crawler)
-        meta = cache.lookup(obj["url"])
-        if meta is None or meta.digest != obj["digest"]:
-            return None
-        seen = {seen for _, seen in group if seen} if obj.get("new_version") else set()
-        return _Job(obj, group, {sha: self.store.get_digest(sha) for sha in seen}, meta, cache, body)
+        return _Job(obj, due, object_cache(self.crawler), body)
 
     def work(self, job: _Job) -> _Outcome | None:
-        """In a worker thread: encode the page once, evaluate each subgroup once (a new
-        version), check the locations of the sentinels taking their baseline from it."""
-        meta = job.meta
+        """In a worker thread: the sentinels to evaluate (a new version: every sentinel on the
+        page as the store has it now, due or not) and the digests they compare against; then
+        encode the page once, evaluate each subgroup once (a new version), check the locations
+        of the sentinels taking their baseline from it. None: nothing to evaluate."""
+        url = job.page["url"]
+        group, not_due = job.due, 0
+        if job.changed:
+            due = {s.id for s, _ in group}
+            group = self.store.watching(url)
+            not_due = len({s.id for s, _ in group} - due)
+        if not group:
+            return None
+        meta = job.cache.lookup(url)
+        if meta is None or meta.digest != job.page["digest"]:
+            return None  # a newer fetch replaced it: that one is evaluated instead
         try:
+            previous = {sha: self.store.get_digest(sha) for sha in {seen for _, seen in group if seen}} \
+                if job.changed else {}
             body = job.body if job.body is not None else job.cache.objects.get(meta.digest)
             new = of_version(body, meta.header_value("Content-Type"))
             stats, notes = GroupStats(), []
             by_seen: dict[str | None, list[Sentinel]] = defaultdict(list)
-            for sentinel, seen in job.group:
+            for sentinel, seen in group:
                 by_seen[seen or None].append(sentinel)
             for seen, sentinels in by_seen.items() if job.changed else ():
-                blob = job.previous.get(seen) if seen else None
+                blob = previous.get(seen) if seen else None
                 old = D.loads(blob) if blob else None
                 notes += [replace(n, before_digest=seen, after_digest=new.sha)  # the diff is built from them
                           for n in evaluate(sentinels, old, new.digest, at=meta.fetched, version=meta.version,
                                             stats=stats)]
             warnings = _locations_matching_nothing(by_seen.get(None, []), new, meta.url)
-            return _Outcome(new, notes, stats, len(by_seen) if job.changed else 0, warnings)
+            return _Outcome(group, meta, new, notes, stats, len(by_seen) if job.changed else 0, warnings, not_due)
         except Exception as exc:  # a page the digest cannot take must not cost the crawl its item
             logger.warning("Sentinels on %s not evaluated: %s", meta.url, exc)
-            return None
+            return _Outcome(group, meta, not_due=not_due)
 
     def finish(self, job: _Job, outcome: _Outcome | None) -> Iterator[Any]:
         yield job.page
-        yield from self._finish(job, outcome)
+        if outcome is not None:
+            yield from self._finish(job, outcome)
 
-    def _finish(self, job: _Job, outcome: _Outcome | None) -> Iterator[Notification]:
-        stats, at = self.crawler.stats, job.meta.fetched
-        ids = [s.id for s, _ in job.group]
-        if outcome is None:
+    def _finish(self, job: _Job, outcome: _Outcome) -> Iterator[Notification]:
+        stats, at, group = self.crawler.stats, outcome.meta.fetched, outcome.group
+        ids = [s.id for s, _ in group]
+        if outcome.not_due:
+            stats.inc_value("sentinels/not_due", outcome.not_due)
+        if outcome.new is None:
             stats.inc_value("sentinels/failed", len(ids))
             self.store.checked(ids, at)
             return
-        fresh = [s.id for s, seen in job.group if not seen]
+        fresh = [s.id for s, seen in group if not seen]
         # an unchanged page is the baseline of those with none; the others keep theirs
-        expected = {s.id: seen for s, seen in job.group if job.changed or not seen}
+        expected = {s.id: seen for s, seen in group if job.changed or not seen}
         moved = set(self.store.advance(expected, at, outcome.new.sha, outcome.new.data, outcome.notes))
         if len(expected) < len(ids):
             self.store.checked([i for i in ids if i not in expected], at)
