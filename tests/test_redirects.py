@@ -5,7 +5,8 @@ modes: tests/test_round_engine.py and tests/test_frontier_contract.py.)"""
 
 from __future__ import annotations
 
-from conftest import urd
+from conftest import Run, urd
+from test_distributed import finish, schedule, start_worker, worker_project
 
 
 def page(title: str, *links: str, head: str = "") -> str:
@@ -107,3 +108,19 @@ def test_a_refresh_leaving_the_urds_scope_is_not_followed(project, nginx):
     assert [item["url"] for item in run.pages] == [start]
     assert run.pages[0]["version"] == 1  # stored all the same
     assert "/x.html" not in nginx.downloads()
+
+
+def test_two_workers_download_every_page_of_the_redirect_site_once(nginx, tmp_path, redis_url, redis_prefix):
+    redirect_site(nginx)
+    env = {"REDIS_URL": redis_url, "WEBRACE_REDIS_PREFIX": redis_prefix,
+           "WEBRACE_OBJECTS_DIR": str(tmp_path / "shared-objects")}
+    start = nginx.url("/index.html")
+    scheduler = worker_project(tmp_path, "scheduler", env)
+    scheduler.add_urds(urd("manual", "alice", start, depth=4))
+    schedule(scheduler)
+    a, b = worker_project(tmp_path, "a", env), worker_project(tmp_path, "b", env)
+    (pa, oa), (pb, ob) = start_worker(a, WEBRACE_MAX_LEASED=2), start_worker(b, WEBRACE_MAX_LEASED=2)
+    run_a, run_b = finish(a, pa, oa), finish(b, pb, ob)
+    both = Run(run_a.returncode or run_b.returncode, "", run_a.stderr + run_b.stderr, run_a.items + run_b.items, {})
+    assert_one_download_each_and_items_are_pages(nginx, both, start)
+    assert len(both.pages) == 9
