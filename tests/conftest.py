@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from nginx import NO_NGINX, Nginx, nginx_binary
 from scrapy.settings import Settings
 
 from webrace.backends import open_urd_store
@@ -224,6 +225,20 @@ def serving() -> Iterator[Site]:
 def site() -> Iterator[Site]:
     with serving() as site:
         yield site
+
+
+@pytest.fixture
+def nginx(tmp_path: Path) -> Iterator[Nginx]:
+    """A real nginx of the test's own (see tests/nginx.py), not started yet: write its files
+    and server directives, then ``nginx.start()``; skipped without an nginx binary."""
+    binary = nginx_binary()
+    if binary is None:
+        pytest.skip(NO_NGINX)
+    server = Nginx(binary, tmp_path / "nginx")
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @dataclass

@@ -29,13 +29,10 @@ def test_offer_adding_nothing_is_a_duplicate():
     assert f.offer("http://a/", "http://b/", 3, {"u1": 1}) == (Offer.DUPLICATE, {})
 
 
-def test_alias_of_a_page_already_done_is_refused():
+def test_a_claimed_redirect_target_is_the_same_node_object_as_the_page_that_redirected():
     f = Frontier()
-    f.offer("http://a/", None, 0, {"u1": 0})
     f.offer("http://b/", None, 0, {"u1": 0})
-    f.get("http://a/").state = DONE
-    assert f.alias("http://a/", f.get("http://b/")) is False
-    assert f.alias("http://c/", f.get("http://b/")) is True
+    assert f.claim("http://c/", f.get("http://b/")) == (True, {}, "pending")
     assert f.get("http://c/") is f.get("http://b/")
 
 

@@ -103,13 +103,58 @@ def test_known_then_finish_is_one_round_trip_and_loads_its_script_only_when_redi
     assert frontier.get("http://a/1").state == DONE and frontier.get("http://a/0").state == DONE
 
 
-def test_redirect_target_already_fetched_is_refused(frontier):
-    frontier.offer("http://a/", None, 0, {"u1": 0})
-    frontier.finish(frontier.get("http://a/"), DONE, {"u1": 0})
+def test_a_redirect_target_new_to_the_round_is_claimed_before_it_is_downloaded(frontier):
+    frontier.offer("http://old/", "http://p/", 1, {"u1": 2})
+    old = frontier.get("http://old/")
+    assert frontier.claim("http://new/", old) == (True, {}, "pending")
+    assert frontier.contains("http://new/") and frontier.known(["http://new/"]) == {"http://new/"}
+    # a link to the target offered afterwards is merged into the page that redirected: no second download
+    assert frontier.offer("http://new/", "http://q/", 1, {"u1": 2}) == (Offer.DUPLICATE, {})
+    assert frontier.offer("http://new/", "http://q/", 1, {"u2": 1}) == (Offer.MERGED, {"u2": 1})
+    assert frontier.get("http://old/").budgets == {"u1": 2, "u2": 1}
+    assert frontier.get("http://new/").url == "http://old/"  # the node is the page's that redirected
+    # the chain goes on (old -> new -> newer, new -> old): still the same page's, followed
+    assert frontier.claim("http://newer/", old)[0] is True
+    assert frontier.claim("http://new/", old)[0] is True
+    assert frontier.claim("http://old/", old)[0] is True
+
+
+def test_a_redirect_to_a_page_the_round_has_pending_is_not_followed_and_its_urds_merge_into_it(frontier):
+    frontier.offer("http://target/", "http://p/", 1, {"u1": 1})
+    frontier.offer("http://old/", "http://q/", 1, {"u2": 3})
+    claimed, gained, state = frontier.claim("http://target/", frontier.get("http://old/"))
+    assert (claimed, gained, state) == (False, {"u2": 3}, "pending")
+    assert frontier.get("http://target/").budgets == {"u1": 1, "u2": 3}
+    assert frontier.active_urds() == {"u1", "u2"}
+
+
+def test_a_redirect_to_a_page_the_round_fetched_already_is_not_followed(frontier):
+    frontier.offer("http://a/", None, 0, {"u1": 1})
+    node = frontier.get("http://a/")
+    node.links = ["http://a/x"]
+    frontier.finish(node, DONE, {"u1": 1})
+    frontier.offer("http://old/", None, 0, {"u1": 1})
+    assert frontier.claim("http://a/", frontier.get("http://old/")) == (False, {}, DONE)
+    frontier.offer("http://old2/", None, 0, {"u2": 2})
+    assert frontier.claim("http://a/", frontier.get("http://old2/")) == (False, {"u2": 2}, DONE)
+
+
+def test_a_redirect_to_a_url_another_page_claimed_merges_into_that_page(frontier):
+    frontier.offer("http://s1/", None, 0, {"u1": 1})
+    frontier.offer("http://s2/", None, 0, {"u2": 1})
+    assert frontier.claim("http://t/", frontier.get("http://s1/"))[0] is True
+    assert frontier.claim("http://t/", frontier.get("http://s2/")) == (False, {"u2": 1}, "pending")
+    assert frontier.get("http://s1/").budgets == {"u1": 1, "u2": 1}
+
+
+def test_the_url_a_page_was_answered_from_is_kept_with_its_node(frontier):
     frontier.offer("http://old/", None, 0, {"u1": 0})
-    assert frontier.alias("http://a/", frontier.get("http://old/")) is False
-    assert frontier.alias("http://new/", frontier.get("http://old/")) is True
-    assert frontier.contains("http://new/")
+    node = frontier.get("http://old/")
+    frontier.claim("http://new/", node)
+    node.answered_from, node.links = "http://new/", ["http://new/x"]
+    frontier.finish(node, DONE, {"u1": 0})
+    assert frontier.get("http://new/").page_url == "http://new/"
+    assert frontier.get("http://old/").links == ["http://new/x"]
 
 
 def test_adopt_keeps_the_frontiers_node_when_it_has_one(frontier):

@@ -21,6 +21,7 @@ from webrace.backends.redis import RedisMetaInfoStore
 from webrace.backends.sqlite import SqliteMetaInfoStore
 from webrace.store.cache import IndexLost, ObjectCache
 from webrace.store.objects import ObjectStore, ObjectStoreUnwritable, digest_of
+from webrace.xmlutil import schema
 
 
 def settings(tmp_path, redis_url, redis_prefix, data="data", **extra) -> Settings:
@@ -438,3 +439,27 @@ def test_the_earlier_redis_layout_migrates_bodies_to_the_shared_store_and_record
         assert c.lookup(url) == meta
         assert [(v.number, c.get(url, v.number)[1]) for v in c.versions(url)] == [(1, b"first"), (2, b"second")]
         assert migrate_legacy(client, redis_prefix, c.index, c.objects) == (0, 0, 0)  # again: nothing to do
+
+
+def test_two_fetches_of_one_url_recorded_at_once_give_one_version_each_body_and_no_error(cache):
+    # both requests read "no record" before either was stored (two routes to one page in flight)
+    first = cache.record_fetch("http://a.test/", 200, b"body", fetched=1, header="HTTP/1.1 200 OK", links=[],
+                               previous=None)
+    second = cache.record_fetch("http://a.test/", 200, b"body", fetched=2, header="HTTP/1.1 200 OK", links=[],
+                                previous=None)
+    assert (first.version, first.new_version) == (1, True)
+    assert (second.version, second.new_version, second.unchanged) == (1, False, True)
+    other = cache.record_fetch("http://b.test/", 200, b"one", fetched=1, header="HTTP/1.1 200 OK", links=[],
+                               previous=None)
+    changed = cache.record_fetch("http://b.test/", 200, b"two", fetched=2, header="HTTP/1.1 200 OK", links=[],
+                                 previous=None)  # as if nothing were stored: it takes the next number all the same
+    assert (other.version, changed.version, changed.new_version) == (1, 2, True)
+    assert [(v.number, v.digest) for v in cache.versions("http://b.test/")] == [(1, digest_of(b"one")),
+                                                                                (2, digest_of(b"two"))]
+
+
+def test_a_pages_refresh_target_is_kept_in_its_meta_info(cache):
+    cache.record_fetch("http://a.test/", 200, b"<meta>", fetched=1, header="HTTP/1.1 200 OK",
+                       links=["http://a.test/en/"], refresh="http://a.test/en/")
+    assert cache.lookup("http://a.test/").refresh == "http://a.test/en/"
+    schema("metainfo").validate(cache.lookup("http://a.test/").to_xml())

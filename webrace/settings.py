@@ -227,6 +227,9 @@ DOWNLOADER_MIDDLEWARES = {
     # replaced by ExclusionMiddleware (robots.txt per RFC 9309 with no race, pacing, traps, block lists)
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "webrace.middlewares.exclusion.ExclusionMiddleware": 100,
+    # Scrapy's, with the target claimed in the round's frontier before it is downloaded
+    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+    "webrace.middlewares.redirect.RedirectMiddleware": 600,
     # after RedirectMiddleware (600): a redirected request gets its own validators
     "webrace.middlewares.recrawl.RecrawlMiddleware": 650,
 }

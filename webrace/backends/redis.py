@@ -35,7 +35,7 @@ from scrapy_redis.connection import get_redis_from_settings
 from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, Version
 from webrace.backends.errors import RedisUnavailable
 from webrace.records.aci import Aci
-from webrace.records.metainfo import MetaInfo, Revisit
+from webrace.records.metainfo import MetaInfo, Revisit, VersionExists
 from webrace.store.objects import CompressedObjects, ObjectCorrupt, ObjectMissing, digest_of
 
 logger = logging.getLogger(__name__)
@@ -185,6 +185,8 @@ class RedisMetaInfoStore(MetaInfoStore):
             record["k"] = meta.checked
         if meta.wanted:
             record["w"] = " ".join(meta.wanted)
+        if meta.refresh:
+            record["rf"] = meta.refresh
         side = self._side(meta.header, meta.links, write)
         if side is None:
             record["H"], record["L"] = meta.header, list(meta.links)
@@ -203,7 +205,7 @@ class RedisMetaInfoStore(MetaInfoStore):
         return MetaInfo(url, r["s"], r["f"], header, tuple(links), r.get("i"), size=r["z"],
                         lastmodified=lastmodified, etag=etag, digest=_hex(r.get("d")), version=r.get("n"),
                         objcrc=r.get("c"), dropped=bool(r.get("x")), checked=r.get("k"),
-                        wanted=tuple(r.get("w", "").split()))
+                        wanted=tuple(r.get("w", "").split()), refresh=r.get("rf"))
 
     def _version_entry(self, v: Version, side: str | None = None) -> list[Any]:
         entry: list[Any] = [v.number, _b64(v.digest), v.fetched, v.size, v.status]
@@ -289,6 +291,8 @@ class RedisMetaInfoStore(MetaInfoStore):
 
         def change(record: dict[str, Any] | None) -> dict[str, Any]:
             record = record or {}
+            if entry is not None and any(e[0] == entry[0] for e in record.get("v", [])):
+                raise VersionExists(f"{meta.url} has a version {entry[0]} already")
             record["m"] = m
             if entry is not None:
                 record.setdefault("v", []).append(entry)

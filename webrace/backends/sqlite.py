@@ -19,7 +19,7 @@ import numpy as np
 
 from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore, Version
 from webrace.records.aci import Aci, Keys, PageAcis, _xml_safe, owner_key, page_key, quoting, split_id, summary_of
-from webrace.records.metainfo import MetaInfo, Revisit
+from webrace.records.metainfo import MetaInfo, Revisit, VersionExists
 from webrace.records.sentinel import Sentinel
 from webrace.urd import MAX_TIME_MS, Urd
 
@@ -275,11 +275,14 @@ class SqliteMetaInfoStore(MetaInfoStore):
             self.conn.execute("INSERT OR REPLACE INTO metainfo (url, xml) VALUES (?, ?)", (meta.url, meta.to_xml()))
             if new_version is not None:
                 v = new_version
-                self.conn.execute(
-                    "INSERT INTO version (url, number, digest, fetched, size, status, header) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (v.url, v.number, v.digest, v.fetched, v.size, v.status, v.header),
-                )
+                try:
+                    self.conn.execute(
+                        "INSERT INTO version (url, number, digest, fetched, size, status, header) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (v.url, v.number, v.digest, v.fetched, v.size, v.status, v.header),
+                    )
+                except sqlite3.IntegrityError as exc:  # the transaction rolls back: nothing written
+                    raise VersionExists(f"{v.url} has a version {v.number} already") from exc
 
     @_serialised
     def versions(self, url: str) -> list[Version]:

@@ -33,6 +33,11 @@ local out = {}
 for _, pair in ipairs(cjson.decode(ARGV[3])) do
   local url, budgets = pair[1], pair[2]
   local raw = redis.call('HGET', KEYS[1], url)
+  local node = raw and cjson.decode(raw)
+  if node and node.a then  -- a redirect's target: the page is the node of the URL that redirected
+    local real = redis.call('HGET', KEYS[1], node.a)
+    if real then url = node.a; node = cjson.decode(real) end
+  end
   if not raw then
     local counted = {}
     for u, r in pairs(budgets) do
@@ -49,7 +54,6 @@ for _, pair in ipairs(cjson.decode(ARGV[3])) do
     redis.call('ZADD', queue, depth * 1e12 + seq, url)
     table.insert(out, 'new'); table.insert(out, cjson.encode(budgets)); table.insert(out, 'pending')
   else
-    local node = cjson.decode(raw)
     local gained, any = {}, false
     for u, r in pairs(budgets) do
       local have = node.b[u]
@@ -95,6 +99,7 @@ end
 node.c = {}
 node.s = ARGV[2]
 node.l = cjson.decode(ARGV[4])
+if ARGV[6] ~= '' then node.u = ARGV[6] end  -- answered from a redirect's target
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(node))
 if ARGV[5] ~= '1' then redis.call('ZREM', KEYS[3], ARGV[1]) end  -- else: until its item is written (ack)
 return {'{}', cjson.encode(ended)}
@@ -222,6 +227,8 @@ class RedisFrontier:
 
     def get(self, url: str) -> Node | None:
         raw = self.client.hget(self.keys["nodes"], url)
+        if raw and (alias := json.loads(raw).get("a")):  # a redirect's target: the node that redirected
+            url, raw = alias, self.client.hget(self.keys["nodes"], alias)
         return _node(url, raw) if raw else None
 
     def contains(self, url: str) -> bool:
@@ -241,7 +248,9 @@ class RedisFrontier:
         results = pipe.execute()
         active = {_text(u) for u, n in results[0].items() if int(n) > 0}
         raws = results[1] if urls else []
-        return active, {url: _node(url, raw) if raw else None for url, raw in zip(urls, raws, strict=True)}
+        # (held pages are nodes of their own, never a redirect's alias: one is read through it)
+        return active, {url: (self.get(url) if "a" in json.loads(raw) else _node(url, raw)) if raw else None
+                        for url, raw in zip(urls, raws, strict=True)}
 
     def finish(
         self, node: Node, state: str = DONE, expanded: dict[str, int] | None = None, keep_lease: bool = False
@@ -273,7 +282,7 @@ class RedisFrontier:
         k = self.keys
         return {"keys": [k["nodes"], k["active"], k["leases"]],
                 "args": [node.url, state, "" if expanded is None else json.dumps(expanded), json.dumps(node.links),
-                         "1" if keep_lease else "0"]}
+                         "1" if keep_lease else "0", node.answered_from or ""]}
 
     def _finished(self, node: Node, state: str, answer: Any) -> tuple[set[str], dict[str, int]]:
         missed, ended = answer
@@ -284,15 +293,21 @@ class RedisFrontier:
         node.state = state
         return set(_list(ended)), {}
 
-    def alias(self, url: str, node: Node) -> bool:
-        """A redirect target: refused when already fetched this round; otherwise recorded as
-        done (with the node's URDs) so that links to it are not fetched again."""
-        known = self.get(url)
-        if known is not None and url != node.url and known.state == DONE:
-            return False
-        if known is None:
-            self.client.hsetnx(self.keys["nodes"], url, _encode(node, DONE))
-        return True
+    def claim(self, url: str, node: Node) -> tuple[bool, dict[str, int], str]:
+        """As :meth:`Frontier.claim`: ``url`` is recorded as an alias of ``node.url`` (a
+        node ``{"a": node.url}``, which offers and reads resolve) unless the round has it,
+        atomically (HSETNX): a worker offering ``url`` as a link at the same moment either
+        finds the alias or makes the node this claim then merges into."""
+        nodes = self.keys["nodes"]
+        if url == node.url:
+            return True, {}, node.state
+        if self.client.hsetnx(nodes, url, json.dumps({"a": node.url})):
+            return True, {}, node.state
+        raw = self.client.hget(nodes, url)
+        if raw is not None and json.loads(raw).get("a") == node.url:
+            return True, {}, node.state
+        _, gained, state = self.offer_many(node.parent_url or "", node.depth, [(url, node.budgets)])[0]
+        return False, gained, state
 
     def adopt(self, node: Node) -> Node:
         self.client.hsetnx(self.keys["nodes"], node.url, _encode(node, node.state))
@@ -381,12 +396,15 @@ def _node(url: str, raw: bytes | str) -> Node:
         state=data["s"],
         links=_list(data.get("l")),
         counted=set(_list(data.get("c"))),
+        answered_from=data.get("u") or None,
     )
 
 
 def _encode(node: Node, state: str) -> str:
-    return json.dumps({"p": node.parent_url or "", "d": node.depth, "b": node.budgets, "s": state,
-                       "c": [], "l": node.links})
+    data = {"p": node.parent_url or "", "d": node.depth, "b": node.budgets, "s": state, "c": [], "l": node.links}
+    if node.answered_from:
+        data["u"] = node.answered_from
+    return json.dumps(data)
 
 
 def _dict(value: Any) -> dict[str, int]:

@@ -86,7 +86,7 @@ class ExclusionMiddleware:
         if self.blocklist and self.blocklist.blocks(request.url):
             self._ignore(request, "blocklist", "Blocked by WEBRACE_BLOCKLIST")
         if request.meta.get("redirect_urls"):
-            self._judge_redirect(request)
+            self.judge_redirect(request)
         if self.robots is not None:
             await self._judge_robots(request)
 
@@ -139,7 +139,7 @@ class ExclusionMiddleware:
         if self.robots is not None:
             self.robots.new_round()
 
-    def _judge_redirect(self, request: Request) -> None:
+    def judge_redirect(self, request: Request) -> None:
         """A redirect target passes the checks a link passes: trap rules, and the scope of
         at least one URD the request serves."""
         trap = self.paths.trap(request.url)

@@ -36,6 +36,7 @@ class MetaInfo:
     # reach keys (webrace.rounds.groups.reach_key) of the URDs whose rounds reached this page:
     # a new version is judged for all of them, whichever round fetched it (at most WANTED_KEPT, newest last)
     wanted: tuple[str, ...] = ()
+    refresh: str | None = None  # where the page's refresh sends the browser (one of its links)
 
     def wanting(self, keys: Iterable[str]) -> tuple[str, ...]:
         """``wanted`` with ``keys`` added (the newest ``WANTED_KEPT``)."""
@@ -108,6 +109,8 @@ class MetaInfo:
             root.set("checked", str(self.checked))
         if self.wanted:
             root.set("wanted", " ".join(self.wanted))
+        if self.refresh:
+            root.set("refresh", self.refresh)
         return etree.tostring(root, encoding="unicode")
 
     @classmethod
@@ -134,6 +137,7 @@ class MetaInfo:
             dropped=root.get("dropped") in ("true", "1"),
             checked=int(root.get("checked")) if root.get("checked") else None,
             wanted=tuple((root.get("wanted") or "").split()),
+            refresh=root.get("refresh") or None,
         )
 
 
@@ -155,6 +159,11 @@ def _xml_safe(text: str | None) -> str | None:
     if text is None:
         return None
     return "".join(ch for ch in text if ch in "\t\n\r" or (" " <= ch <= "\ud7ff") or ("\ue000" <= ch <= "\ufffd"))
+
+
+class VersionExists(Exception):
+    """The store has a version of this URL with this number already: another fetch of the URL
+    was recorded meanwhile (two requests for one page in flight at once)."""
 
 
 @dataclass(frozen=True)

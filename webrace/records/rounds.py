@@ -26,5 +26,16 @@ class Node:
     state: str = PENDING
     links: list[str] = field(default_factory=list)
     counted: set[str] = field(default_factory=set)  # groups this pending node keeps active
+    # the URL the page was answered from when a redirect moved it (its item's URL, the parent
+    # of its links); None: its own
+    answered_from: str | None = None
+    # where the page's refresh (<meta http-equiv="refresh">, a Refresh header) sends the
+    # browser: followed like a redirect, with the page's own depth budget (one of its links)
+    refresh: str | None = None
+
+    @property
+    def page_url(self) -> str:
+        """The URL the page was stored at: its item's, and its links' parent."""
+        return self.answered_from or self.url
 
 __all__ = ["DONE", "FAILED", "PENDING", "Node", "Offer"]

@@ -178,13 +178,38 @@ class RoundEngine(ABC):
         self._inc("discovered")
         return True
 
-    def redirected(self, rnd: Round, node: Node, url: str) -> Step | None:
-        """``node`` was answered from ``url``: None to go on, or (the page was fetched in this
-        round already) the step that ends ``node`` as a duplicate."""
-        if url == node.url or rnd.frontier.alias(url, node):
-            return None
+    def claim_redirect(self, rnd: Round, node: Node, url: str) -> tuple[bool, dict[str, int], str]:
+        """``node``'s request is about to follow a redirect (or was answered from ``url``
+        unannounced): the target counts as seen before it is downloaded. See
+        :meth:`Frontier.claim <webrace.rounds.frontier.Frontier.claim>`: True to follow it;
+        False: the round has ``url`` already (``node``'s URDs were merged into it), end
+        ``node`` with :meth:`redirect_seen`."""
+        if url == node.url:
+            return True, {}, node.state
+        return rnd.frontier.claim(url, node)
+
+    def redirect_seen(self, rnd: Round, node: Node, url: str, gained: dict[str, int], state: str) -> Step:
+        """``node`` redirects to ``url``, which the round has already (pending or done): no
+        download; ``node`` ends as a duplicate of it, and the URDs it brought to a page
+        already done are carried on through that page's stored links."""
         self._inc("duplicate")
-        return self.finish(rnd, node, DONE)
+        step = Step()
+        if gained:
+            self._inc("coalesced")
+            if state == DONE:
+                rnd.owners_changed = True
+                target = rnd.frontier.get(url)
+                if target is not None and any(r > 0 for r in gained.values()):
+                    step.fetch += self._follow(rnd, target, gained)
+        step += self.finish(rnd, node, DONE)
+        return step
+
+    def redirected(self, rnd: Round, node: Node, url: str) -> Step | None:
+        """``node`` was answered from ``url`` (a redirect nobody claimed, see
+        :meth:`claim_redirect`): None to go on, or the step that ends ``node`` as a
+        duplicate of the page the round has at ``url``."""
+        claimed, gained, state = self.claim_redirect(rnd, node, url)
+        return None if claimed else self.redirect_seen(rnd, node, url, gained, state)
 
     def fetched(self, rnd: Round, node: Node, item: MutableMapping) -> Step:
         """A stored page (``node.links`` set): hold its item, follow its links for its URDs,
@@ -193,7 +218,7 @@ class RoundEngine(ABC):
         rnd.held[node.url] = (node, item)
         step, expanded, budgets = Step(), {}, dict(node.budgets)
         while True:  # until no URD was merged into the page while its links were followed
-            if node.links and self._nothing_to_follow(rnd, budgets):
+            if node.links and not node.refresh and self._nothing_to_follow(rnd, budgets):
                 # no link will be offered: which ones the frontier has (for the links not followed)
                 # is read with the page's finish, in one round trip in a shared round
                 expanded.update(budgets)
@@ -295,14 +320,16 @@ class RoundEngine(ABC):
                 child: dict[str, int] = {}
                 reason = "depth"
                 scope = LinkScope(link)
+                # a refresh is followed like a redirect: with the page's own depth budget
+                cost = 0 if parent is node and link == node.refresh else 1
                 for group_id, remaining in parent_budgets.items():
                     group = groups.get(group_id)
-                    if group is None or remaining <= 0:
+                    if group is None or remaining < cost:
                         continue
                     if not scope.within(group.anchor):
                         reason = "scope"
                     else:
-                        child[group_id] = remaining - 1
+                        child[group_id] = remaining - cost
                 if child and link not in known:  # a page new to the round: trap rules, budgets
                     if not rnd.queries.admit(link):
                         child, reason = {}, "trap"
@@ -314,7 +341,7 @@ class RoundEngine(ABC):
                 else:
                     not_followed.append((link, reason))
             self._not_followed(rnd, not_followed, known)
-            results = rnd.frontier.offer_many(parent.url, parent.depth + 1, offers)
+            results = rnd.frontier.offer_many(parent.page_url, parent.depth + 1, offers)
             for (link, _), (verdict, gained, state) in zip(offers, results, strict=True):
                 if verdict is Offer.NEW:
                     reason = rnd.not_followed.pop(link, None)

@@ -123,11 +123,18 @@ class Frontier:
                 node.counted.add(urd_id)
                 self.active[urd_id] += 1
 
-    def alias(self, url: str, node: Node) -> bool:
-        """Record that ``node`` was answered from ``url`` (a redirect target). Returns False
-        when ``url`` had been fetched already in this round (the page is a duplicate)."""
+    def claim(self, url: str, node: Node) -> tuple[bool, dict[str, int], str]:
+        """``node``'s request is about to follow a redirect to ``url`` (before downloading
+        it): claim ``url`` for ``node`` so that a link to it offered later is merged into
+        ``node`` rather than downloaded again. Returns ``(claimed, gained, state)``: claimed
+        (``url`` was new to the round, or is ``node``'s already): follow the redirect; else
+        the round has ``url`` (pending or done): ``node``'s URDs were offered to it (``gained``
+        what that added, ``state`` its node's state) and the redirect is not followed."""
         known = self.nodes.get(url)
-        if known is not None and known is not node and known.state == DONE:
-            return False
-        self.nodes[url] = node
-        return True
+        if known is None:
+            self.nodes[url] = node
+            return True, {}, node.state
+        if known is node or known.url == node.url:
+            return True, {}, known.state
+        _, gained = self.offer(url, node.parent_url, node.depth, node.budgets)
+        return False, gained, self.nodes[url].state

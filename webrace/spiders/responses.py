@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
+from html import escape
 from http import HTTPStatus
 from typing import Any
 
@@ -23,7 +24,9 @@ from scrapy.exceptions import (
 )
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.response import get_base_url
+from scrapy.utils.response import get_meta_refresh as response_meta_refresh
 from twisted.internet import error as twisted_errors
+from w3lib.html import get_meta_refresh
 
 from webrace.extractor import UrlExtractor
 from webrace.items import Page
@@ -39,12 +42,14 @@ logger = logging.getLogger(__name__)
 
 class PageRecorder:
     def __init__(self, cache: ObjectCache, extractor: UrlExtractor, stats: object,
-                 discover: Callable[[str], bool], offload: Callable[..., Awaitable[Any]] | None = None) -> None:
+                 discover: Callable[[str], bool], offload: Callable[..., Awaitable[Any]] | None = None,
+                 refresh_max_delay: float = 100.0) -> None:
         self.cache = cache
         self.extractor = extractor
         self.stats = stats
         self.discover = discover  # counts a URL the first time the crawl sees it
         self.offload = offload or _inline  # runs the object cache's I/O off the reactor (store_io)
+        self.refresh_max_delay = refresh_max_delay  # a refresh this many seconds away or more is not followed
 
     async def fetched(self, node: Node, response: Response, wanted: Iterable[str] = (),
                       round_opened: int | None = None) -> Page:
@@ -58,6 +63,8 @@ class PageRecorder:
             self._inc("not_html")
         else:
             node.links = self._extract(response)
+        if 200 <= status < 300:
+            self._read_refresh(node, response)
         looked_up = response.request.meta.get(LOOKED_UP)
         recorded = await self.offload(
             self.cache.record_fetch, response.url, status, response.body,
@@ -66,6 +73,7 @@ class PageRecorder:
             etag=_header(response, b"ETag"), lastmodified=_header(response, b"Last-Modified"),
             previous=looked_up["meta"] if looked_up and looked_up["url"] == response.url else ...,
             wanted=wanted, checked=round_opened,
+            refresh=node.refresh,
         )
         if response.request.meta.get(CONDITIONAL) and 200 <= status < 300:
             self.stats.inc_value("recrawl/unchanged_body" if recorded.unchanged else "recrawl/modified")
@@ -92,6 +100,7 @@ class PageRecorder:
                 _header(response, b"Last-Modified"), header=header_text(response), wanted=wanted,
                 checked=round_opened)
         node.links = list(meta.links)
+        node.refresh = meta.refresh if meta.refresh in meta.links else None
         for url in node.links:  # the stored links were found on the page too
             self.discover(url)
         fresh = response.request.meta.get(SERVED_FRESH)
@@ -109,6 +118,32 @@ class PageRecorder:
             elif url not in known:
                 known.add(url)
                 node.links.append(url)
+
+    def _read_refresh(self, node: Node, response: Response) -> None:
+        """A refresh to another page (a ``Refresh`` header, else ``<meta http-equiv="refresh">``)
+        sooner than ``METAREFRESH_MAXDELAY``: its target becomes one of the page's links,
+        followed like a redirect (``node.refresh``: with the page's depth budget)."""
+        header = response.headers.get(b"Refresh")
+        if header:
+            markup = f'<meta http-equiv="refresh" content="{escape(header.decode("latin-1"))}">'
+            wait, target = get_meta_refresh(markup, baseurl=response.url)
+        elif isinstance(response, HtmlResponse) and not is_binary(response):
+            try:
+                wait, target = response_meta_refresh(response, ignore_tags=("script", "noscript"))
+            except ValueError:  # lxml could not read it
+                return
+        else:
+            return
+        if target is None or wait is None or wait >= self.refresh_max_delay:
+            return
+        verdict, url = self.extractor.judge(target, response.url)
+        if verdict is not None or url == response.url:
+            return
+        node.refresh = url
+        self._inc("refresh")
+        if url not in node.links:
+            node.links.append(url)
+            self.discover(url)
 
     def _extract(self, response: HtmlResponse) -> list[str]:
         try:

@@ -37,6 +37,7 @@ from webrace.extractor import UrlExtractor
 from webrace.items import Page
 from webrace.middlewares.exclusion import IGNORED
 from webrace.middlewares.recrawl import FRESH_SINCE, UNCONDITIONAL, object_cache, store_io
+from webrace.middlewares.redirect import REDIRECT_CLAIMED, REDIRECT_SEEN
 from webrace.records.rounds import DONE, FAILED, Node
 from webrace.rounds.engine import Round, Step
 from webrace.scout.crawl import CrawlRules
@@ -51,6 +52,10 @@ logger = logging.getLogger(__name__)
 
 class UrdSpider(scrapy.Spider):
     name = "urd"
+    # A refresh (<meta http-equiv="refresh">, a Refresh header) is read by the page recorder:
+    # the page is stored (its re-crawl is conditional) and the target followed as one of its
+    # links, with its depth budget; Scrapy's MetaRefreshMiddleware would drop the page unstored.
+    custom_settings = {"METAREFRESH_ENABLED": False}
 
     def __init__(self, urd: str | None = None, template: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -98,7 +103,8 @@ class UrdSpider(scrapy.Spider):
         if spider is self:
             self.cache = object_cache(self.crawler)  # owned by the recrawl middleware
             self.recorder = PageRecorder(self.cache, self.extractor, CrawlStats(self.crawler), self.engine.discover,
-                                         store_io(self.crawler))
+                                         store_io(self.crawler),
+                                         self.crawler.settings.getfloat("METAREFRESH_MAXDELAY"))
 
     def serve_probes(self) -> None:
         """IPMicra without a latency table: answer other workers' probe requests every
@@ -207,15 +213,33 @@ class UrdSpider(scrapy.Spider):
             return fn(*args)
         return await self.redis_io.call(fn, *args)
 
+    async def claim_redirect(self, request: scrapy.Request, url: str) -> bool:
+        """(The redirect middleware) ``request`` is about to follow a redirect to ``url``:
+        True if the round claims ``url`` for its page; False if the round has ``url``
+        already, and the redirect response comes to :meth:`parse_page` to end the page as
+        its duplicate (see :class:`webrace.middlewares.redirect.RedirectMiddleware`)."""
+        rnd, node = self._node(request)
+        claimed, gained, state = await self._call(self.engine.claim_redirect, rnd, node, url)
+        if not claimed:
+            request.meta[REDIRECT_SEEN] = (url, gained, state)
+        return claimed
+
     async def parse_page(self, response: Response) -> AsyncIterator[Any]:
         rnd, node = self._node(response.request)
-        # (answered from its own URL, the usual case, it needs no engine call: no thread hop)
-        step = None if response.url == node.url else await self._call(self.engine.redirected, rnd, node,
-                                                                       response.url)
-        if step is not None:  # a redirect to a page this round already has
-            for out in self._emit(rnd, step):
+        seen = response.meta.get(REDIRECT_SEEN)
+        if seen is not None:  # a redirect to a page this round already has: not followed
+            for out in self._emit(rnd, await self._call(self.engine.redirect_seen, rnd, node, *seen)):
                 yield out
             return
+        if response.url != node.url:
+            node.answered_from = response.url  # its item's URL, and its links' parent
+            # (claimed before it was followed, the usual case, it needs no engine call: no thread hop)
+            if response.url not in response.meta.get(REDIRECT_CLAIMED, ()):
+                step = await self._call(self.engine.redirected, rnd, node, response.url)
+                if step is not None:  # answered from a page this round already has
+                    for out in self._emit(rnd, step):
+                        yield out
+                    return
         recorder = self.recorder
         wanted = rnd.groups.reach(node.budgets)[0]  # kept in the page's record: its new versions are judged for them
         try:

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from webrace.records.metainfo import MetaInfo, Revisit, Version
+from webrace.records.metainfo import MetaInfo, Revisit, Version, VersionExists
 from webrace.store.objects import ObjectMissing, ObjectStore, digest_of, is_xml_type
 from webrace.xpack import PackedDocument
 
@@ -97,12 +97,30 @@ class ObjectCache:
         previous: MetaInfo | None | object = ...,
         wanted: Iterable[str] = (),
         checked: int | None = None,
+        refresh: str | None = None,
     ) -> Recorded:
         """Store a full response. A 2xx body becomes a new version unless it hashes to the
         newest one; other statuses update the record and keep the versions. ``previous``
         is the URL's record if the caller just read it (None: there was none); ``wanted``:
         reach keys of the URDs this fetch was for, added to the page's; ``checked``: when the
-        round that fetched it opened (see ``MetaInfo.checked``)."""
+        round that fetched it opened (see ``MetaInfo.checked``); ``refresh``: where the page's
+        refresh sends the browser (kept in its meta-info).
+
+        Two fetches of one URL recorded at once (a page reached by two routes in flight
+        together) would both number their version after the same newest one: the second is
+        recorded again against what the first stored."""
+        args = (url, status, body, fetched, header, links, ip, etag, lastmodified, store_body, wanted, checked,
+                refresh)
+        try:
+            return self._record_fetch(*args, previous)
+        except VersionExists:
+            logger.info("%s was recorded by another fetch meanwhile: recorded against it", url)
+            return self._record_fetch(*args, ...)
+
+    def _record_fetch(self, url: str, status: int, body: bytes, fetched: int, header: str, links: list[str],
+                      ip: str | None, etag: str | None, lastmodified: str | None, store_body: bool,
+                      wanted: Iterable[str], checked: int | None, refresh: str | None,
+                      previous: MetaInfo | None | object) -> Recorded:
         if previous is ...:
             previous = self.index.get(url)
         keys = previous.wanting(wanted) if previous is not None else tuple(dict.fromkeys(wanted))
@@ -116,13 +134,15 @@ class ObjectCache:
             meta = MetaInfo(url, status, fetched, header, tuple(links), ip, size=newest.size if newest else 0,
                             digest=newest.digest if newest else None, version=newest.number if newest else None,
                             objcrc=previous.objcrc if previous and newest else None,
-                            dropped=bool(previous and newest and previous.dropped), wanted=keys)
+                            dropped=bool(previous and newest and previous.dropped), wanted=keys,
+                            refresh=refresh)
             # (not checked: a body this fetch did not bring is not confirmed by it)
             self.index.put(meta)  # no validators: next time, fetch in full
             return Recorded(meta, newest.number if newest else None, False, False)
         digest = digest_of(body)
         meta = MetaInfo(url, status, fetched, header, tuple(links), ip, size=len(body),
-                        lastmodified=lastmodified, etag=etag, digest=digest, wanted=keys, checked=checked)
+                        lastmodified=lastmodified, etag=etag, digest=digest, wanted=keys, checked=checked,
+                        refresh=refresh)
         xml = is_xml_type(meta.header_value("Content-Type"))
         if newest is not None and newest.digest == digest:
             if previous is not None and previous.dropped:  # still the body nobody wanted: not kept
