@@ -227,6 +227,9 @@ DOWNLOADER_MIDDLEWARES = {
     # replaced by ExclusionMiddleware (robots.txt per RFC 9309 with no race, pacing, traps, block lists)
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "webrace.middlewares.exclusion.ExclusionMiddleware": 100,
+    # Scrapy's, recording the wire's Content-Encoding and length (X-WebRACE-Orig-*) of what it decodes
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    "webrace.middlewares.compression.HttpCompressionMiddleware": 590,
     # after RedirectMiddleware (600): a redirected request gets its own validators
     "webrace.middlewares.recrawl.RecrawlMiddleware": 650,
 }

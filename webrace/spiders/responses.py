@@ -31,10 +31,13 @@ from webrace.middlewares.recrawl import CONDITIONAL, LOOKED_UP, SERVED_FRESH
 from webrace.records.metainfo import MetaInfo
 from webrace.records.rounds import Node
 from webrace.store.cache import ObjectCache
+from webrace.store.warc import ORIG_PREFIX
 from webrace.urd import now_millis
 from webrace.urls import media_type
 
 logger = logging.getLogger(__name__)
+
+_SCRAPY_ORIG = "\n" + ORIG_PREFIX.title()  # how Scrapy's Headers spell a header it stores
 
 
 class PageRecorder:
@@ -204,7 +207,8 @@ def header_text(response: Response) -> str:
     except ValueError:
         reason = ""
     headers = response.headers.to_string().decode("latin-1").replace("\r\n", "\n")
-    return f"HTTP/1.1 {response.status} {reason}\n{headers}".rstrip()
+    text = f"HTTP/1.1 {response.status} {reason}\n{headers}".rstrip()
+    return text.replace(_SCRAPY_ORIG, "\n" + ORIG_PREFIX)  # the wire's record (middlewares/compression.py)
 
 
 def is_binary(response: Response) -> bool:
