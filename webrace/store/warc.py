@@ -10,8 +10,9 @@ headers as it fetched (``X-WebRACE-Orig-Content-Encoding``, ``X-WebRACE-Orig-Con
 ``Content-Encoding: gzip`` or ``Transfer-Encoding: chunked`` over a decoded body would not
 replay, so those headers, where stored headers still have them, are renamed
 ``X-WebRACE-Orig-<name>`` and ``Content-Length`` is the written body's length (the server's
-value, when it differs, is kept as ``X-WebRACE-Orig-Content-Length``). ``WARC-Payload-Digest`` is the SHA-256 of the written
-body (base32, ``sha256:...``), so a revisit names the same digest as the response it confirms.
+value, when it differs, is kept as ``X-WebRACE-Orig-Content-Length``). ``WARC-Payload-Digest``
+is the SHA-256 of the written body (base32, ``sha256:...``), so a revisit names the same
+digest as the response it confirms.
 
 The crawl does not keep what it sent, so each ``request`` record is *reconstructed*: ``GET``
 of the URL with the headers every WebRACE request carries (``User-Agent``, ``Accept``,
