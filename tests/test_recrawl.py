@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import urd
+from nginx_server import NGINX, NO_NGINX, nginx
 
 from webrace.backends import open_object_cache
 
@@ -213,3 +214,55 @@ def test_missing_or_corrupt_stored_object_is_counted_and_refetched(small_site, p
     assert "If-None-Match" not in small_site.hits[-1].headers
     assert small_site.hits[-1].status == 200
     assert project.scrapy("store", "get", small_site.url("/")).returncode == 0  # repaired
+
+
+# -- types not kept: remembered with their validators, not downloaded again --------------
+
+BLOB = bytes(range(256)) * 64  # 16 KiB, binary
+
+
+@pytest.mark.skipif(NGINX is None, reason=NO_NGINX)
+def test_a_type_not_kept_is_remembered_and_recrawled_conditionally(project, tmp_path):
+    with nginx(tmp_path / "nginx", "location /files/ { default_type application/pdf; }\n") as server:
+        (server.docroot / "files").mkdir()
+        (server.docroot / "index.html").write_text('<html><body><a href="/download">d</a>'
+                                                   '<a href="/files/report">r</a></body></html>')
+        (server.docroot / "download").write_bytes(BLOB)  # application/octet-stream: the body decides
+        (server.docroot / "files" / "report").write_bytes(b"%PDF-1.4\n" + BLOB)  # refused at its headers
+        project.add_urds(urd("u1", "alice", server.url("/index.html"), depth=1))
+        first = project.crawl()
+        hits = {hit.path: hit for hit in server.hits()}
+        server.clear()
+        next_round(project)
+        second = project.crawl()
+        again = {hit.path: hit for hit in server.hits()}
+    assert first.returncode == 0 and second.returncode == 0, second.stderr[-3000:]
+    assert hits["/download"].status == 200 and hits["/download"].sent == len(BLOB)  # sniffed: downloaded once
+    assert first.stat("webrace/ignored/mime") == 2 and first.stat("webrace/not_kept/remembered") == 2
+    assert [item["url"] for item in first.pages] == [server.url("/index.html")]
+    # the re-crawl asks "has this changed?" and nginx says no: no body sent
+    for path in ("/download", "/files/report"):
+        assert again[path].status == 304 and again[path].sent == 0, path
+        assert again[path].inm and again[path].ims
+    assert second.stat("webrace/not_kept/not_modified") == 2 and second.stat("webrace/ignored/mime") == 2
+    assert second.stat("recrawl/not_modified") == 3  # the page, and the two not kept
+    assert [item["url"] for item in second.pages] == [server.url("/index.html")]  # still no item for them
+    with open_object_cache(project.settings()) as cache:
+        meta = cache.lookup(server.url("/download"))
+        assert meta.not_kept and meta.etag and not cache.versions(server.url("/download"))
+
+
+def test_a_binary_download_without_validators_is_refused_at_its_headers_next_time(site, project):
+    site.html("/", ["/blob"])
+    site.add("/blob", BLOB, content_type="application/octet-stream")  # no ETag, no Last-Modified
+    project.add_urds(urd("u1", "alice", site.url("/"), depth=1))
+    first = project.crawl()
+    next_round(project)
+    second = project.crawl()
+    assert first.returncode == 0 and second.returncode == 0, second.stderr[-3000:]
+    assert site.count("/blob") == 2  # nothing to ask conditionally: asked again
+    page_bytes = len(site.routes[(None, "/")][2])
+    assert first.stat("recrawl/bytes_received") == page_bytes + len(BLOB)  # sniffed once: binary, not kept
+    assert second.stat("webrace/not_kept/known_binary") == 1 and second.stat("webrace/ignored/mime") == 1
+    assert second.stat("recrawl/bytes_received") == page_bytes  # stopped at its headers
+    assert second.summary["ignored"] == 1

@@ -19,9 +19,11 @@ import textwrap
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from conftest import _free_port, urd
+from nginx_server import NGINX, NO_NGINX, nginx
 from scrapy.http import HtmlResponse, Request
 from scrapy.settings import Settings
 from warcio.archiveiterator import ArchiveIterator
@@ -285,6 +287,10 @@ def test_import_decodes_chunked_and_compressed_bodies(other, tmp_path):
     assert meta.etag == '"z"' and meta.links == ("http://a.test/next.html",)
     assert meta.header_value("Content-Encoding") is None  # as Scrapy hands a decoded body over
     assert meta.header.startswith("HTTP/1.1 200 OK\n") and version.header == meta.header
+    # how it came over the wire, kept as the crawl keeps it (middlewares/compression.py)
+    assert meta.header_value("X-WebRACE-Orig-Content-Encoding") == "gzip"
+    assert meta.header_value("X-WebRACE-Orig-Transfer-Encoding") == "chunked"
+    assert meta.header_value("X-WebRACE-Orig-Content-Length") == str(len(chunked))
 
 
 def test_import_extracts_links_exactly_as_the_crawl_does(other, tmp_path):
@@ -631,3 +637,71 @@ def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 60) -> 
             time.sleep(0.1)
     raise AssertionError("pywb did not start listening")
 
+
+
+# -- a gzip-serving server: the wire's encoding and length recorded --------------------
+
+
+def gzip_site(docroot: Path) -> dict[str, bytes]:
+    """Pages nginx gzips as it sends them (chunked, no Content-Length) and one it sends
+    pre-compressed (gzip_static: Content-Length of the .gz file): path -> the page's bytes."""
+    words = " ".join(f"word{n}" for n in range(400))  # long enough for gzip to matter
+    pages = {"/index.html": page(["/a.html", "/static/s.html"], words).decode(),
+             "/a.html": page(["/index.html"], "a " + words).decode(),
+             "/static/s.html": page([], "static " + words).decode()}
+    found = {}
+    for path, text in pages.items():
+        target = docroot / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        found[path] = target.read_bytes()
+    static = docroot / "static" / "s.html"
+    (static.parent / "s.html.gz").write_bytes(gzip.compress(static.read_bytes()))
+    return found
+
+
+GZIP_CONF = "gzip on;\ngzip_min_length 1;\nlocation /static/ { gzip_static on; gzip off; }\n"
+
+
+@pytest.mark.skipif(NGINX is None, reason=NO_NGINX)
+def test_every_record_of_a_gzip_served_page_names_the_wire_encoding_and_length(project, tmp_path):
+    with nginx(tmp_path / "nginx", GZIP_CONF) as server:
+        pages = gzip_site(server.docroot)
+        static_size = (server.docroot / "static" / "s.html.gz").stat().st_size
+        project.add_urds(urd("g", "alice", server.url("/index.html"), depth=2))
+        archive = tmp_path / "crawl-warcs"
+        run = project.crawl(WEBRACE_STORE_WARC=archive)
+        assert run.returncode == 0, run.stderr[-3000:]
+        answered = {hit.path: hit for hit in server.hits() if hit.path in pages}
+        project.make_due()
+        again = project.crawl(WEBRACE_STORE_WARC=archive)
+        assert again.returncode == 0, again.stderr[-3000:]
+    assert sorted(answered) == sorted(pages) and {h.encoding for h in answered.values()} == {"gzip"}
+    assert again.stat("recrawl/not_modified") == len(pages)
+    out = tmp_path / "export.warc.gz"
+    exported = project.scrapy("store", "export", "--warc", str(out))
+    assert exported.returncode == 0, exported.stderr
+    crawl_warcs = sorted(archive.iterdir())
+    assert len(crawl_warcs) == 2  # one a crawl
+    for paths in ([out], crawl_warcs):  # the export, and the crawl's own WARC files
+        recs = [r for path in paths for r in records(path)
+                if r["warc"].get("WARC-Target-URI") in {server.url(p) for p in pages}]
+        responses = [r for r in recs if r["type"] == "response"]
+        assert len(responses) == len(pages), paths
+        for rec in responses:
+            page_path = urlsplit(rec["warc"]["WARC-Target-URI"]).path
+            assert rec["body"] == pages[page_path]
+            assert rec["http"]["Content-Length"] == str(len(rec["body"]))
+            assert rec["http"]["X-WebRACE-Orig-Content-Encoding"] == "gzip"
+            assert not {"Content-Encoding", "Transfer-Encoding"} & set(rec["http"])
+            wire = int(rec["http"]["X-WebRACE-Orig-Content-Length"])
+            if page_path == "/static/s.html":  # sent with a Content-Length: the .gz file's
+                assert wire == static_size
+            else:  # chunked: the gzip bytes received (nginx's count adds the chunks' framing)
+                assert 0 < wire <= answered[page_path].sent and wire < len(rec["body"])
+        revisits = [r for r in recs if r["type"] == "revisit"]
+        assert len(revisits) == len(pages), paths  # a 304 has no body: nothing to name but its own headers
+        assert all("Content-Length" not in r["http"] for r in revisits)  # Scrapy's "0" would say the page is empty
+        check = subprocess.run([sys.executable, "-m", "warcio.cli", "check", *map(str, paths)],
+                               capture_output=True, text=True, timeout=60)
+        assert check.returncode == 0, check.stdout

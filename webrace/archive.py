@@ -53,6 +53,7 @@ from webrace.store.warc import (
     SERVER_NOT_MODIFIED,
     Capture,
     replayable_headers,
+    revisit_headers,
     split_header,
     warc_date,
     warc_digest,
@@ -182,7 +183,7 @@ def exchange_records(request: Request, response: Response) -> list[tuple[str, st
     conditional = request.meta.get(CONDITIONAL)
     if response.status == 304 and conditional and conditional["url"] == url and conditional["meta"].digest:
         meta = conditional["meta"]
-        main = ("revisit", url, StatusAndHeaders(status, fields, protocol="HTTP/1.1"), b"", {
+        main = ("revisit", url, StatusAndHeaders(status, revisit_headers(fields), protocol="HTTP/1.1"), b"", {
             "WARC-Type": "revisit", "WARC-Record-ID": main_id, "WARC-Date": date, "WARC-Profile": SERVER_NOT_MODIFIED,
             "WARC-Refers-To-Target-URI": url, "WARC-Refers-To-Date": warc_date(meta.fetched),
             "WARC-Payload-Digest": warc_digest(bytes.fromhex(meta.digest))})

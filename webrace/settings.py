@@ -230,6 +230,9 @@ DOWNLOADER_MIDDLEWARES = {
     # Scrapy's, with the target claimed in the round's frontier before it is downloaded
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "webrace.middlewares.redirect.RedirectMiddleware": 600,
+    # Scrapy's, recording the wire's Content-Encoding and length (X-WebRACE-Orig-*) of what it decodes
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    "webrace.middlewares.compression.HttpCompressionMiddleware": 590,
     # after RedirectMiddleware (600): a redirected request gets its own validators
     "webrace.middlewares.recrawl.RecrawlMiddleware": 650,
 }

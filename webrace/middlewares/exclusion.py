@@ -13,7 +13,11 @@ robots.txt's Crawl-delay or ``DOWNLOAD_DELAY``; ``WEBRACE_HOST_CONCURRENCY`` req
 host at most. Responses whose Content-Type is not accepted are stopped right after their
 headers; one that declares no type (none, or application/octet-stream) is judged as
 browsers do, by its URL's name at the headers and by its first bytes once downloaded
-(:meth:`webrace.urls.MediaTypes.judge`).
+(:meth:`webrace.urls.MediaTypes.judge`). A 2xx refused so is remembered by the spider
+without a body (:meth:`webrace.store.cache.ObjectCache.record_not_kept`), so the recrawl
+middleware asks next time only whether it changed: its 304 is refused here as the 200 was
+(``webrace/not_kept/not_modified``), and an undeclared type that was binary last time is
+stopped at its headers, not downloaded again (``webrace/not_kept/known_binary``).
 
 Each decision bumps a stats counter (``robots/allowed``, ``robots/disallowed``,
 ``robots/unreachable``, ``webrace/ignored/<reason>``, ``pacing/<host>/...``) and a request
@@ -34,15 +38,19 @@ from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http import Response
 
 from webrace.conf import conf_list
+from webrace.middlewares.recrawl import CONDITIONAL, LOOKED_UP
 from webrace.middlewares.robots import UNREACHABLE, RobotsTxt, origin
 from webrace.pacing import Pacing
 from webrace.signals import round_opened
 from webrace.traps import PathRules
-from webrace.urls import REFUSE, SNIFF, Blocklist, MediaTypes, in_scope, looks_binary, read_list
+from webrace.urls import REFUSE, SNIFF, Blocklist, MediaTypes, in_scope, looks_binary, media_type, read_list
 
 logger = logging.getLogger(__name__)
 
 IGNORED = "webrace_ignored"
+# meta: the answer refused for its media type after its body came (the spider remembers it;
+# one refused at its headers is the StopDownload failure's ``response``)
+REFUSED = "webrace_refused"
 _HEADERS_AT = "webrace_headers_at"  # meta: time.monotonic() when the answer's headers arrived
 _SNIFF = "webrace_sniff"  # meta: the answer's media type is undeclared; its body decides
 _ROUNDS_KEPT = 16  # scopes of this many recent rounds are kept for judging redirects
@@ -173,6 +181,12 @@ class ExclusionMiddleware:
         if not ctype and body_length == 0:  # a 304 (its type is the stored version's), or no body at all
             return
         verdict = self.media_types.judge(ctype, request.url)
+        if verdict == SNIFF and _known_binary(request, ctype):
+            request.meta[IGNORED] = "mime"
+            self.stats.inc_value("webrace/ignored/mime")
+            self.stats.inc_value("webrace/not_kept/known_binary")
+            logger.debug("Undeclared media type, binary body last time: not downloaded again: %s", request.url)
+            raise StopDownload(fail=True)
         if verdict == SNIFF:  # no type, or octet-stream, and a name that may be text: the body decides
             request.meta[_SNIFF] = True
             self.stats.inc_value("webrace/mime_sniffed")
@@ -187,9 +201,18 @@ class ExclusionMiddleware:
         on the decompressed body: this middleware sees responses after HttpCompression)."""
         if request.meta.get(_SNIFF) and looks_binary(response.body):
             request.meta[IGNORED] = "mime"
+            request.meta[REFUSED] = response
             self.stats.inc_value("webrace/ignored/mime")
             logger.debug("Undeclared media type, binary body: not kept: %s", request.url)
             raise IgnoreRequest("Undeclared media type and a binary body")
+        conditional = request.meta.get(CONDITIONAL)
+        if response.status == 304 and conditional and conditional["url"] == request.url \
+                and conditional["meta"].not_kept:
+            request.meta[IGNORED] = "mime"
+            self.stats.inc_value("webrace/ignored/mime")
+            self.stats.inc_value("webrace/not_kept/not_modified")
+            logger.debug("Media type not kept, unchanged (304): %s", request.url)
+            raise IgnoreRequest("Media type not kept, and not modified")
         return response
 
     def response_downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
@@ -224,3 +247,12 @@ class ExclusionMiddleware:
             self.stats.inc_value(f"webrace/ignored/{reason}")
         logger.debug("%s: %s", message, request.url)
         raise IgnoreRequest(message)
+
+
+def _known_binary(request: Request, content_type: str) -> bool:
+    """The URL answered this undeclared type last time too, with a binary body the crawl did
+    not keep (:attr:`MetaInfo.not_kept`): no need to download it again to know."""
+    known = request.meta.get(LOOKED_UP)
+    meta = known["meta"] if known and known["url"] == request.url else None
+    return bool(meta is not None and meta.not_kept
+                and media_type(meta.header_value("Content-Type")) == media_type(content_type))

@@ -150,7 +150,7 @@ class RecrawlMiddleware:
             request.meta[SERVED_FRESH] = True
             self.stats.inc_value("recrawl/fresh")
             return Response(request.url, status=304, request=request, flags=["fresh"])
-        if not (200 <= meta.status < 300 and meta.digest and meta.validators):
+        if not (200 <= meta.status < 300 and (meta.digest or meta.not_kept) and meta.validators):
             self.stats.inc_value("recrawl/no_validators")
             return None
         if meta.etag:

@@ -56,6 +56,12 @@ class MetaInfo:
         return http_date_ms(self.lastmodified)
 
     @property
+    def not_kept(self) -> bool:
+        """A 2xx answer of a media type the crawl does not keep: remembered (its headers and
+        validators, so the next request is conditional) without a body."""
+        return 200 <= self.status < 300 and not self.digest and self.version is None
+
+    @property
     def validators(self) -> bool:
         return bool(self.etag or self.ifmodifiedsince is not None)
 

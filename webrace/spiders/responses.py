@@ -22,7 +22,7 @@ from scrapy.exceptions import (
     IgnoreRequest,
     ResponseDataLossError,
 )
-from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.http import HtmlResponse, Request, Response, TextResponse
 from scrapy.utils.response import get_base_url
 from scrapy.utils.response import get_meta_refresh as response_meta_refresh
 from twisted.internet import error as twisted_errors
@@ -30,14 +30,18 @@ from w3lib.html import get_meta_refresh
 
 from webrace.extractor import UrlExtractor
 from webrace.items import Page
+from webrace.middlewares.exclusion import REFUSED
 from webrace.middlewares.recrawl import CONDITIONAL, LOOKED_UP, SERVED_FRESH
 from webrace.records.metainfo import MetaInfo
 from webrace.records.rounds import Node
 from webrace.store.cache import ObjectCache
+from webrace.store.warc import ORIG_PREFIX
 from webrace.urd import now_millis
 from webrace.urls import media_type
 
 logger = logging.getLogger(__name__)
+
+_SCRAPY_ORIG = "\n" + ORIG_PREFIX.title()  # how Scrapy's Headers spell a header it stores
 
 
 class PageRecorder:
@@ -106,6 +110,25 @@ class PageRecorder:
         fresh = response.request.meta.get(SERVED_FRESH)
         return _page(node, response.url, meta.status if fresh else 304, media_type(meta.header_value("Content-Type")),
                      meta.size, meta, meta.version, False, True)
+
+    async def not_kept(self, request: Request, exc: BaseException) -> None:
+        """A 2xx answer refused for its media type (at its headers: ``exc`` is the
+        StopDownload holding it; or for its binary body): remembered with its validators and
+        without a body (:meth:`ObjectCache.record_not_kept`), so the next round asks only
+        whether it changed, or refuses it at its headers (exclusion middleware)."""
+        response = getattr(exc, "response", None) or request.meta.get(REFUSED)
+        if response is None or not 200 <= response.status < 300:
+            return
+        try:
+            await self.offload(
+                self.cache.record_not_kept, response.url, response.status, fetched=now_millis(),
+                header=header_text(response), ip=str(response.ip_address) if response.ip_address else None,
+                etag=_header(response, b"ETag"), lastmodified=_header(response, b"Last-Modified"))
+        except Exception as exc:  # it saves a download next round; failing to must not stall this one
+            logger.warning("Could not remember %s (a type not kept): %s: %s", response.url, type(exc).__name__, exc)
+            self._inc("errors/not_kept")
+            return
+        self._inc("not_kept/remembered")
 
     def enqueued(self, node: Node, base_url: str, urls: list[str]) -> None:
         """URLs rules enqueued become links of the page (through the same checks as its
@@ -239,7 +262,8 @@ def header_text(response: Response) -> str:
     except ValueError:
         reason = ""
     headers = response.headers.to_string().decode("latin-1").replace("\r\n", "\n")
-    return f"HTTP/1.1 {response.status} {reason}\n{headers}".rstrip()
+    text = f"HTTP/1.1 {response.status} {reason}\n{headers}".rstrip()
+    return text.replace(_SCRAPY_ORIG, "\n" + ORIG_PREFIX)  # the wire's record (middlewares/compression.py)
 
 
 def is_binary(response: Response) -> bool:

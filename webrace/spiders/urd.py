@@ -373,6 +373,8 @@ class UrdSpider(scrapy.Spider):
             reason = failure_reason(failure.value)
             self.crawler.stats.inc_value(f"webrace/failed/{reason}")
             logger.warning("Fetch failed (%s) %s: %s", reason, request.url, failure.getErrorMessage()[:200])
+        elif request.meta[IGNORED] == "mime":  # a type not kept: remembered, so not downloaded again
+            await self.recorder.not_kept(request, failure.value)
         for out in self._emit(rnd, await self._call(self.engine.finish, rnd, node, FAILED)):
             yield out
 

@@ -159,6 +159,15 @@ class ObjectCache:
         self.index.put(meta, version)
         return Recorded(meta, version.number, True, False)
 
+    def record_not_kept(self, url: str, status: int, *, fetched: int, header: str, ip: str | None = None,
+                        etag: str | None = None, lastmodified: str | None = None) -> MetaInfo:
+        """A 2xx answer of a media type the crawl does not keep (:attr:`MetaInfo.not_kept`):
+        its headers and validators, no body, so a re-crawl asks "has this changed?" instead
+        of downloading it again. Versions stored before (the URL served a kept type) stay."""
+        meta = MetaInfo(url, status, fetched, header, (), ip, lastmodified=lastmodified, etag=etag)
+        self.index.put(meta)
+        return meta
+
     def record_not_modified(self, meta: MetaInfo, fetched: int, etag: str | None, lastmodified: str | None,
                             header: str | None = None, wanted: Iterable[str] = (),
                             checked: int | None = None) -> MetaInfo:

@@ -3,13 +3,16 @@
 **Export** (:func:`export_warc`): every stored version of a URL becomes a WARC/1.1
 ``response`` record and a ``request`` record, every recorded 304 answer a ``revisit`` record
 (profile ``server-not-modified``), in fetch-time order per URL. The stored body is the body
-*as Scrapy handed it over*: HttpCompressionMiddleware removed gzip/deflate/br, Twisted
-removed chunking. A record that kept ``Content-Encoding: gzip`` or ``Transfer-Encoding:
-chunked`` over a decoded body would not replay, so those headers are renamed
-``X-WebRACE-Orig-<name>`` (what the server said stays visible) and ``Content-Length`` is the
-written body's length (the server's value, when it differs, is kept as
-``X-WebRACE-Orig-Content-Length``). ``WARC-Payload-Digest`` is the SHA-256 of the written
-body (base32, ``sha256:...``), so a revisit names the same digest as the response it confirms.
+*as Scrapy handed it over*: HttpCompressionMiddleware removed gzip/deflate/br/zstd,
+Twisted removed chunking. The crawl recorded the wire's encoding and length in the stored
+headers as it fetched (``X-WebRACE-Orig-Content-Encoding``, ``X-WebRACE-Orig-Content-Length``:
+:func:`decoded_headers`, :mod:`webrace.middlewares.compression`). A record that kept
+``Content-Encoding: gzip`` or ``Transfer-Encoding: chunked`` over a decoded body would not
+replay, so those headers, where stored headers still have them, are renamed
+``X-WebRACE-Orig-<name>`` and ``Content-Length`` is the written body's length (the server's
+value, when it differs, is kept as ``X-WebRACE-Orig-Content-Length``). ``WARC-Payload-Digest``
+is the SHA-256 of the written body (base32, ``sha256:...``), so a revisit names the same
+digest as the response it confirms.
 
 The crawl does not keep what it sent, so each ``request`` record is *reconstructed*: ``GET``
 of the URL with the headers every WebRACE request carries (``User-Agent``, ``Accept``,
@@ -167,7 +170,8 @@ class _UrlExport:
                                         f"version {revisit.number} no longer stored: not written")
             return False
         status_line, fields = split_header(revisit.header or "HTTP/1.1 304 Not Modified")
-        http = StatusAndHeaders(status_line.partition(" ")[2] or "304 Not Modified", fields, protocol="HTTP/1.1")
+        http = StatusAndHeaders(status_line.partition(" ")[2] or "304 Not Modified", revisit_headers(fields),
+                                protocol="HTTP/1.1")
         date = warc_date(revisit.fetched)
         warc_headers = {"WARC-Profile": SERVER_NOT_MODIFIED,
                         "WARC-Refers-To-Target-URI": self.url, "WARC-Refers-To-Date": warc_date(confirmed.fetched),
@@ -236,21 +240,61 @@ def split_header(text: str) -> tuple[str, list[tuple[str, str]]]:
     return (lines[0].strip() if lines else ""), fields
 
 
+def decoded_headers(fields: list[tuple[str, str]], length: int, wire_length: int,
+                    left: list[str] = ()) -> list[tuple[str, str]]:
+    """The headers of a body that came with a ``Content-Encoding`` and is kept decoded
+    (``length`` bytes; ``wire_length`` bytes were received), as the crawl stores them: the
+    server's ``Content-Encoding`` as ``X-WebRACE-Orig-Content-Encoding``, its
+    ``Content-Length`` (the bytes received, when it sent none: a chunked answer) as
+    ``X-WebRACE-Orig-Content-Length``, and ``Content-Length``, when the server sent one, the
+    decoded length. ``left``: encodings not undone (none Scrapy can decode), still the body's."""
+    kept: list[tuple[str, str]] = []
+    sent_length = None
+    for name, value in fields:
+        lower = name.lower()
+        if lower == "content-encoding":
+            kept.append((ORIG_PREFIX + "Content-Encoding", value))
+        elif lower == "content-length":
+            sent_length = value
+            kept.append(("Content-Length", str(length)))
+        elif not lower.startswith(ORIG_PREFIX.lower()):  # a server's own X-WebRACE-Orig-* says nothing
+            kept.append((name, value))
+    kept.append((ORIG_PREFIX + "Content-Length", sent_length or str(wire_length)))
+    if left:
+        kept.append(("Content-Encoding", ", ".join(left)))
+    return kept
+
+
 def replayable_headers(fields: list[tuple[str, str]], length: int) -> list[tuple[str, str]]:
-    """Headers true of the decoded body: wire encodings renamed ``X-WebRACE-Orig-*``,
-    ``Content-Length`` set to ``length`` (the server's kept alongside when it differs)."""
+    """Headers true of the decoded body: wire encodings renamed ``X-WebRACE-Orig-*`` (or
+    dropped, when the crawl already recorded them so at fetch time), ``Content-Length`` set
+    to ``length`` (the server's kept alongside when it differs)."""
+    fields = _orig_spelled(fields)
+    recorded = {name.lower() for name, _ in fields if name.startswith(ORIG_PREFIX)}
     kept: list[tuple[str, str]] = []
     for name, value in fields:
         lower = name.lower()
-        if lower in _WIRE_HEADERS:
-            kept.append((ORIG_PREFIX + name, value))
-        elif lower == "content-length":
-            if value != str(length):
+        if lower in _WIRE_HEADERS or (lower == "content-length" and value != str(length)):
+            if (ORIG_PREFIX + name).lower() not in recorded:
                 kept.append((ORIG_PREFIX + name, value))
-        else:
+        elif lower != "content-length":
             kept.append((name, value))
     kept.append(("Content-Length", str(length)))
     return kept
+
+
+def revisit_headers(fields: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """A 304's headers for a revisit record: without the ``Content-Length: 0`` Scrapy gives
+    every 304 (Twisted reads no body; the server sent none), which would claim the confirmed
+    version empty (RFC 9110 section 8.6)."""
+    return [(name, value) for name, value in _orig_spelled(fields) if name.lower() != "content-length"]
+
+
+def _orig_spelled(fields: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``X-WebRACE-Orig-*`` spelled so (Scrapy's headers store ``X-Webrace-Orig-*``)."""
+    size = len(ORIG_PREFIX)
+    return [(ORIG_PREFIX + name[size:] if name[:size].lower() == ORIG_PREFIX.lower() else name, value)
+            for name, value in fields]
 
 
 def warc_digest(raw: bytes) -> str:
@@ -546,8 +590,9 @@ def _reopen(fh: IO[bytes], offset: int) -> tuple[ArcWarcRecord, str, int]:
 
 
 def _read(record: ArcWarcRecord, max_body: int) -> tuple[int, list[tuple[str, str]], bytes] | str:
-    """Status, headers and body as Scrapy would hand them over (de-chunked, decoded: a
-    decoded body loses its Content-Encoding), or why the record is skipped."""
+    """Status, headers and body as the crawl keeps them (de-chunked, decoded, the wire's
+    encoding and length named ``X-WebRACE-Orig-*``: :func:`decoded_headers`), or why the
+    record is skipped."""
     http = record.http_headers
     encoding = (http.get_header("Content-Encoding") or "").strip().lower()
     if encoding not in ("", "identity") and encoding not in BufferedReader.get_supported_decompressors():
@@ -558,7 +603,11 @@ def _read(record: ArcWarcRecord, max_body: int) -> tuple[int, list[tuple[str, st
     body = record.content_stream().read(max_body + 1)
     if len(body) > max_body:
         return "too large"
-    fields = [(k, v) for k, v in http.headers if not (encoding and k.lower() == "content-encoding")]
+    fields = list(http.headers)
+    if encoding not in ("", "identity"):
+        fields = decoded_headers(fields, len(body), record.length - http.total_len)
+    # warcio de-chunked it: what the server said stays visible, as the export writes it
+    fields = [(ORIG_PREFIX + k if k.lower() == "transfer-encoding" else k, v) for k, v in fields]
     return status, fields, body
 
 
