@@ -144,9 +144,11 @@ def run(code_path: Path | None, code: str, mode: str, minutes: float, tmp: Path,
     settings = [a for k, v in SETTINGS.items() for a in ("-s", f"{k}={v}")]
     procs = []
     with open(root / "crawl.log", "w") as crawl_log:
-        if prefix:
+        worker = env
+        if prefix:  # the scheduler keeps the URD-DB; the worker, as on another machine, a data directory of its own
             procs.append(scrapy(["urd", "schedule", "--loop"], root, env))
-        procs.append(scrapy(["crawl", "urd", "-O", "items.jsonl", *settings], root, env, stderr=crawl_log))
+            worker = {**env, "WEBRACE_DATA_DIR": str(root / "worker")}
+        procs.append(scrapy(["crawl", "urd", "-O", "items.jsonl", *settings], root, worker, stderr=crawl_log))
         started = time.time()
         changes: list[tuple[float, str]] = []
         minute = 1

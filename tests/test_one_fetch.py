@@ -121,3 +121,36 @@ def test_a_urd_a_person_asks_for_now_is_fetched_however_fresh_its_pages_are(site
     project.crawl()
     again = project.crawl("-a", "urd=a")
     assert site.count("/") == 2 and again.stat("recrawl/fresh") == 0
+
+
+def test_in_the_distributed_mode_a_change_another_round_fetched_reaches_the_owner_and_sentinel(
+        site, tmp_path, redis_url, redis_prefix):
+    from test_distributed import finish, schedule, start_worker, worker_project
+
+    redis_env = {"REDIS_URL": redis_url, "WEBRACE_REDIS_PREFIX": redis_prefix,
+                 "WEBRACE_OBJECTS_DIR": str(tmp_path / "shared-objects")}
+    site_of_hubs(site)
+    scheduler = worker_project(tmp_path, "scheduler", redis_env)
+    overlapping_owners(scheduler, site)
+    schedule(scheduler)
+    first = worker_project(tmp_path, "first", redis_env)
+    proc, out = start_worker(first)
+    assert finish(first, proc, out).returncode == 0
+    schedule(scheduler)  # closes the first round
+    done = scheduler.scrapy("sentinel", "add", "--owner", "sam", "--url", site.url("/p2"), "--type", "content")
+    assert done.returncode == 0, done.stderr
+    with open_sentinel_store(scheduler.settings()) as store:  # checked just now: due in an hour
+        store.checked([s.id for s, _, _ in store.all()], now_millis())
+    site.html("/p2", [], text="apple page 2, now with a banana")
+    with open_urd_store(scheduler.settings()) as store:
+        store.make_due(["h1"], now_millis())
+    schedule(scheduler)  # a round of hana's URD only
+    second = worker_project(tmp_path, "second", redis_env)
+    proc, out = start_worker(second)
+    run = finish(second, proc, out)
+    assert run.returncode == 0, run.stderr[-2000:]
+    page = run.by_url[site.url("/p2")]
+    assert page["new_version"] and page["urd_ids"] == ["h1"]
+    assert page["kept"]
+    assert acis_for(run, "wendy") == {site.url("/p2")}
+    assert [(n["owner"], n["url"]) for n in run.items if "sentinel" in n] == [("sam", site.url("/p2"))]

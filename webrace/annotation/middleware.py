@@ -43,7 +43,7 @@ from twisted.internet.defer import Deferred
 
 from webrace.annotation.filtering import FilteringProcessor, Judgement, Version
 from webrace.annotation.wanted import WantedUrds
-from webrace.backends import open_aci_store, open_urd_store
+from webrace.backends import open_aci_store, open_urd_view
 from webrace.items import AciBatch, Page
 from webrace.middlewares.recrawl import object_cache
 from webrace.middlewares.threaded import ThreadedItemMiddleware
@@ -66,7 +66,7 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
         self._store_lock = threading.Lock()
         self._writer: AciWriter | None = None
         self.rounds = RoundBook(crawler)  # the URDs of each round, from the round_opened signal
-        self.wanted = WantedUrds(lambda: open_urd_store(crawler.settings))  # URDs outside the round wanting a page
+        self.wanted = WantedUrds(lambda: open_urd_view(crawler.settings))  # URDs outside the round wanting a page
 
     def job(self, obj: Any) -> tuple | None:
         return self._job(obj)

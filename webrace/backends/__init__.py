@@ -51,6 +51,33 @@ def open_urd_store(settings: Any) -> UrdStore:
     return SqliteUrdStore(data_dir(settings) / "urd.sqlite")
 
 
+def open_urd_view(settings: Any) -> Any:
+    """Every URD, read only (``with open_urd_view(s) as view: view.all()``), where a crawl
+    process can read them: the URD-DB (embedded), or in the distributed mode the copy in
+    Redis the scheduler keeps (:meth:`~webrace.distributed.registry.RoundRegistry.sync_urds`):
+    workers have no URD-DB."""
+    if not distributed(settings):
+        return open_urd_store(settings)
+    from webrace.backends.redis import prefix
+    from webrace.distributed.registry import RoundRegistry
+
+    return _UrdCopy(RoundRegistry(connect(settings), prefix(settings)))
+
+
+class _UrdCopy:
+    def __init__(self, registry: Any) -> None:
+        self.registry = registry
+
+    def __enter__(self) -> _UrdCopy:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.registry.client.close()
+
+    def all(self) -> list[Any]:
+        return self.registry.all_urds()
+
+
 def open_metainfo_store(settings: Any, objects: CompressedObjects | None = None) -> MetaInfoStore:
     """The object cache's index and meta-info store: shared in Redis when ``REDIS_URL`` is
     set (a page stored by one worker is re-crawled conditionally by any other; the headers

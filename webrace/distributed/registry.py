@@ -9,14 +9,19 @@ Keys: ``<prefix>rounds`` (zset round id -> opening time, ms),
 no worker parses XML; a round opened by an older scheduler holds XML, read as such) and ``<prefix>round:<id>:sentinels``
 (hash URL -> JSON list of ``[sentinel JSON, the digest it last saw]``: the sentinels due on
 that page, evaluated by the worker that fetches it), beside the frontier's keys;
-``<prefix>epoch`` (a token set once: when it vanishes, Redis lost everything, see :meth:`RoundRegistry.lost`).
+``<prefix>epoch`` (a token set once: when it vanishes, Redis lost everything, see :meth:`RoundRegistry.lost`);
+``<prefix>urds`` (hash URD id -> ``Urd.to_record`` JSON: every URD of the URD-DB, kept by the
+scheduler, :meth:`RoundRegistry.sync_urds`): a worker judges a new version for the URDs that
+wanted the page in earlier rounds (``MetaInfo.wanted``), which need not be in the round.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
+from itertools import islice
 from typing import Any
 
 import redis
@@ -26,6 +31,7 @@ from webrace.records.sentinel import Sentinel
 from webrace.urd import Urd, now_millis
 
 CLOSED_ROUND_TTL = 3600  # seconds a closed round's keys stay, for workers finishing late
+URDS_SYNC_S = 10.0  # the scheduler copies the URD-DB to Redis at most this often (and when a round names a new URD)
 
 
 class RoundRegistry:
@@ -37,6 +43,36 @@ class RoundRegistry:
         self._frontiers: dict[str, RedisFrontier] = {}
         self.epoch_key = f"{key_prefix}epoch"
         self._epoch: bytes | None = None  # the token this process saw last
+        self.urds_key = f"{key_prefix}urds"
+        self._synced: dict[str, str] = {}  # URD id -> the record JSON this process wrote to urds_key
+        self._synced_at = float("-inf")
+
+    def sync_urds(self, urds: Callable[[], Iterable[Urd]], force: bool = False) -> None:
+        """(The scheduler) copy every URD of the URD-DB to ``urds_key``, writing only what
+        changed since this process's last copy; at most every ``URDS_SYNC_S`` unless ``force``."""
+        if not force and time.monotonic() - self._synced_at < URDS_SYNC_S:
+            return
+        records = {u.id: json.dumps(u.to_record(), sort_keys=True) for u in urds()}
+        if not self.client.exists(self.urds_key):
+            self._synced = {}  # Redis lost it (or it was never written): all of it again
+        changed = {i: r for i, r in records.items() if self._synced.get(i) != r}
+        gone = [i for i in self._synced if i not in records]
+        pipe = self.client.pipeline(transaction=True)
+        for batch in _batches(list(changed.items()), 1000):
+            pipe.hset(self.urds_key, mapping=dict(batch))
+        for batch in _batches(gone, 1000):
+            pipe.hdel(self.urds_key, *batch)
+        if changed or gone:
+            pipe.execute()
+        self._synced, self._synced_at = records, time.monotonic()
+
+    @property
+    def synced(self) -> Mapping[str, str]:
+        return self._synced
+
+    def all_urds(self) -> list[Urd]:
+        """(A worker) every URD, as the scheduler last copied them."""
+        return [_urd(raw) for raw in self.client.hvals(self.urds_key)]
 
     def lost(self) -> bool:
         """Whether Redis lost this prefix's data since the last call (it restarted empty, or
@@ -116,3 +152,9 @@ def _urd(value: bytes | str) -> Urd:
     """A round's URD as stored: its fields as JSON, or XML (a round an older scheduler opened)."""
     text = value.decode() if isinstance(value, bytes) else value
     return Urd.from_record(json.loads(text)) if text.startswith("{") else Urd.from_xml(text)
+
+
+def _batches(items: list, size: int) -> Iterable[list]:
+    it = iter(items)
+    while batch := list(islice(it, size)):
+        yield batch

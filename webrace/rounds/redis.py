@@ -80,6 +80,8 @@ class RedisRounds(RoundEngine):
                 urds = [asked_now(u, now_ms) for u in (store.get(i) for i in only_ids) if u is not None]
             else:
                 urds = store.due(now_ms)
+            # every URD, for workers judging a page for the URDs that wanted it (not only the round's)
+            self.registry.sync_urds(store.all, force=any(u.id not in self.registry.synced for u in urds))
         urds = [u for u in urds if u.id not in busy]
         extra, watched = self._due_sentinels(now_ms, busy) if not only_ids else ([], {})
         round_id = self.registry.open(urds + extra, now_ms, watched)
