@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from conftest import urd
-from nginx_server import NGINX, NO_NGINX, nginx
 
 from webrace.backends import open_object_cache
 
@@ -221,21 +220,20 @@ def test_missing_or_corrupt_stored_object_is_counted_and_refetched(small_site, p
 BLOB = bytes(range(256)) * 64  # 16 KiB, binary
 
 
-@pytest.mark.skipif(NGINX is None, reason=NO_NGINX)
-def test_a_type_not_kept_is_remembered_and_recrawled_conditionally(project, tmp_path):
-    with nginx(tmp_path / "nginx", "location /files/ { default_type application/pdf; }\n") as server:
-        (server.docroot / "files").mkdir()
-        (server.docroot / "index.html").write_text('<html><body><a href="/download">d</a>'
-                                                   '<a href="/files/report">r</a></body></html>')
-        (server.docroot / "download").write_bytes(BLOB)  # application/octet-stream: the body decides
-        (server.docroot / "files" / "report").write_bytes(b"%PDF-1.4\n" + BLOB)  # refused at its headers
-        project.add_urds(urd("u1", "alice", server.url("/index.html"), depth=1))
-        first = project.crawl()
-        hits = {hit.path: hit for hit in server.hits()}
-        server.clear()
-        next_round(project)
-        second = project.crawl()
-        again = {hit.path: hit for hit in server.hits()}
+def test_a_type_not_kept_is_remembered_and_recrawled_conditionally(project, nginx):
+    server = nginx
+    server.extra = "location /files/ { default_type application/pdf; }"
+    server.write("/index.html", '<html><body><a href="/download">d</a><a href="/files/report">r</a></body></html>')
+    server.write("/download", BLOB)  # application/octet-stream: the body decides
+    server.write("/files/report", b"%PDF-1.4\n" + BLOB)  # refused at its headers
+    server.start()
+    project.add_urds(urd("u1", "alice", server.url("/index.html"), depth=1))
+    first = project.crawl()
+    hits = {hit.uri: hit for hit in server.hits()}
+    server.clear_log()
+    next_round(project)
+    second = project.crawl()
+    again = {hit.uri: hit for hit in server.hits()}
     assert first.returncode == 0 and second.returncode == 0, second.stderr[-3000:]
     assert hits["/download"].status == 200 and hits["/download"].sent == len(BLOB)  # sniffed: downloaded once
     assert first.stat("webrace/ignored/mime") == 2 and first.stat("webrace/not_kept/remembered") == 2

@@ -23,7 +23,6 @@ from urllib.parse import urlsplit
 
 import pytest
 from conftest import _free_port, urd
-from nginx_server import NGINX, NO_NGINX, nginx
 from scrapy.http import HtmlResponse, Request
 from scrapy.settings import Settings
 from warcio.archiveiterator import ArchiveIterator
@@ -663,19 +662,20 @@ def gzip_site(docroot: Path) -> dict[str, bytes]:
 GZIP_CONF = "gzip on;\ngzip_min_length 1;\nlocation /static/ { gzip_static on; gzip off; }\n"
 
 
-@pytest.mark.skipif(NGINX is None, reason=NO_NGINX)
-def test_every_record_of_a_gzip_served_page_names_the_wire_encoding_and_length(project, tmp_path):
-    with nginx(tmp_path / "nginx", GZIP_CONF) as server:
-        pages = gzip_site(server.docroot)
-        static_size = (server.docroot / "static" / "s.html.gz").stat().st_size
-        project.add_urds(urd("g", "alice", server.url("/index.html"), depth=2))
-        archive = tmp_path / "crawl-warcs"
-        run = project.crawl(WEBRACE_STORE_WARC=archive)
-        assert run.returncode == 0, run.stderr[-3000:]
-        answered = {hit.path: hit for hit in server.hits() if hit.path in pages}
-        project.make_due()
-        again = project.crawl(WEBRACE_STORE_WARC=archive)
-        assert again.returncode == 0, again.stderr[-3000:]
+def test_every_record_of_a_gzip_served_page_names_the_wire_encoding_and_length(project, tmp_path, nginx):
+    server = nginx
+    server.extra = GZIP_CONF
+    pages = gzip_site(server.root)
+    static_size = (server.root / "static" / "s.html.gz").stat().st_size
+    server.start()
+    project.add_urds(urd("g", "alice", server.url("/index.html"), depth=2))
+    archive = tmp_path / "crawl-warcs"
+    run = project.crawl(WEBRACE_STORE_WARC=archive)
+    assert run.returncode == 0, run.stderr[-3000:]
+    answered = {hit.uri: hit for hit in server.hits() if hit.uri in pages}
+    project.make_due()
+    again = project.crawl(WEBRACE_STORE_WARC=archive)
+    assert again.returncode == 0, again.stderr[-3000:]
     assert sorted(answered) == sorted(pages) and {h.encoding for h in answered.values()} == {"gzip"}
     assert again.stat("recrawl/not_modified") == len(pages)
     out = tmp_path / "export.warc.gz"
