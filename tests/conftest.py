@@ -33,6 +33,7 @@ from nginx import NO_NGINX, Nginx, nginx_binary
 from scrapy.settings import Settings
 
 from webrace.backends import open_urd_store
+from webrace.summary import unbalanced
 from webrace.urd import iter_files, now_millis
 
 TESTS = Path(__file__).parent
@@ -331,9 +332,15 @@ class Project:
         return self.run_result(result.returncode, result.stdout, result.stderr, out)
 
     def run_result(self, returncode: int, stdout: str, stderr: str, out: Path) -> Run:
+        """The crawl's items and summary; every crawl of the suite checks that its summary
+        adds up (issue 41: "10,999 ignored of 10,964 discovered")."""
         summary_file = self.data / "last-crawl.json"
         items = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
         summary = json.loads(summary_file.read_text()) if summary_file.exists() else {}
+        if summary.get("spider") == "urd":
+            problems = unbalanced(summary)
+            assert not problems, ("the crawl summary does not add up: " + "; ".join(problems)
+                                  + f"\n{json.dumps({k: v for k, v in summary.items() if k != 'stats'})}")
         return Run(returncode, stdout, stderr, items, summary)
 
 

@@ -90,7 +90,19 @@ def test_http_error_status_is_reported_on_the_item_and_counted(site, project):
 
 def test_page_with_too_many_links_is_capped(site, project):
     site.html("/", [f"/p{i}.html" for i in range(50)])
-    project.add_urds(urd("u1", "alice", site.url("/"), depth=0))
+    project.add_urds(urd("u1", "alice", site.url("/"), depth=1))
     run = project.crawl(WEBRACE_MAX_LINKS_PER_PAGE=10)
-    assert len(run.items[0]["links"]) == 10
-    assert run.summary["ignored_by_reason"] == {"limit": 40, "depth": 10}
+    assert sorted(site.paths()) == sorted(["/", *(f"/p{i}.html" for i in range(10))])
+    assert len(run.items[0]["links"]) == 50  # all stored: a re-crawl's URDs judge them again
+    assert run.summary["ignored_by_reason"] == {"limit": 40}
+    assert run.summary["followed"] == 11 and run.summary["discovered"] == 51
+
+
+def test_link_candidates_past_the_safety_bound_are_counted_and_not_read(site, project):
+    site.html("/", [f"/p{i}.html" for i in range(50)])
+    project.add_urds(urd("u1", "alice", site.url("/"), depth=0))
+    run = project.crawl(WEBRACE_MAX_LINK_CANDIDATES=20)
+    assert run.items[0]["links"] == [site.url(f"/p{i}.html") for i in range(20)]
+    assert run.stat("webrace/links_unread") == 30
+    assert "more link candidates than WEBRACE_MAX_LINK_CANDIDATES=20: 30 not read" in run.stderr
+    assert run.summary["discovered"] == 21 and run.summary["ignored_by_reason"] == {"depth": 20}

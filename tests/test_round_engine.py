@@ -295,6 +295,19 @@ def test_scope_decides_which_hosts_a_urd_follows(make_engine, scope, followed):
     assert engine.stats.get("webrace/ignored/scope", 0) == 2 - len(followed)
 
 
+def test_the_links_cap_counts_only_links_in_scope_and_depth(make_engine):
+    """Issue 41: off-site links first do not use up WEBRACE_MAX_LINKS_PER_PAGE."""
+    off_site = [f"http://other{i}.test/" for i in range(5)]
+    on_site = [f"http://a.test/p{i}" for i in range(3)]
+    engine = make_engine(Limits(max_links=2))
+    add(make_engine.store, Urd(id="u1", owner="alice", url="http://a.test/", depth=1, timing=HOUR))
+    _, fetched = crawl(engine, engine.open_due(now_millis()), {"http://a.test/": off_site + on_site})
+    assert sorted(fetched) == ["http://a.test/", "http://a.test/p0", "http://a.test/p1"]
+    counts = {k: v for k, v in engine.stats.items() if v}
+    assert counts["webrace/ignored/scope"] == 5 and counts["webrace/ignored/limit"] == 1
+    assert counts["webrace/discovered"] == 9 and counts["webrace/followed"] == 3
+
+
 def test_two_urds_naming_the_same_link_are_one_request(make_engine):
     engine = make_engine()
     add(make_engine.store, Urd(id="a1", owner="alice", url="http://a.test/", depth=0, timing=HOUR),

@@ -10,6 +10,11 @@
 5. log what failed normalisation (debug level, counted);
 6. deduplicate, keeping document order.
 
+A page gives at most ``max_candidates`` link candidates (``WEBRACE_MAX_LINK_CANDIDATES``):
+a safety bound on the work one page costs (a hostile page may hold millions of links); the
+candidates past it are counted, never read. How many links of a page are *followed*
+(``WEBRACE_MAX_LINKS_PER_PAGE``) is decided after scope and depth, by the round engine.
+
 Scope and depth depend on the URDs a page was fetched for and are judged by the spider;
 robots.txt is judged at download time by the exclusion middleware.
 """
@@ -38,6 +43,7 @@ class Extraction:
     # Links dropped by the pipe: (URL as resolved as far as possible, counter name such as
     # "ignored/type" or "error/scheme"). The spider counts each URL once per crawl.
     rejected: list[tuple[str, str]] = field(default_factory=list)
+    unread: int = 0  # candidates past the safety bound (max_candidates), not read
 
 
 class UrlExtractor:
@@ -46,13 +52,13 @@ class UrlExtractor:
         ignore_types: IgnoreTypes,
         blocklist: Blocklist,
         max_url_length: int = 2048,
-        max_links: int = 5000,
+        max_candidates: int = 50000,
         path_rules: PathRules | None = None,
     ) -> None:
         self.ignore_types = ignore_types
         self.blocklist = blocklist
         self.max_url_length = max_url_length
-        self.max_links = max_links
+        self.max_candidates = max_candidates
         self.path_rules = path_rules or PathRules(0, 0)
 
     @classmethod
@@ -61,7 +67,7 @@ class UrlExtractor:
             IgnoreTypes(conf_list(settings, "WEBRACE_IGNORE_TYPES", "ignore.types")),
             Blocklist(read_list(settings.get("WEBRACE_BLOCKLIST"))),
             max_url_length=settings.getint("WEBRACE_MAX_URL_LENGTH"),
-            max_links=settings.getint("WEBRACE_MAX_LINKS_PER_PAGE"),
+            max_candidates=settings.getint("WEBRACE_MAX_LINK_CANDIDATES"),
             path_rules=PathRules(settings.getint("WEBRACE_TRAP_MAX_SEGMENT_REPEATS"),
                                  settings.getint("WEBRACE_TRAP_MAX_SEGMENTS")),
         )
@@ -74,13 +80,13 @@ class UrlExtractor:
             raw = raw.strip()
             if not raw or raw.startswith("#") or raw in seen_raw:
                 continue
+            if len(seen_raw) >= self.max_candidates:
+                result.unread += 1
+                continue
             seen_raw.add(raw)
             verdict, url = self.judge(raw, base_url)
             if verdict is None:
                 if url not in kept:
-                    if len(kept) >= self.max_links:
-                        result.rejected.append((url, "ignored/limit"))
-                        continue
                     kept.add(url)
                     result.links.append(url)
             else:

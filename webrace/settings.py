@@ -28,8 +28,12 @@ WEBRACE_BLOCKLIST = None
 WEBRACE_MAX_URL_LENGTH = 2048
 # XML files a user gives (URDs, rules templates) larger than this many bytes are refused unread.
 WEBRACE_MAX_XML_BYTES = 50 * 1024 * 1024
-# At most this many links are taken from one page; the rest are counted as ignored/limit.
+# At most this many links of one page are followed, counted among those within the URDs'
+# scope and depth (links out of scope take no room); the rest are counted as ignored/limit.
 WEBRACE_MAX_LINKS_PER_PAGE = 5000
+# Safety bound on the work per page: at most this many link candidates (hrefs, frame sources)
+# of one page are read, resolved and stored; the rest are counted as webrace/links_unread.
+WEBRACE_MAX_LINK_CANDIDATES = 50000
 # A host whose robots.txt asks for a Crawl-delay longer than this (seconds) is not crawled.
 WEBRACE_MAX_CRAWL_DELAY = 60.0
 # robots.txt (RFC 9309): seconds to wait for it (then the host counts as unreachable: nothing

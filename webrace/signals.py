@@ -8,6 +8,10 @@ The exclusion middleware asks robots.txt that was unreachable again and learns t
 scopes; the annotation and sentinel middlewares learn the round's URDs and sentinels
 (:class:`RoundBook`), so no component reads the spider's attributes.
 
+``request_refused(request, reason)``: the exclusion middleware refused a URD crawl's request
+(``reason``: robots, mime, redirect_scope...); the URD spider counts its URL as ignored, once
+per crawl (:class:`webrace.rounds.tally.UrlTally`).
+
 ``round_closed(round_id)``: a round this process ran is closed (embedded mode; in the
 distributed mode `scrapy urd schedule` closes rounds): the delivery extension pushes what it
 found to the owners' channels.
@@ -20,6 +24,7 @@ from typing import Any
 
 round_opened = object()
 round_closed = object()
+request_refused = object()
 
 ROUNDS_KEPT = 16  # rounds remembered: a page of an earlier round may still be in flight
 

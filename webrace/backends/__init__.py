@@ -211,7 +211,8 @@ def open_round_engine(settings: Any, stats: Any = None, sentinels: Any = None,
     from webrace.rounds.redis import RedisRounds
 
     limits = Limits(page_budget=settings.getint("WEBRACE_MAX_PAGES_PER_URD"),
-                    max_queries=settings.getint("WEBRACE_TRAP_MAX_QUERIES_PER_PATH"))
+                    max_queries=settings.getint("WEBRACE_TRAP_MAX_QUERIES_PER_PATH"),
+                    max_links=settings.getint("WEBRACE_MAX_LINKS_PER_PAGE"))
     urd_store = (lambda: open_urd_store(settings)) if with_urd_store else None
     if not distributed(settings):
         return LocalRounds(urd_store, limits, stats, sentinels)

@@ -20,9 +20,10 @@ middleware asks next time only whether it changed: its 304 is refused here as th
 stopped at its headers, not downloaded again (``webrace/not_kept/known_binary``).
 
 Each decision bumps a stats counter (``robots/allowed``, ``robots/disallowed``,
-``robots/unreachable``, ``webrace/ignored/<reason>``, ``pacing/<host>/...``) and a request
-refused here has ``webrace_ignored`` in its meta so the spider's errback does not count it
-twice.
+``robots/unreachable``, ``pacing/<host>/...``); a URD crawl's request refused here is told
+with the ``request_refused`` signal (the spider counts its URL as ``webrace/ignored/<reason>``,
+once per crawl) and has ``webrace_ignored`` in its meta so the spider's errback does not
+count it again.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from webrace.conf import conf_list
 from webrace.middlewares.recrawl import CONDITIONAL, LOOKED_UP
 from webrace.middlewares.robots import UNREACHABLE, RobotsTxt, origin
 from webrace.pacing import Pacing
-from webrace.signals import round_opened
+from webrace.signals import request_refused, round_opened
 from webrace.traps import PathRules
 from webrace.urls import REFUSE, SNIFF, Blocklist, MediaTypes, in_scope, looks_binary, media_type, read_list
 
@@ -182,8 +183,7 @@ class ExclusionMiddleware:
             return
         verdict = self.media_types.judge(ctype, request.url)
         if verdict == SNIFF and _known_binary(request, ctype):
-            request.meta[IGNORED] = "mime"
-            self.stats.inc_value("webrace/ignored/mime")
+            self._refused(request, "mime")
             self.stats.inc_value("webrace/not_kept/known_binary")
             logger.debug("Undeclared media type, binary body last time: not downloaded again: %s", request.url)
             raise StopDownload(fail=True)
@@ -191,8 +191,7 @@ class ExclusionMiddleware:
             request.meta[_SNIFF] = True
             self.stats.inc_value("webrace/mime_sniffed")
         elif verdict == REFUSE:
-            request.meta[IGNORED] = "mime"
-            self.stats.inc_value("webrace/ignored/mime")
+            self._refused(request, "mime")
             logger.debug("Media type %r not accepted, body not downloaded: %s", ctype, request.url)
             raise StopDownload(fail=True)
 
@@ -200,16 +199,14 @@ class ExclusionMiddleware:
         """A body let through by its name alone is kept only if it is text (WHATWG's rule,
         on the decompressed body: this middleware sees responses after HttpCompression)."""
         if request.meta.get(_SNIFF) and looks_binary(response.body):
-            request.meta[IGNORED] = "mime"
+            self._refused(request, "mime")
             request.meta[REFUSED] = response
-            self.stats.inc_value("webrace/ignored/mime")
             logger.debug("Undeclared media type, binary body: not kept: %s", request.url)
             raise IgnoreRequest("Undeclared media type and a binary body")
         conditional = request.meta.get(CONDITIONAL)
         if response.status == 304 and conditional and conditional["url"] == request.url \
                 and conditional["meta"].not_kept:
-            request.meta[IGNORED] = "mime"
-            self.stats.inc_value("webrace/ignored/mime")
+            self._refused(request, "mime")
             self.stats.inc_value("webrace/not_kept/not_modified")
             logger.debug("Media type not kept, unchanged (304): %s", request.url)
             raise IgnoreRequest("Media type not kept, and not modified")
@@ -242,11 +239,14 @@ class ExclusionMiddleware:
         self.stats.set_value(f"pacing/{key}/requests", delays.count)
 
     def _ignore(self, request: Request, reason: str, message: str) -> None:
-        request.meta[IGNORED] = reason
-        if "webrace" in request.meta:
-            self.stats.inc_value(f"webrace/ignored/{reason}")
+        self._refused(request, reason)
         logger.debug("%s: %s", message, request.url)
         raise IgnoreRequest(message)
+
+    def _refused(self, request: Request, reason: str) -> None:
+        request.meta[IGNORED] = reason
+        if "webrace" in request.meta:
+            self.crawler.signals.send_catch_log(request_refused, request=request, reason=reason)
 
 
 def _known_binary(request: Request, content_type: str) -> bool:

@@ -33,6 +33,7 @@ from webrace.records.rounds import DONE, FAILED, Node, Offer
 from webrace.rounds.frontier import Frontier
 from webrace.rounds.groups import SENTINEL_PREFIX, Groups, LinkScope
 from webrace.rounds.memory import keep_built, release_built
+from webrace.rounds.tally import UrlTally
 from webrace.traps import QueryVariants
 from webrace.urd import Urd
 
@@ -62,6 +63,7 @@ class Counts(dict):
 class Limits:
     page_budget: int = 0  # pages one URD may request per round (0: no limit)
     max_queries: int = 100  # distinct query strings one path may show per round (traps)
+    max_links: int = 5000  # links one page may offer to a round, in scope and depth (0: no limit)
 
 
 @dataclass
@@ -77,8 +79,6 @@ class Round:
     shared: bool = False
     held: dict[str, tuple[Node, MutableMapping]] = field(default_factory=dict)  # waiting for final owners
     owners_changed: bool = False
-    # link -> why no URD follows it ("" when an earlier round of this crawl counted it already)
-    not_followed: dict[str, str] = field(default_factory=dict)
     sentinels: dict[str, list] = field(default_factory=dict)  # URL -> [(sentinel, digest it last saw)] due
     queries: QueryVariants = field(default_factory=QueryVariants)
     requested: Counter = field(default_factory=Counter)  # group id -> pages requested for it (each member's budget)
@@ -124,8 +124,7 @@ class RoundEngine(ABC):
         self.stats = stats if stats is not None else Counts()
         self.rounds: dict[str, Round] = {}  # the rounds this process has met, by id
         # The summary counts distinct URLs per crawl, however many rounds see them.
-        self.discovered: set[str] = set()
-        self.ignored_before: set[str] = set()
+        self.tally = UrlTally(self.stats)
         self.on_open: Callable[[Round], None] | None = None  # told of each round this process meets
 
     def _register(self, rnd: Round) -> Round:
@@ -172,11 +171,7 @@ class RoundEngine(ABC):
 
     def discover(self, url: str) -> bool:
         """Count ``url`` as discovered the first time this crawl sees it."""
-        if url in self.discovered:
-            return False
-        self.discovered.add(url)
-        self._inc("discovered")
-        return True
+        return self.tally.discover(url)
 
     def claim_redirect(self, rnd: Round, node: Node, url: str) -> tuple[bool, dict[str, int], str]:
         """``node``'s request is about to follow a redirect (or was answered from ``url``
@@ -284,7 +279,7 @@ class RoundEngine(ABC):
         the members of a group after its first are coalesced already)."""
         fetch = []
         for group in rnd.groups:
-            self.discover(group.url)
+            self.tally.follow(group.url)
             rnd.requested[group.id] += 1
             self._inc("coalesced", len(group.members) - 1)
             verdict, _ = rnd.frontier.offer(group.url, None, 0, {group.id: group.depth})
@@ -302,9 +297,10 @@ class RoundEngine(ABC):
     def _follow(self, rnd: Round, node: Node, budgets: dict[str, int],
                 known_links: set[str] | None = None) -> list[Node]:
         """Offer ``node``'s links to the frontier for each group in ``budgets`` that still has
-        depth left and whose scope holds the link (decided once per link and scope anchor);
-        carry groups merged into pages already done through their stored links, without
-        fetching them again. Returns the new pages a local round requests (a shared
+        depth left and whose scope holds the link (decided once per link and scope anchor),
+        at most ``Limits.max_links`` of a page (counted after scope and depth); carry
+        groups merged into pages already done through their stored links, without fetching
+        them again. Returns the new pages a local round requests (a shared
         frontier has queued them)."""
         groups = rnd.groups
         fetch: list[Node] = []
@@ -316,6 +312,7 @@ class RoundEngine(ABC):
                 known = known_links  # read with the page's finish
             else:
                 known = rnd.frontier.known(parent.links) if parent.links else set()
+            offered = 0  # the page's links offered so far (Limits.max_links)
             for link in parent.links:
                 child: dict[str, int] = {}
                 reason = "depth"
@@ -330,6 +327,9 @@ class RoundEngine(ABC):
                         reason = "scope"
                     else:
                         child[group_id] = remaining - cost
+                # after scope: links not followed take no room (nor a refresh, followed like a redirect)
+                if child and cost and self.limits.max_links and offered >= self.limits.max_links:
+                    child, reason = {}, "limit"
                 if child and link not in known:  # a page new to the round: trap rules, budgets
                     if not rnd.queries.admit(link):
                         child, reason = {}, "trap"
@@ -337,16 +337,15 @@ class RoundEngine(ABC):
                         child = {u: r for u, r in child.items() if self._within_budget(rnd, u)}
                         reason = "budget"
                 if child:
+                    offered += 1
                     offers.append((link, child))
                 else:
                     not_followed.append((link, reason))
-            self._not_followed(rnd, not_followed, known)
+            self._not_followed(not_followed, known)
             results = rnd.frontier.offer_many(parent.page_url, parent.depth + 1, offers)
             for (link, _), (verdict, gained, state) in zip(offers, results, strict=True):
+                self.tally.follow(link)  # new, merged or a duplicate: in the round's frontier
                 if verdict is Offer.NEW:
-                    reason = rnd.not_followed.pop(link, None)
-                    if reason:  # another path reached it after all
-                        self._inc(f"ignored/{reason}", -1)
                     if not rnd.shared:
                         fetch.append(rnd.frontier.get(link))
                 elif verdict is Offer.MERGED:
@@ -376,18 +375,16 @@ class RoundEngine(ABC):
         rnd.requested[group_id] += 1
         return True
 
-    def _not_followed(self, rnd: Round, links: list[tuple[str, str]], known: set[str]) -> None:
-        """Count links no URD follows, once per crawl, and only while no other path has
-        brought them into the frontier (then they were not ignored after all). ``known``:
-        the links the frontier had when the page's links were looked up (one round trip for
-        both in a shared round; the links counted here were not offered since)."""
-        fresh = [(link, reason) for link, reason in links if link not in rnd.not_followed]
-        for link, reason in fresh:
-            if link not in known and link not in rnd.not_followed:
-                counted = link not in self.ignored_before
-                rnd.not_followed[link] = reason if counted else ""
-                if counted:
-                    self._inc(f"ignored/{reason}")
+    def _not_followed(self, links: list[tuple[str, str]], known: set[str]) -> None:
+        """Count links no URD follows, once per crawl (:class:`UrlTally`: a link another
+        path brings into a frontier, in this round or a later one, is followed after all).
+        ``known``: the links the frontier had when the page's links were looked up (one
+        round trip for both in a shared round): those the round follows anyway."""
+        for link, reason in links:
+            if link in known:
+                self.tally.follow(link)
+            else:
+                self.tally.not_followed(link, f"ignored/{reason}")
 
     # -- holding items until their owners are final ---------------------------------------
 
@@ -442,7 +439,6 @@ class RoundEngine(ABC):
 
     def _closed(self, rnd: Round) -> None:
         """Forget a closed round (its links ignored stay counted for the crawl)."""
-        self.ignored_before.update(rnd.not_followed)
         self.rounds.pop(rnd.id, None)
         release_built()
 

@@ -34,6 +34,7 @@ from webrace.middlewares.exclusion import REFUSED
 from webrace.middlewares.recrawl import CONDITIONAL, LOOKED_UP, SERVED_FRESH
 from webrace.records.metainfo import MetaInfo
 from webrace.records.rounds import Node
+from webrace.rounds.tally import UrlTally
 from webrace.store.cache import ObjectCache
 from webrace.store.warc import ORIG_PREFIX
 from webrace.urd import now_millis
@@ -46,12 +47,12 @@ _SCRAPY_ORIG = "\n" + ORIG_PREFIX.title()  # how Scrapy's Headers spell a header
 
 class PageRecorder:
     def __init__(self, cache: ObjectCache, extractor: UrlExtractor, stats: object,
-                 discover: Callable[[str], bool], offload: Callable[..., Awaitable[Any]] | None = None,
+                 tally: UrlTally, offload: Callable[..., Awaitable[Any]] | None = None,
                  refresh_max_delay: float = 100.0) -> None:
         self.cache = cache
         self.extractor = extractor
         self.stats = stats
-        self.discover = discover  # counts a URL the first time the crawl sees it
+        self.tally = tally  # what became of each URL, once per crawl (the round engine's)
         self.offload = offload or _inline  # runs the object cache's I/O off the reactor (store_io)
         self.refresh_max_delay = refresh_max_delay  # a refresh this many seconds away or more is not followed
 
@@ -62,9 +63,10 @@ class PageRecorder:
         their round opened (both kept in its record: ``MetaInfo.wanted``, ``checked``)."""
         status = response.status
         if status >= 400:
-            self._inc(f"failed/http_{status}")
+            self.tally.failed(response.url, f"http_{status}")
         elif is_binary(response) or not isinstance(response, HtmlResponse):
             self._inc("not_html")
+            self.tally.fetched(response.url)
         else:
             node.links = self._extract(response)
         if 200 <= status < 300:
@@ -91,7 +93,7 @@ class PageRecorder:
         A page served fresh (no request: the body was confirmed lately) is answered alike."""
         conditional = response.request.meta.get(CONDITIONAL)
         if not conditional or conditional["url"] != response.url:
-            self._inc("failed/unexpected_304")
+            self.tally.failed(response.url, "unexpected_304")
             return None
         if response.request.meta.get(SERVED_FRESH):
             self._inc("served_fresh")
@@ -103,10 +105,9 @@ class PageRecorder:
                 self.cache.record_not_modified, conditional["meta"], now_millis(), _header(response, b"ETag"),
                 _header(response, b"Last-Modified"), header=header_text(response), wanted=wanted,
                 checked=round_opened)
-        node.links = list(meta.links)
+        self.tally.fetched(response.url)
+        node.links = list(meta.links)  # found on the page too: the round engine counts them
         node.refresh = meta.refresh if meta.refresh in meta.links else None
-        for url in node.links:  # the stored links were found on the page too
-            self.discover(url)
         fresh = response.request.meta.get(SERVED_FRESH)
         return _page(node, response.url, meta.status if fresh else 304, media_type(meta.header_value("Content-Type")),
                      meta.size, meta, meta.version, False, True)
@@ -164,23 +165,25 @@ class PageRecorder:
             return
         node.refresh = url
         self._inc("refresh")
-        if url not in node.links:
+        if url not in node.links:  # counted by the round engine, as the page's other links
             node.links.append(url)
-            self.discover(url)
 
     def _extract(self, response: HtmlResponse) -> list[str]:
         try:
             extraction = self.extractor.extract(response.selector, get_base_url(response))
         except (ValueError, TypeError) as exc:  # lxml could not make a tree of it
             logger.warning("Could not parse %s: %s", response.url, exc)
-            self._inc("error/parse")
+            self.tally.refused(response.url, "error/parse")
             return []
         self._inc("expanded")
-        for url in extraction.links:
-            self.discover(url)
+        self.tally.fetched(response.url)
+        if extraction.unread:
+            self.stats.inc_value("webrace/links_unread", extraction.unread)
+            logger.warning("%s has more link candidates than WEBRACE_MAX_LINK_CANDIDATES=%d: %d not read",
+                           response.url, self.extractor.max_candidates, extraction.unread)
+        # the links kept are counted by the round engine, followed or not, as it decides
         for url, counter in extraction.rejected:
-            if self.discover(url):
-                self._inc(counter)
+            self.tally.not_followed(url, counter)
         return extraction.links
 
     def _inc(self, key: str) -> None:

@@ -42,7 +42,7 @@ from webrace.records.rounds import DONE, FAILED, Node
 from webrace.rounds.engine import Round, Step
 from webrace.scout.crawl import CrawlRules
 from webrace.sentinels.crawl import StoredSentinels
-from webrace.signals import round_closed, round_opened
+from webrace.signals import request_refused, round_closed, round_opened
 from webrace.spiders.responses import CrawlStats, PageRecorder, failure_reason, run_rules
 from webrace.store.objects import ObjectStoreUnwritable
 from webrace.urd import now_millis
@@ -97,12 +97,13 @@ class UrdSpider(scrapy.Spider):
         if spider.scout is not None:
             crawler.signals.connect(spider.close_rules, signal=signals.spider_closed)
         crawler.signals.connect(spider.on_idle, signal=signals.spider_idle)
+        crawler.signals.connect(spider.request_refused, signal=request_refused)
         return spider
 
     def on_opened(self, spider: scrapy.Spider) -> None:
         if spider is self:
             self.cache = object_cache(self.crawler)  # owned by the recrawl middleware
-            self.recorder = PageRecorder(self.cache, self.extractor, CrawlStats(self.crawler), self.engine.discover,
+            self.recorder = PageRecorder(self.cache, self.extractor, CrawlStats(self.crawler), self.engine.tally,
                                          store_io(self.crawler),
                                          self.crawler.settings.getfloat("METAREFRESH_MAXDELAY"))
 
@@ -371,12 +372,16 @@ class UrdSpider(scrapy.Spider):
         rnd, node = self._node(request)
         if not request.meta.get(IGNORED):  # else counted where it was decided
             reason = failure_reason(failure.value)
-            self.crawler.stats.inc_value(f"webrace/failed/{reason}")
+            self.engine.tally.failed(request.url, reason)
             logger.warning("Fetch failed (%s) %s: %s", reason, request.url, failure.getErrorMessage()[:200])
         elif request.meta[IGNORED] == "mime":  # a type not kept: remembered, so not downloaded again
             await self.recorder.not_kept(request, failure.value)
         for out in self._emit(rnd, await self._call(self.engine.finish, rnd, node, FAILED)):
             yield out
+
+    def request_refused(self, request: scrapy.Request, reason: str) -> None:
+        """The exclusion middleware refused a request of this crawl: its URL is ignored."""
+        self.engine.tally.refused(request.url, f"ignored/{reason}")
 
     def _node(self, request: scrapy.Request) -> tuple[Round, Node]:
         context = request.meta["webrace"]
