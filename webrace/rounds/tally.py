@@ -45,8 +45,8 @@ class UrlTally:
         return url in self.fates
 
     def discover(self, url: str) -> bool:
-        """Count ``url`` as discovered the first time; True then. It has no class yet: the
-        caller gives it one (a link kept is followed or not followed by the round engine)."""
+        """Count ``url`` as discovered the first time; True then. It has no class yet, so
+        the caller must give it one (the other methods discover and classify at once)."""
         with self._lock:
             return self._discover(url)
 
