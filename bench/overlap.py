@@ -54,7 +54,8 @@ class Outcome:
     seconds: float
     changes: int
     fetched: int  # changes the server sent in full before the page changed again
-    versions: int  # new versions stored of changed pages
+    versions: int  # new versions fetched of changed pages
+    kept: int  # of which the body was kept (not dropped as relevant to nobody)
     acis: int  # the whole-site owner's ACIs for changed versions
     watched_fetched: int
     notifications: int
@@ -65,11 +66,11 @@ class Outcome:
 
     def row(self) -> str:
         return (f"  {self.mode:<11} {self.code:<9} {self.changes:>7} {self.fetched:>7} {self.versions:>8} "
-                f"{self.acis:>6} {self.notifications:>5}/{self.watched_fetched:<4} {self.requests:>8} "
+                f"{self.kept:>5} {self.acis:>6} {self.notifications:>5}/{self.watched_fetched:<4} {self.requests:>8} "
                 f"{self.max_ratio:>9.2f} {self.over_bound:>6} {self.fresh:>7}")
 
 
-HEADER = ("  mode        code      changes fetched versions   ACIs notes/watched requests "
+HEADER = ("  mode        code      changes fetched versions  kept   ACIs notes/watched requests "
           "max/bound  >bound   fresh")
 
 
@@ -220,14 +221,15 @@ def measure(code: str, mode: str, seconds: float, root: Path, changes: list[tupl
         if (root / "items.jsonl").exists() else []
     changed = {path for _, path in changes}
     path_of = lambda url: "/" + url.split("/", 3)[3]  # noqa: E731
-    versions = sum(1 for i in items if "owners" in i and i.get("new_version") and (i.get("version") or 0) > 1
-                   and path_of(i["url"]) in changed)
+    new = [i for i in items if "owners" in i and i.get("new_version") and (i.get("version") or 0) > 1
+           and path_of(i["url"]) in changed]
+    versions, kept = len(new), sum(1 for i in new if i.get("kept"))
     acis = len({(a["uri"], a.get("version")) for a in items if a.get("owner") == "wendy" and "docbase" in a
                 and (a.get("version") or 0) > 1})
     notes = sum(1 for i in items if "sentinel" in i)
     fresh = sum(1 for i in items if "owners" in i and i.get("not_modified") and i.get("status") != 304)
     ratios = {path: count / (seconds * 1000 / shortest[path] + 2) for path, count in per_page.items()}
-    return Outcome(code, mode, seconds, len(changes), fetched, versions, acis, watched_fetched, notes,
+    return Outcome(code, mode, seconds, len(changes), fetched, versions, kept, acis, watched_fetched, notes,
                    sum(per_page.values()), max(ratios.values(), default=0.0),
                    sum(1 for r in ratios.values() if r > 1), fresh)
 
@@ -286,7 +288,7 @@ def main() -> int:
     goals = []
     for o in outcomes:
         if o.code == "candidate":
-            goals.append((f"{o.mode}: every change fetched stored and an ACI", o.versions >= o.fetched and
+            goals.append((f"{o.mode}: every change fetched kept and an ACI", o.kept >= o.fetched and
                           o.acis >= o.fetched))
             goals.append((f"{o.mode}: every change fetched on a watched page notified",
                           o.notifications >= o.watched_fetched))
