@@ -39,6 +39,19 @@ def overlapping_owners(project, site) -> None:
     )
 
 
+def watched_not_due(project, url: str) -> None:
+    """sam's content sentinel on ``url``, checked just now: due in an hour."""
+    done = project.scrapy("sentinel", "add", "--owner", "sam", "--url", url, "--type", "content")
+    assert done.returncode == 0, done.stderr
+    with open_sentinel_store(project.settings()) as store:
+        store.checked([s.id for s, _, _ in store.all()], now_millis())
+
+
+def only_due(project, urd_id: str) -> None:
+    with open_urd_store(project.settings()) as store:
+        store.make_due([urd_id], now_millis())
+
+
 def acis_for(run, owner: str) -> set[str]:
     return {a["uri"] for a in run.acis if a["owner"] == owner}
 
@@ -51,8 +64,7 @@ def test_a_change_fetched_in_another_owners_round_is_judged_for_the_owners_who_w
     # /p2 changes; only hana's URD is due: the new version is fetched in her round, where
     # nobody's keywords match it
     site.html("/p2", [], text="apple page 2, now with a banana")
-    with open_urd_store(project.settings()) as store:
-        store.make_due(["h1"], now_millis())
+    only_due(project, "h1")
     second = project.crawl()
     page = second.by_url[site.url("/p2")]
     assert page["new_version"] and page["urd_ids"] == ["h1"]
@@ -60,8 +72,7 @@ def test_a_change_fetched_in_another_owners_round_is_judged_for_the_owners_who_w
     assert page["kept"] and page["relevant_to"] == ["wendy"]  # so its body is not dropped
     assert second.stat("webrace/judged_wanted") == 2  # wendy's and hugo's URDs reached it before
     # wendy's own round then gets a 304: the change was hers already
-    with open_urd_store(project.settings()) as store:
-        store.make_due(["whole"], now_millis())
+    only_due(project, "whole")
     third = project.crawl()
     assert third.by_url[site.url("/p2")]["not_modified"] and acis_for(third, "wendy") == set()
     assert site.count("/p2") == 3
@@ -71,13 +82,9 @@ def test_a_sentinel_not_due_is_told_of_a_change_another_round_fetched(site, proj
     site_of_hubs(site)
     overlapping_owners(project, site)
     project.crawl()
-    done = project.scrapy("sentinel", "add", "--owner", "sam", "--url", site.url("/p2"), "--type", "content")
-    assert done.returncode == 0, done.stderr
-    with open_sentinel_store(project.settings()) as store:  # checked just now: due in an hour
-        store.checked([s.id for s, _, _ in store.all()], now_millis())
+    watched_not_due(project, site.url("/p2"))
     site.html("/p2", [], text="apple page 2, rewritten")
-    with open_urd_store(project.settings()) as store:
-        store.make_due(["h2"], now_millis())
+    only_due(project, "h2")
     run = project.crawl()
     (note,) = [i for i in run.items if "sentinel" in i]
     assert note["owner"] == "sam" and note["url"] == site.url("/p2")
@@ -137,13 +144,9 @@ def test_in_the_distributed_mode_a_change_another_round_fetched_reaches_the_owne
     proc, out = start_worker(first)
     assert finish(first, proc, out).returncode == 0
     schedule(scheduler)  # closes the first round
-    done = scheduler.scrapy("sentinel", "add", "--owner", "sam", "--url", site.url("/p2"), "--type", "content")
-    assert done.returncode == 0, done.stderr
-    with open_sentinel_store(scheduler.settings()) as store:  # checked just now: due in an hour
-        store.checked([s.id for s, _, _ in store.all()], now_millis())
+    watched_not_due(scheduler, site.url("/p2"))
     site.html("/p2", [], text="apple page 2, now with a banana")
-    with open_urd_store(scheduler.settings()) as store:
-        store.make_due(["h1"], now_millis())
+    only_due(scheduler, "h1")
     schedule(scheduler)  # a round of hana's URD only
     second = worker_project(tmp_path, "second", redis_env)
     proc, out = start_worker(second)
