@@ -169,10 +169,6 @@ class RoundEngine(ABC):
     def _orphan(self, round_id: str) -> Round:
         return self._register(Round(round_id, {}, Frontier(), 0))
 
-    def discover(self, url: str) -> bool:
-        """Count ``url`` as discovered the first time this crawl sees it."""
-        return self.tally.discover(url)
-
     def claim_redirect(self, rnd: Round, node: Node, url: str) -> tuple[bool, dict[str, int], str]:
         """``node``'s request is about to follow a redirect (or was answered from ``url``
         unannounced): the target counts as seen before it is downloaded. See
