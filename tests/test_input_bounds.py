@@ -301,3 +301,28 @@ def test_aci_list_with_a_bad_port_in_redis_url_is_one_line(project, port):
     assert "Traceback" not in result.stderr and "s3cret" not in result.stderr
     (line,) = result.stderr.splitlines()
     assert line.startswith("error: ") and "REDIS_URL" in line
+
+
+# -- a sentinel's interval and pattern, on every entry path (issue 42) ---------------------
+
+
+def test_sentinel_add_with_an_interval_beyond_any_date_is_one_line_and_stores_nothing(project):
+    done = project.scrapy("sentinel", "add", "--owner", "alice", "--url", "http://a.test/",
+                          "--every", "99999999999999999999999d")
+    assert done.returncode != 0 and "Traceback" not in done.stderr and "longer than" in done.stderr
+    assert project.scrapy("sentinel", "list", "--format", "jsonl").stdout == ""
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("every", "99999999999999999999999d", "longer than"),
+    ("pattern", r"(a)\1", "RE2"),
+])
+def test_the_profile_form_and_api_refuse_what_the_command_refuses(project, field, value, says):
+    from webrace.backends import open_sentinel_store
+    from webrace.web.profile import ProfileError, add_sentinel
+
+    form = {"url": "http://a.test/", "type": "regex", "pattern": "a+", field: value}
+    with pytest.raises(ProfileError, match=says):
+        add_sentinel(project.settings(), "alice", form)
+    with open_sentinel_store(project.settings()) as store:
+        assert store.all() == []

@@ -1111,10 +1111,11 @@ class SqliteSentinelStore(SentinelStore):
                     continue  # removed meanwhile
                 every = self.sentinel_cls.from_json(row[0]).every
                 if seen is None:
-                    self.conn.execute("UPDATE sentinel SET next_due = ?, asked = 0 WHERE id = ?", (at_ms + every, i))
+                    self.conn.execute("UPDATE sentinel SET next_due = ?, asked = 0 WHERE id = ?",
+                                      (min(at_ms + every, MAX_TIME_MS), i))
                 else:
                     self.conn.execute("UPDATE sentinel SET next_due = ?, seen = ?, asked = 0 WHERE id = ?",
-                                      (at_ms + every, seen, i))
+                                      (min(at_ms + every, MAX_TIME_MS), seen, i))
 
     @_serialised
     def advance(self, expected: Mapping[str, str | None], at_ms: int, seen: str, data: bytes,
@@ -1133,7 +1134,7 @@ class SqliteSentinelStore(SentinelStore):
             return False
         every = self.sentinel_cls.from_json(row[0]).every
         self.conn.execute("UPDATE sentinel SET next_due = ?, seen = ?, asked = 0 WHERE id = ?",
-                          (at_ms + every, seen, sentinel_id))
+                          (min(at_ms + every, MAX_TIME_MS), seen, sentinel_id))
         return True
 
     @_serialised

@@ -20,6 +20,8 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 
 from webrace.digest.sdiff import check_location
+from webrace.patterns import PatternError, compile_pattern
+from webrace.urd import MAX_TIMING_MS
 
 TYPES = ("any", "content", "keyword", "regex", "structure", "links", "images", "attributes")
 ON = ("any", "added", "removed")
@@ -74,10 +76,13 @@ class Sentinel:
 
 def parse_duration(text: str) -> int:
     """``90s``, ``15m``, ``1h``, ``2d``, ``1w`` or plain seconds -> milliseconds."""
-    found = _DURATION.fullmatch(text.strip().lower())
+    found = _DURATION.fullmatch(text.strip().lower()) if len(text) <= 40 else None
     if not found:
-        raise SentinelError(f"not a duration: {text!r} (examples: 90s, 15m, 1h, 2d)")
-    return int(float(found.group(1)) * _UNIT_MS[found.group(2)])
+        raise SentinelError(f"not a duration: {text[:40]!r} (examples: 90s, 15m, 1h, 2d)")
+    ms = float(found.group(1)) * _UNIT_MS[found.group(2)]
+    if not ms <= MAX_TIMING_MS:  # (inf and nan too)
+        raise SentinelError(f"{text.strip()!r} is longer than {MAX_TIMING_MS // 86_400_000:,} days")
+    return int(ms)
 
 
 def make(owner: str, url: str, type: str = "any", where: str | None = None, pattern: str | None = None,  # noqa: A002
@@ -97,9 +102,9 @@ def make(owner: str, url: str, type: str = "any", where: str | None = None, patt
         raise SentinelError(f"--pattern is for keyword and regex sentinels, not {type}")
     if type == "regex":
         try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise SentinelError(f"--pattern is not a valid regular expression: {exc}") from None
+            compile_pattern(pattern)
+        except PatternError as exc:
+            raise SentinelError(f"--pattern: {exc}") from None
     for location in [where] if where else []:
         try:
             check_location(location)
@@ -113,15 +118,17 @@ def make(owner: str, url: str, type: str = "any", where: str | None = None, patt
                 raise SentinelError(f"--ignore: {exc}") from None
         else:
             try:
-                re.compile(rule)
-            except re.error as exc:
-                raise SentinelError(f"--ignore {rule!r} is neither css:/xpath: nor a regular expression: "
+                compile_pattern(rule)
+            except PatternError as exc:
+                raise SentinelError(f"--ignore {rule[:80]!r} is neither css:/xpath: nor a regular expression: "
                                     f"{exc}") from None
     tick = max(int(tick_ms), 1)
     every = every_ms if every_ms is not None else tick
     if every <= 0:
         raise SentinelError("the interval must be positive")
     every = -(-every // tick) * tick  # the next multiple of the tick
+    if every > MAX_TIMING_MS:  # as a URD's timing: a time beyond it cannot be stored or added to a date
+        raise SentinelError(f"the interval must be at most {MAX_TIMING_MS // 86_400_000:,} days")
     return Sentinel(owner, url, type, where or None, pattern or None, on, tuple(ignore), every, now_ms)
 
 

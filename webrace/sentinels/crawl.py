@@ -184,6 +184,8 @@ class SentinelMiddleware(ThreadedItemMiddleware):
             stats.inc_value("sentinels/groups", outcome.groups)
             stats.inc_value("sentinels/evaluated", outcome.stats.evaluated)
             stats.inc_value("sentinels/skipped", outcome.stats.skipped)
+            if outcome.stats.refused:
+                stats.inc_value("sentinels/pattern_refused", outcome.stats.refused)
             stats.inc_value("sentinels/fired", len(notes))
             if outcome.stats.unchanged:
                 stats.inc_value("sentinels/unchanged")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -27,6 +26,7 @@ from typing import Any
 from webrace.digest.core import PageDigest
 from webrace.digest.sdiff import mask as location_mask
 from webrace.digest.sdiff import sdiff
+from webrace.patterns import PatternError, compile_pattern
 from webrace.records.sentinel import Sentinel
 
 SNIPPET = 200
@@ -95,7 +95,7 @@ class _View:
     def text_list(self, where: str | None, ignore: tuple[str, ...]) -> list[str]:
         key = (where, ignore)
         if key not in self.texts:
-            patterns = [re.compile(i) for i in ignore if not i.startswith(("css:", "xpath:"))]
+            patterns = [compile_pattern(i) for i in ignore if not i.startswith(("css:", "xpath:"))]
             texts = []
             for text in self.digest.texts(self.nodes(where, ignore)):
                 for pattern in patterns:
@@ -116,6 +116,7 @@ class GroupStats:
     skipped: int = 0  # short-circuited by a more general comparison
     fired: int = 0
     unchanged: bool = False
+    refused: int = 0  # sentinels whose pattern RE2 cannot run (stored before patterns were checked with it)
 
 
 def evaluate(sentinels: Iterable[Sentinel], old: PageDigest | None, new: PageDigest, at: int = 0,
@@ -142,16 +143,20 @@ def evaluate(sentinels: Iterable[Sentinel], old: PageDigest | None, new: PageDig
     memo: dict[tuple, Any] = {}  # comparisons shared by sentinels with the same region and parameters
     notes = []
     for s in group:
-        texts_old = texts_new = None
-        if s.type in ("content", "keyword", "regex", "any"):
-            texts_old, texts_new = before.text_list(s.where, s.ignore), after.text_list(s.where, s.ignore)
-            if s.type in ("keyword", "regex") and texts_old == texts_new:
-                stats.skipped += 1  # the general comparison found no text change here
-                continue
+        try:  # one owner's sentinel that cannot run (a pattern stored before RE2) costs the others nothing
+            texts_old = texts_new = None
+            if s.type in ("content", "keyword", "regex", "any"):
+                texts_old, texts_new = before.text_list(s.where, s.ignore), after.text_list(s.where, s.ignore)
+                if s.type in ("keyword", "regex") and texts_old == texts_new:
+                    stats.skipped += 1  # the general comparison found no text change here
+                    continue
+            key = (s.type, s.where, s.ignore, s.pattern)
+            if key not in memo:
+                memo[key] = _changes(s, before, after, texts_old, texts_new, annotation)
+        except PatternError:
+            stats.refused += 1
+            continue
         stats.evaluated += 1
-        key = (s.type, s.where, s.ignore, s.pattern)
-        if key not in memo:
-            memo[key] = _changes(s, before, after, texts_old, texts_new, annotation)
         changes = memo[key]
         if changes is None:
             continue
@@ -191,7 +196,7 @@ def _changes(s: Sentinel, before: _View, after: _View, texts_old: list[str] | No
             return None
         return {"added": [s.pattern]} if now else {"removed": [s.pattern]}
     if s.type == "regex":
-        pattern = re.compile(s.pattern)
+        pattern = compile_pattern(s.pattern)  # RE2: linear time whatever the owner wrote
         was = Counter(m.group(0) for m in pattern.finditer("\n".join(texts_old)))
         now = Counter(m.group(0) for m in pattern.finditer("\n".join(texts_new)))
         added, removed = list((now - was).elements()), list((was - now).elements())
