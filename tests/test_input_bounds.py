@@ -326,3 +326,21 @@ def test_the_profile_form_and_api_refuse_what_the_command_refuses(project, field
         add_sentinel(project.settings(), "alice", form)
     with open_sentinel_store(project.settings()) as store:
         assert store.all() == []
+
+
+def test_the_data_directory_and_its_stores_are_private_whatever_the_umask(project, tmp_path):
+    import stat
+
+    from webrace.backends import open_aci_store, open_metainfo_store, open_sentinel_store, open_urd_store
+
+    old = os.umask(0o022)
+    try:
+        settings = project.settings()
+        for opener in (open_urd_store, open_metainfo_store, open_aci_store, open_sentinel_store):
+            opener(settings).close()
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(project.data.stat().st_mode) == 0o700
+    stores = list(project.data.glob("*.sqlite"))
+    assert len(stores) >= 4
+    assert [p.name for p in stores if stat.S_IMODE(p.stat().st_mode) & 0o077] == []

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore, Version
+from webrace.datadir import private
 from webrace.records.aci import Aci, Keys, PageAcis, _xml_safe, owner_key, page_key, quoting, split_id, summary_of
 from webrace.records.metainfo import MetaInfo, Revisit, VersionExists
 from webrace.records.sentinel import Sentinel
@@ -99,6 +100,8 @@ def connect(path: Path, threads: bool = False) -> sqlite3.Connection:
     conn = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=not threads)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
+    for name in (path.name, f"{path.name}-wal", f"{path.name}-shm"):  # private whatever the umask
+        private(path.with_name(name))
     return conn
 
 
