@@ -620,3 +620,21 @@ def test_an_unreachable_redis_answers_503_saying_so_without_the_password(tmp_pat
         assert api.status == 503 and "unreachable" in api.json()["error"]
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("target", ["/\t/evil.example", "/\n/evil.example", "/\r\nSet-Cookie: x=1", "/\\evil.example",
+                                    "/ /evil.example", "/\x7f/x", "//evil.example", "http://evil.example/"])
+def test_a_next_with_a_control_character_a_space_or_a_backslash_is_no_local_path(target):
+    from webrace.web.auth import local_path
+
+    assert local_path(target) is None
+    assert local_path("/owner/alice/profile?page=2") == "/owner/alice/profile?page=2"
+
+
+def test_login_with_a_next_a_browser_would_read_as_another_site_lands_home_and_never_500s(web):
+    for target in ("/\t/evil.example", "/%0a/x\n"):
+        client = Client(web.base)
+        token = client.token("/login")
+        answer = client.post("/login", {"csrf_token": token, "username": "alice", "password": PASSWORDS["alice"],
+                                        "next": target})
+        assert answer.status == 302 and answer.location == "/", target

@@ -11,6 +11,7 @@ token is not sent by a browser on its own, so it cannot be forged across sites).
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from flask import current_app, g, request, session
 from flask_wtf.csrf import CSRFProtect
@@ -77,7 +78,13 @@ def may_see(owner: str) -> bool:
 
 
 def local_path(target: str | None) -> str | None:
-    """``target`` when it is a path on this site (after a login, go there), else None."""
-    if not target or not target.startswith("/") or target.startswith(("//", "/\\")) or len(target) > 2048:
+    """``target`` when it is a path on this site (after a login, go there), else None. A
+    browser drops tabs and newlines from a URL and reads ``\\`` as ``/`` (WHATWG), so
+    ``/%09/evil.example`` (a tab, decoded) would go to another site, and a newline would split the Location
+    header: a target with a control character, a space or a backslash is no path of ours."""
+    if not target or len(target) > 2048 or any(ch <= " " or ch in "\x7f\\" for ch in target):
         return None
-    return target
+    if not target.startswith("/") or target.startswith("//"):
+        return None
+    parts = urlsplit(target)
+    return None if parts.scheme or parts.netloc else target
