@@ -344,3 +344,11 @@ def test_the_data_directory_and_its_stores_are_private_whatever_the_umask(projec
     stores = list(project.data.glob("*.sqlite"))
     assert len(stores) >= 4
     assert [p.name for p in stores if stat.S_IMODE(p.stat().st_mode) & 0o077] == []
+
+
+@pytest.mark.parametrize("owner", ["alice\nroot", "", "a" * 129, "bob smith", "Ω"])
+def test_sentinel_add_refuses_an_owner_name_no_account_or_urd_could_have(project, owner):
+    done = project.scrapy("sentinel", "add", "--owner", owner, "--url", "http://a.test/")
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "owner" in done.stderr.lower()
+    assert project.scrapy("sentinel", "list", "--format", "jsonl").stdout == ""

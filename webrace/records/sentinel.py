@@ -20,6 +20,7 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 
 from webrace.digest.sdiff import check_location
+from webrace.names import owner_name_problem
 from webrace.patterns import PatternError, compile_pattern
 from webrace.urd import MAX_TIMING_MS
 
@@ -90,6 +91,9 @@ def make(owner: str, url: str, type: str = "any", where: str | None = None, patt
          now_ms: int = 0) -> Sentinel:
     """A checked sentinel (every problem a clear :class:`SentinelError`); the interval is
     rounded up to a multiple of the tick."""
+    problem = owner_name_problem(owner)
+    if problem:
+        raise SentinelError(problem)
     if type not in TYPES:
         raise SentinelError(f"unknown sentinel type {type!r}: expected one of {', '.join(TYPES)}")
     if on not in ON:

@@ -12,7 +12,6 @@ like the URD-DB they stay where the scheduler and the web app run.
 from __future__ import annotations
 
 import hashlib
-import re
 import secrets
 import sqlite3
 import time
@@ -24,9 +23,9 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 
 from webrace.backends import data_dir
 from webrace.backends.sqlite import connect
+from webrace.names import owner_name_problem  # one rule for every entry path
 
 # Owner names: what urd.xsd allows as an owner, so every account can own URDs.
-NAME = re.compile(r"[A-Za-z0-9._@+\-]{1,128}")
 MAX_PASSWORD = 1024  # characters; Argon2 takes any length, the bound keeps a request cheap
 TOKEN_PREFIX = "wr_"
 
@@ -172,8 +171,9 @@ def open_accounts(settings: Any) -> Accounts:
 
 
 def check_name(name: str) -> str:
-    if not NAME.fullmatch(name or ""):
-        raise AccountError(f"not a valid owner name: {name!r} (letters, digits and . _ @ + -, 1-128 characters)")
+    problem = owner_name_problem(name or "")
+    if problem:
+        raise AccountError(problem)
     return name
 
 
