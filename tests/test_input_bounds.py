@@ -352,3 +352,14 @@ def test_sentinel_add_refuses_an_owner_name_no_account_or_urd_could_have(project
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert "owner" in done.stderr.lower()
     assert project.scrapy("sentinel", "list", "--format", "jsonl").stdout == ""
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (("store", "gc", "--keep", "99999999999999999999999"), "--keep must be from 1"),
+    (("deliver", "--loop", "--interval", "inf"), "--interval must be more than 0"),
+    (("deliver", "--loop", "--interval", "nan"), "--interval must be more than 0"),
+    (("aci", "list", "--owner", "alice", "--since", "9" * 5000), "expected a duration"),
+])
+def test_a_value_out_of_range_on_the_command_line_is_one_usage_line(project, args, says):
+    done = project.scrapy(*args, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and says in done.stderr

@@ -16,6 +16,7 @@ from scrapy.exceptions import UsageError
 from webrace.backends import open_aci_store
 from webrace.backends.errors import RedisUnavailable
 from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.urd import MAX_TIME_MS
 
 if TYPE_CHECKING:
     from webrace.records.aci import Aci
@@ -28,10 +29,13 @@ def parse_since(text: str, now_ms: int) -> int:
     """Epoch ms from ``--since``: a duration back from now (``90m``, ``24h``, ``7d``), an
     ISO 8601 date or time (UTC unless it says otherwise), or epoch milliseconds."""
     text = text.strip()
+    if len(text) > 40:  # no date, duration or epoch ms is longer; int() of 5,000 digits raises
+        raise UsageError(f"--since {text[:40]!r}...: expected a duration (24h, 7d), an ISO 8601 date/time "
+                         "or epoch milliseconds")
     if m := _DURATION.fullmatch(text):
-        return now_ms - int(float(m.group(1)) * _UNIT_MS[m.group(2)])
+        return max(now_ms - int(min(float(m.group(1)) * _UNIT_MS[m.group(2)], now_ms)), 0)
     if text.isdigit():
-        return int(text)
+        return min(int(text), MAX_TIME_MS)
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:

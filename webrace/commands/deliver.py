@@ -19,6 +19,8 @@ from webrace.backends.errors import RedisUnavailable
 from webrace.commands import ends_quietly_on_closed_pipe
 from webrace.commands.aci import parse_since
 
+MAX_INTERVAL_S = 86_400 * 366  # a loop that waits longer is no loop
+
 
 @ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
@@ -76,8 +78,8 @@ class Command(ScrapyCommand):
 
     def deliver(self, loop: bool, interval: float | None) -> None:
         interval = self.settings.getfloat("WEBRACE_DELIVERY_INTERVAL") if interval is None else interval
-        if loop and interval <= 0:
-            raise UsageError("--interval must be more than 0 seconds")
+        if loop and not 0 < interval <= MAX_INTERVAL_S:  # (nan and inf too: a busy loop, a wait time_t cannot hold)
+            raise UsageError(f"--interval must be more than 0 and at most {MAX_INTERVAL_S:,} seconds")
         # imported here, not at the top: Scrapy imports every command module to list them
         from webrace.delivery.agent import DeliveryAgent
 

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from webrace.store.cache import ObjectCache
 
 
+MAX_KEEP = 1_000_000  # versions kept per URL by `gc --keep`
+
+
 @ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
     requires_project = True
@@ -95,8 +98,8 @@ class Command(ScrapyCommand):
                 if rest:
                     raise UsageError("`gc` takes no arguments")
                 keep = opts.keep if opts.keep is not None else self.settings.getint("WEBRACE_KEEP_VERSIONS")
-                if keep < 1:
-                    raise UsageError("--keep must be at least 1")
+                if not 1 <= keep <= MAX_KEEP:  # (beyond it: an int SQLite cannot hold)
+                    raise UsageError(f"--keep must be from 1 to {MAX_KEEP:,}")
                 self.force = opts.force
                 self.gc(cache, keep)
             else:
