@@ -363,3 +363,8 @@ def test_sentinel_add_refuses_an_owner_name_no_account_or_urd_could_have(project
 def test_a_value_out_of_range_on_the_command_line_is_one_usage_line(project, args, says):
     done = project.scrapy(*args, timeout=60)
     assert done.returncode == 2 and "Traceback" not in done.stderr and says in done.stderr
+
+
+def test_urd_add_of_a_file_that_opens_but_cannot_be_read_is_one_line(project):
+    done = project.scrapy("urd", "add", "/proc/self/mem")
+    assert done.returncode != 0 and "Traceback" not in done.stderr and "cannot read" in done.stderr

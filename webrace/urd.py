@@ -283,6 +283,8 @@ def _document_urds(stream: BinaryIO, source: str, problems: _Problems) -> Iterat
         problems.add(f"{source}:{line}: not well-formed XML: {exc.msg}")
     except XmlTooLarge as exc:
         problems.add(f"{source}: {exc}")
+    except OSError as exc:  # it opened but cannot be read (/proc/self/mem, a device, a disk error)
+        problems.add(f"{source}: cannot read: {exc.strerror or exc}")
 
 
 def _is_root(parent: etree._Element | None, tag: str) -> bool:
