@@ -35,7 +35,7 @@ from scrapy_redis.connection import get_redis_from_settings
 from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, Version
 from webrace.backends.errors import RedisUnavailable
 from webrace.records.aci import Aci
-from webrace.records.metainfo import MetaInfo, Revisit, VersionExists
+from webrace.records.metainfo import MetaInfo, Revisit, VersionExists, with_wanted
 from webrace.store.objects import CompressedObjects, ObjectCorrupt, ObjectMissing, digest_of
 
 logger = logging.getLogger(__name__)
@@ -321,7 +321,7 @@ class RedisMetaInfoStore(MetaInfoStore):
             if not record or "m" not in record:
                 return None
             have = tuple(record["m"].get("w", "").split())
-            wanted = MetaInfo(url, 0, 0, "", wanted=have).wanting(keys)
+            wanted = with_wanted(have, keys)
             if wanted == have:
                 return None
             record["m"]["w"] = " ".join(wanted)

@@ -40,11 +40,7 @@ class MetaInfo:
 
     def wanting(self, keys: Iterable[str]) -> tuple[str, ...]:
         """``wanted`` with ``keys`` added (the newest ``WANTED_KEPT``)."""
-        have = set(self.wanted)
-        added = tuple(k for k in dict.fromkeys(keys) if k not in have)
-        if not added:
-            return self.wanted
-        return (self.wanted + added)[-WANTED_KEPT:]
+        return with_wanted(self.wanted, keys)
 
     @property
     def kbytes(self) -> int:
@@ -145,6 +141,13 @@ class MetaInfo:
             wanted=tuple((root.get("wanted") or "").split()),
             refresh=root.get("refresh") or None,
         )
+
+
+def with_wanted(wanted: tuple[str, ...], keys: Iterable[str]) -> tuple[str, ...]:
+    """The reach keys ``wanted`` with ``keys`` added, in order, the newest ``WANTED_KEPT``."""
+    have = set(wanted)
+    added = tuple(k for k in dict.fromkeys(keys) if k not in have)
+    return (wanted + added)[-WANTED_KEPT:] if added else wanted
 
 
 def http_date_ms(value: str | None) -> int | None:
