@@ -18,7 +18,7 @@ def test_unsupported_schemes_malformed_and_overlong_links_are_skipped_and_counte
     assert run.returncode == 0
     assert sorted(site.paths()) == ["/", "/fine.html"]
     assert run.summary["error_by_reason"] == {"scheme": 4, "malformed": 3, "too_long": 1}
-    assert run.items[0]["links"] == [site.url("/fine.html")]
+    assert run.by_url[site.url("/")]["links"] == [site.url("/fine.html")]
 
 
 def test_oversized_body_is_counted_as_failed(site, project):
@@ -93,7 +93,7 @@ def test_page_with_too_many_links_is_capped(site, project):
     project.add_urds(urd("u1", "alice", site.url("/"), depth=1))
     run = project.crawl(WEBRACE_MAX_LINKS_PER_PAGE=10)
     assert sorted(site.paths()) == sorted(["/", *(f"/p{i}.html" for i in range(10))])
-    assert len(run.items[0]["links"]) == 50  # all stored: a re-crawl's URDs judge them again
+    assert len(run.by_url[site.url("/")]["links"]) == 50  # all stored: a re-crawl's URDs judge them again
     assert run.summary["ignored_by_reason"] == {"limit": 40}
     assert run.summary["followed"] == 11 and run.summary["discovered"] == 51
 

@@ -100,7 +100,7 @@ def test_ignore_types_drop_links_before_any_request(site, project):
     run = project.crawl()
     assert sorted(site.paths()) == ["/", "/page.html"]
     assert run.summary["ignored_by_reason"] == {"type": 3}
-    assert run.items[0]["links"] == [site.url("/page.html")]
+    assert run.by_url[site.url("/")]["links"] == [site.url("/page.html")]
 
 
 def test_custom_ignore_types_file_replaces_the_default(site, project):
