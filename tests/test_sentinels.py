@@ -122,3 +122,14 @@ def test_intervals_are_rounded_up_to_a_multiple_of_the_tick():
     assert parse_duration("2d") == 172_800_000 and parse_duration("30") == 30_000
     with pytest.raises(SentinelError):
         parse_duration("soon")
+
+
+def test_one_owners_sentinel_that_fails_costs_the_others_nothing():
+    from dataclasses import replace
+
+    # a location no selector engine takes (stored by an older version, or a store edited by hand)
+    broken = replace(make("mallory", URL, "content", where="css:#news"), where="css:#news[")
+    good = make("alice", URL, "content", where="css:#news")
+    stats = GroupStats()
+    notes = evaluate([broken, good], D.encode(PAGE), D.encode(CHANGES["text"]), stats=stats)
+    assert [n.owner for n in notes] == ["alice"] and stats.failed == 1

@@ -186,6 +186,8 @@ class SentinelMiddleware(ThreadedItemMiddleware):
             stats.inc_value("sentinels/skipped", outcome.stats.skipped)
             if outcome.stats.refused:
                 stats.inc_value("sentinels/pattern_refused", outcome.stats.refused)
+            if outcome.stats.failed:
+                stats.inc_value("sentinels/failed", outcome.stats.failed)
             stats.inc_value("sentinels/fired", len(notes))
             if outcome.stats.unchanged:
                 stats.inc_value("sentinels/unchanged")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import logging
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -28,6 +29,8 @@ from webrace.digest.sdiff import mask as location_mask
 from webrace.digest.sdiff import sdiff
 from webrace.patterns import PatternError, compile_pattern
 from webrace.records.sentinel import Sentinel
+
+logger = logging.getLogger(__name__)
 
 SNIPPET = 200
 MAX_LISTED = 50
@@ -117,6 +120,7 @@ class GroupStats:
     fired: int = 0
     unchanged: bool = False
     refused: int = 0  # sentinels whose pattern RE2 cannot run (stored before patterns were checked with it)
+    failed: int = 0  # sentinels whose evaluation failed otherwise (a location the digest cannot select...)
 
 
 def evaluate(sentinels: Iterable[Sentinel], old: PageDigest | None, new: PageDigest, at: int = 0,
@@ -155,6 +159,10 @@ def evaluate(sentinels: Iterable[Sentinel], old: PageDigest | None, new: PageDig
                 memo[key] = _changes(s, before, after, texts_old, texts_new, annotation)
         except PatternError:
             stats.refused += 1
+            continue
+        except Exception as exc:  # noqa: BLE001 - any failure of one owner's sentinel is that sentinel's alone
+            stats.failed += 1
+            logger.warning("Sentinel %s on %s not evaluated: %s: %s", s.id, s.url, type(exc).__name__, exc)
             continue
         stats.evaluated += 1
         changes = memo[key]
