@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore, Version
-from webrace.datadir import private
+from webrace.datadir import private, unusable
 from webrace.records.aci import Aci, Keys, PageAcis, _xml_safe, owner_key, page_key, quoting, split_id, summary_of
 from webrace.records.metainfo import MetaInfo, Revisit, VersionExists
 from webrace.records.sentinel import Sentinel
@@ -96,9 +96,17 @@ CREATE INDEX IF NOT EXISTS revisit_url ON revisit(url, fetched);
 def connect(path: Path, threads: bool = False) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit), WAL. ``threads``: usable
     from any thread (its store then serialises calls with a lock of its own)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=not threads)
-    conn.execute("PRAGMA journal_mode=WAL")
+    conn = None
+    try:  # a directory, a file that is no database, a place this user cannot write: one line
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=not threads)
+        conn.execute("PRAGMA journal_mode=WAL")
+    except (OSError, sqlite3.DatabaseError) as exc:
+        if conn is not None:
+            conn.close()
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            raise  # busy past the timeout: not the place's fault
+        raise unusable(path, exc) from None
     conn.execute("PRAGMA synchronous=NORMAL")
     for name in (path.name, f"{path.name}-wal", f"{path.name}-shm"):  # private whatever the umask
         private(path.with_name(name))

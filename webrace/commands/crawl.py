@@ -20,8 +20,18 @@ from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.crawler import Crawler
 from scrapy.utils.log import configure_logging
 
-from webrace.backends import distributed, open_urd_store
+from webrace.backends import (
+    data_dir,
+    distributed,
+    open_aci_store,
+    open_delivery_store,
+    open_metainfo_store,
+    open_results_store,
+    open_sentinel_store,
+    open_urd_store,
+)
 from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.datadir import DataDirUnusable
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +47,7 @@ class Command(ScrapyCrawl):
 
         super().process_options(args, opts)
         spider, spargs = (args[0] if args else ""), (opts.spargs or {})
-        problems = (self._redis_problems(spider) or self._store_problems(spider)
+        problems = (self._redis_problems(spider) or self._data_dir_problems(spider) or self._store_problems(spider)
                     or self._argument_problems(spider, spargs))
         if problems:
             configure_logging(self.settings)  # Scrapy's own starts with the crawl, and there will be none
@@ -70,6 +80,20 @@ class Command(ScrapyCrawl):
     def _create_crawler(self, spidercls: Any) -> Crawler:
         self.run_crawler = super()._create_crawler(spidercls)  # its stats decide the exit status
         return self.run_crawler
+
+    def _data_dir_problems(self, spider: str) -> list[str]:
+        """Every crawl writes its summary into the data directory; an embedded ``urd`` crawl
+        keeps its stores there: it can be made, and each store in it opened, before any request."""
+        openers = (open_urd_store, open_metainfo_store, open_aci_store, open_results_store, open_sentinel_store,
+                   open_delivery_store)
+        try:
+            data_dir(self.settings)
+            if spider == "urd" and not distributed(self.settings):
+                for opener in openers:
+                    opener(self.settings).close()
+        except DataDirUnusable as exc:
+            return [str(exc)]
+        return []
 
     def _store_problems(self, spider: str) -> list[str]:
         """The body store opens (a directory it can create; distributed, the one the other
