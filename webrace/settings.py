@@ -122,10 +122,13 @@ WEBRACE_WEB_SECRET_KEY = None
 # Hours a login lasts (then the owner logs in again).
 WEBRACE_WEB_SESSION_HOURS = 12
 # The production server (waitress): request threads, open connections at most (more wait in
-# the backlog), seconds an idle or half-open connection is kept.
+# the backlog; each costs a file descriptor, no thread), seconds a silent connection is kept.
 WEBRACE_WEB_THREADS = 4
-WEBRACE_WEB_CONNECTION_LIMIT = 100
+WEBRACE_WEB_CONNECTION_LIMIT = 1000
 WEBRACE_WEB_CHANNEL_TIMEOUT = 30
+# Seconds a connection has to send a whole request (from its opening or its previous answer),
+# however slowly it trickles: then it is closed, so half-open connections cannot hold every slot.
+WEBRACE_WEB_REQUEST_TIMEOUT = 20
 # Bytes a request body may have (a pasted URD list); larger ones are refused with 413.
 WEBRACE_WEB_MAX_BODY = 1024 * 1024
 # ACIs shown per page of an owner's page and of the API.

@@ -6,13 +6,15 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import logging
+import re
 import sys
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.commands import ENVIRONMENT_ERRORS, ends_quietly_on_closed_pipe
+from webrace.safetext import printable
 
 if TYPE_CHECKING:
     from webrace.web.config import WebConfig
@@ -47,14 +49,18 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # imported here, not at the top: Scrapy imports every command module to list them (Flask)
         from webrace.web.config import WebConfig
-        from webrace.web.server import serve
+        from webrace.web.server import request_timeout, serve
 
         if args != ["serve"]:
             raise UsageError("expected `serve`")
         if not 0 <= opts.port <= 65535:
             raise UsageError("--port must be between 0 and 65535")
+        problem = host_problem(opts.host)
+        if problem:
+            raise UsageError(problem)
         try:
             web = WebConfig.from_settings(self.settings, opts.host)
+            request_timeout(self.settings)
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = 1
@@ -63,8 +69,13 @@ class Command(ScrapyCommand):
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
         try:
             serve(self.settings, opts.host, opts.port, announce=lambda line: print(line, flush=True))
-        except OSError as exc:
-            print(f"error: cannot listen on {opts.host}:{opts.port}: {exc.strerror or exc}", file=sys.stderr)
+        except ENVIRONMENT_ERRORS:
+            raise
+        except (OSError, ValueError) as exc:  # waitress: ValueError for a name that resolves to nothing
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if isinstance(exc, ValueError):
+                reason = "not an address of this machine or a name it resolves"
+            print(f"error: cannot listen on {opts.host}:{opts.port}: {reason}", file=sys.stderr)
             self.exitcode = 1
 
     def _warn(self, web: WebConfig, host: str) -> None:
@@ -78,6 +89,24 @@ class Command(ScrapyCommand):
             print(f"note: listening beyond this machine; Host names answered: {', '.join(web.allowed_hosts)} "
                   "(WEBRACE_WEB_ALLOWED_HOSTS)" + ("; cookies are sent over HTTPS only: put a TLS proxy in front "
                   "(WEBRACE_WEB_TRUSTED_PROXY)" if web.secure_cookies else ""), file=sys.stderr)
+
+
+_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
+
+def host_problem(host: str) -> str | None:
+    """Why ``host`` cannot be an address to listen on (None: it may be): an IP address (IPv6
+    with or without brackets) or a host name of at most 253 characters in labels of at most 63."""
+    literal = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        ipaddress.ip_address(literal)
+        return None
+    except ValueError:
+        pass
+    name = host.removesuffix(".")
+    if 0 < len(name) <= 253 and all(_LABEL.fullmatch(label) for label in name.split(".")):
+        return None
+    return f"--host must be an IP address or a host name of this machine, not {printable(repr(host), 80)}"
 
 
 def _loopback(host: str) -> bool:
