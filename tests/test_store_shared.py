@@ -192,14 +192,14 @@ def test_two_writers_storing_the_same_body_at_once_store_it_once_and_see_no_part
 
 def test_an_object_that_may_be_lost_goes_straight_to_its_name_once_and_a_torn_one_is_repaired(tmp_path,
                                                                                               monkeypatch):
-    import tempfile
+    from webrace.store import objects
 
     a, b = ObjectStore(tmp_path / "shared"), ObjectStore(tmp_path / "shared")
 
     def no_temporary_file(*args, **kwargs):
         raise AssertionError("a temporary file was made for an object that need not survive a crash")
 
-    monkeypatch.setattr(tempfile, "mkstemp", no_temporary_file)
+    monkeypatch.setattr(objects, "_temporary", no_temporary_file)
     side = b'{"header":"HTTP/1.1 200 OK","links":[]}' * 50
     assert a.put(side, repair=True, durable=False)[1] is True
     assert b.put(side, repair=True, durable=False)[1] is False  # stored once, the first copy kept

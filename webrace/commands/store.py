@@ -16,6 +16,7 @@ from scrapy.exceptions import UsageError
 from webrace.backends import open_aci_store, open_object_cache, open_urd_store
 from webrace.commands import ends_quietly_on_closed_pipe
 from webrace.outputs import output_problem, write_output
+from webrace.safetext import printable
 
 if TYPE_CHECKING:
     from webrace.store import warc as warcfile
@@ -189,6 +190,10 @@ class Command(ScrapyCommand):
             + (f"; spared {report.objects_young} unreferenced object(s) younger than the grace period"
                if report.objects_young else "")
         )
+        if report.links:
+            shown = ", ".join(printable(link, 80) for link in report.links[:5])
+            print(f"warning: skipped {len(report.links)} symbolic link(s) in the object store {cache.objects.root}, "
+                  f"not followed: {shown}{', ...' if len(report.links) > 5 else ''}", file=sys.stderr)
 
 
     # -- WARC ------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from webrace.records.metainfo import MetaInfo, Revisit, Version, VersionExists
@@ -43,6 +43,7 @@ class GcReport:
     bytes_freed: int = 0
     temporary_files: int = 0
     objects_young: int = 0  # unreferenced, but younger than the grace period: kept this time
+    links: list[str] = field(default_factory=list)  # symbolic links in the store: skipped, never followed
 
 
 class IndexLost(RuntimeError):
@@ -247,7 +248,9 @@ class ObjectCache:
 
     def gc(self, keep: int, protected: set[str] = frozenset(), grace: float = 0.0, force: bool = False) -> GcReport:
         """Drop versions beyond the newest ``keep`` per URL (never a protected digest), then
-        every object no version points to, and temporary files of interrupted writes.
+        every object no version points to, and temporary files of interrupted writes. A
+        symbolic link in the store is listed in the report and left alone: nothing is read
+        or deleted through it.
 
         ``grace`` (seconds): objects and temporary files younger than that are spared, so a
         gc may run while workers crawl (a body is written before the version that points to
@@ -259,7 +262,7 @@ class ObjectCache:
             raise IndexLost("the meta-info index is empty but the object store holds bodies: the index was "
                             "lost (a Redis that came back empty?) or belongs to another store; nothing deleted "
                             "(--force deletes every body)")
-        report = GcReport()
+        report = GcReport(links=self.objects.links())
         report.versions_dropped = len(self.index.prune(keep, protected))
         referenced = self.index.referenced_digests() | set(protected)
         for digest in list(self.objects.digests()):

@@ -30,7 +30,8 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import tempfile
+import secrets
+import stat
 import time
 import zlib
 from collections.abc import Iterator
@@ -156,7 +157,10 @@ class CompressedObjects:
         """A cheap check for the crawl's hot path: the object exists (else ObjectMissing)
         and its CRC-32 is the one recorded when it was stored; without one, it must
         decompress (zlib's Adler-32 catches truncation and flipped bits)."""
-        data = self._load(digest)
+        try:
+            data = self._load(digest)
+        except ObjectCorrupt:  # unreadable as it is (a link, not a file)
+            return False
         if crc is not None:
             return zlib.crc32(data) == crc
         if data.startswith(XPACK_MAGIC):
@@ -192,10 +196,22 @@ class CompressedObjects:
         None when the store does not know (then gc treats it as old)."""
         return None
 
+    def links(self) -> list[str]:
+        """Symbolic links found where objects go (a store of files): never followed."""
+        return []
+
 
 class ObjectStore(CompressedObjects):
     """Objects as files under ``root`` (``root/ab/abcdef....z``): a directory of this machine
-    or one every worker mounts (``WEBRACE_OBJECTS_DIR``)."""
+    or one every worker mounts (``WEBRACE_OBJECTS_DIR``).
+
+    Nothing follows a symbolic link out of the store (``root`` itself may be one: it is the
+    configured place). Shards, objects and temporary files are reached through descriptors of
+    their directories opened with ``O_NOFOLLOW``, so a link planted where a shard or an object
+    goes (``objects/ab -> /home/x``) is never read, written or deleted through, even if it
+    appears between a check and the act: gc lists and skips it (:meth:`links`), a read says
+    the object is damaged (the crawl fetches the page again and the write replaces the link
+    itself), a write into a linked shard stops with :class:`ObjectStoreUnwritable`."""
 
     def __init__(self, root: str | Path, level: int = 6, fsync: bool = True) -> None:
         self.root = Path(root)
@@ -222,136 +238,288 @@ class ObjectStore(CompressedObjects):
     def identity(self) -> str:
         """The store's id (``root/.webrace-store``, made on first use): workers sharing a
         store see the same id, so a worker that mounted something else can be told."""
-        marker = self.root / ".webrace-store"
+        marker = ".webrace-store"
         try:
-            return marker.read_text().strip()
-        except FileNotFoundError:
-            pass
-        import uuid
-
-        fresh = self.tmp / f"id-{uuid.uuid4().hex}.part"
-        try:
-            fresh.write_text(uuid.uuid4().hex + "\n")
-            try:
-                os.link(fresh, marker)  # the first worker's id wins
-            except FileExistsError:
-                pass
+            with _Dir(self.root) as root:
+                found = _read_text(marker, root.fd)
+                if found is None:
+                    with _Dir(self.tmp) as tmp:
+                        self._make_identity(tmp.fd, root.fd, marker)
+                    found = _read_text(marker, root.fd) or ""
+                return found
+        except ObjectCorrupt as exc:
+            raise ObjectStoreUnwritable(f"cannot use the object store {self.root}: {marker} is {exc}") from None
         except OSError as exc:
             raise ObjectStoreUnwritable(_unwritable(self.root, exc)) from None
+
+    @staticmethod
+    def _make_identity(tmp: int, root: int, marker: str) -> None:
+        import uuid
+
+        fresh = _temporary(tmp, "id-")
+        try:
+            with os.fdopen(fresh.fd, "w", encoding="ascii") as out:
+                out.write(uuid.uuid4().hex + "\n")
+            try:
+                os.link(fresh.name, marker, src_dir_fd=tmp, dst_dir_fd=root, follow_symlinks=False)
+            except FileExistsError:  # the first worker's id wins
+                pass
         finally:
-            fresh.unlink(missing_ok=True)
-        return marker.read_text().strip()
+            _unlink(fresh.name, tmp)
 
     def path(self, digest: str) -> Path:
         return self.root / digest[:2] / f"{digest}{SUFFIX}"
 
     def _load(self, digest: str) -> bytes:
         try:
-            return self.path(digest).read_bytes()
+            with _Dir(self.root / digest[:2]) as shard:
+                return _read_file(f"{digest}{SUFFIX}", shard.fd)
         except FileNotFoundError:
             raise ObjectMissing(digest) from None
+        except StoreLink as exc:
+            raise ObjectCorrupt(f"{digest}: {exc.strerror}") from None
+        except ObjectCorrupt as exc:
+            raise ObjectCorrupt(f"{digest}: {exc}") from None
 
     def _write(self, digest: str, data: bytes, replace: bool, durable: bool = True) -> bool:
-        path = self.path(digest)
-        if not durable and not replace:
-            return self._write_in_place(path, data)
-        tmp_name = None
+        name = f"{digest}{SUFFIX}"
         try:
-            path.parent.mkdir(exist_ok=True)
-            fd, tmp_name = tempfile.mkstemp(dir=self.tmp, prefix=digest[:8], suffix=".part")
-            with os.fdopen(fd, "wb") as tmp:
-                tmp.write(data)
-                tmp.flush()
-                if durable and self.fsync:
-                    os.fsync(tmp.fileno())
-            if replace:
-                os.replace(tmp_name, path)
-                tmp_name = None
-                written = True
-            else:
-                try:
-                    os.link(tmp_name, path)  # fails if another writer got there first: stored once
-                    written = True
-                except FileExistsError:
-                    written = False
+            with _Dir(self.root / digest[:2], create=True) as shard:
+                if not durable and not replace:
+                    return self._write_in_place(shard.fd, name, data)
+                with _Dir(self.tmp) as tmp:
+                    return self._write_through(tmp.fd, shard.fd, name, data, replace, durable)
         except OSError as exc:
             raise ObjectStoreUnwritable(_unwritable(self.root, exc)) from None
-        finally:
-            if tmp_name is not None:
-                Path(tmp_name).unlink(missing_ok=True)
-        return written
 
-    def _write_in_place(self, path: Path, data: bytes) -> bool:
+    def _write_through(self, tmp: int, shard: int, name: str, data: bytes, replace: bool, durable: bool) -> bool:
+        """``data`` to a temporary file, then linked (or, with ``replace``, renamed) to ``name``."""
+        fresh = _temporary(tmp, name[:8])
+        try:
+            with os.fdopen(fresh.fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                if durable and self.fsync:
+                    os.fsync(out.fileno())
+            if replace or _is_link(name, shard):  # a link is no object: replaced, never written through
+                os.replace(fresh.name, name, src_dir_fd=tmp, dst_dir_fd=shard)
+                return True
+            try:
+                os.link(fresh.name, name, src_dir_fd=tmp, dst_dir_fd=shard, follow_symlinks=False)
+            except FileExistsError:  # another writer got there first: stored once
+                return False
+            return True
+        finally:
+            _unlink(fresh.name, tmp)
+
+    def _write_in_place(self, shard: int, name: str, data: bytes) -> bool:
         """An object whose loss is allowed (``durable=False``) goes straight to its name: no
         temporary file to create, link and unlink (two directory changes fewer, in the one
         ``tmp`` directory every writer shares). Created exclusively, so another writer's copy
         is never overwritten; a crash may leave it torn, which reads as corrupt, and the next
         ``put(repair=True)`` of it replaces it, as it would a lost one."""
+        if _is_link(name, shard):
+            _unlink(name, shard)  # the link itself, never what it points to
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
-            path.parent.mkdir(exist_ok=True)
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # as mkstemp's
-            except FileExistsError:
-                return False
-            try:
-                with os.fdopen(fd, "wb") as out:
-                    out.write(data)
-            except BaseException:
-                path.unlink(missing_ok=True)
-                raise
-        except OSError as exc:
-            raise ObjectStoreUnwritable(_unwritable(self.root, exc)) from None
+            fd = os.open(name, flags, 0o600, dir_fd=shard)  # 0600 as mkstemp's
+        except FileExistsError:
+            return False
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+        except BaseException:
+            _unlink(name, shard)
+            raise
         return True
 
+    def _stat(self, digest: str) -> os.stat_result | None:
+        """The object's own file (never a link's target), or None when there is none."""
+        try:
+            with _Dir(self.root / digest[:2]) as shard:
+                info = os.stat(f"{digest}{SUFFIX}", dir_fd=shard.fd, follow_symlinks=False)
+        except (FileNotFoundError, StoreLink):
+            return None
+        return info if stat.S_ISREG(info.st_mode) else None
+
     def exists(self, digest: str) -> bool:
-        return self.path(digest).exists()
+        return self._stat(digest) is not None
 
     def _claim(self, digest: str) -> bool:
         """Whether the object is stored, its time refreshed when it is: a gc running now
         (which spares objects younger than its grace period) then does not remove a body a
-        writer is about to point a new version at."""
-        path = self.path(digest)
+        writer is about to point a new version at. A link is not an object: False."""
         try:
-            os.utime(path)
-        except FileNotFoundError:
+            with _Dir(self.root / digest[:2]) as shard:
+                name = f"{digest}{SUFFIX}"
+                if not stat.S_ISREG(os.stat(name, dir_fd=shard.fd, follow_symlinks=False).st_mode):
+                    return False
+                try:
+                    os.utime(name, dir_fd=shard.fd, follow_symlinks=False)
+                except OSError:  # not ours to touch (read-only): existence is all that is asked
+                    pass
+                return True
+        except (FileNotFoundError, StoreLink):
             return False
-        except OSError:  # not ours to touch (read-only): existence is all that is asked
-            return path.exists()
-        return True
 
     def mtime(self, digest: str) -> float | None:
-        try:
-            return self.path(digest).stat().st_mtime
-        except FileNotFoundError:
-            return None
+        info = self._stat(digest)
+        return None if info is None else info.st_mtime
 
     def delete(self, digest: str) -> int:
-        """Remove an object; return the bytes freed (0 if it was not there)."""
-        path = self.path(digest)
+        """Remove an object; return the bytes freed (0 if it was not there, or was a link:
+        a link is left alone, and what it points to is never touched)."""
+        name = f"{digest}{SUFFIX}"
         try:
-            size = path.stat().st_size
-            path.unlink()
-        except FileNotFoundError:
+            with _Dir(self.root / digest[:2]) as shard:
+                info = os.stat(name, dir_fd=shard.fd, follow_symlinks=False)
+                if not stat.S_ISREG(info.st_mode):
+                    return 0
+                os.unlink(name, dir_fd=shard.fd)
+        except (FileNotFoundError, StoreLink):
             return 0
-        return size
+        return info.st_size
 
     def digests(self) -> Iterator[str]:
-        for path in self.root.glob(f"??/*{SUFFIX}"):
-            yield path.name[: -len(SUFFIX)]
+        """The stored objects (regular files in shard directories; links skipped: :meth:`links`)."""
+        for _, name, kind in self._entries():
+            if kind == "file" and name.endswith(SUFFIX):
+                yield name[: -len(SUFFIX)]
+
+    def links(self) -> list[str]:
+        """Symbolic links where shards, objects or temporary files go (relative to ``root``):
+        never followed, never removed; gc counts them."""
+        found = [name for name, kind in _scan(self.root) if kind == "link" and (len(name) == 2 or name == "tmp")]
+        found += [f"{shard}/{name}" for shard, name, kind in self._entries() if kind == "link"]
+        return found + [f"tmp/{name}" for name, kind in _scan(self.tmp) if kind == "link"]
+
+    def _entries(self) -> Iterator[tuple[str, str, str]]:
+        """(shard, name, kind) of every entry of every shard directory (not of a linked one)."""
+        for shard, kind in _scan(self.root):
+            if len(shard) == 2 and kind == "dir":
+                for name, entry_kind in _scan(self.root / shard):
+                    yield shard, name, entry_kind
 
     def sweep(self, grace: float = 0.0) -> int:
         """Remove temporary files left by interrupted writes, older than ``grace`` seconds
-        (another worker may be writing the younger ones); return how many."""
+        (another worker may be writing the younger ones); return how many. A linked ``tmp``
+        or a link in it is left alone."""
         removed = 0
         cutoff = time.time() - grace
-        for path in self.tmp.glob("*.part"):
-            try:
-                if path.stat().st_mtime <= cutoff:
-                    path.unlink()
-                    removed += 1
-            except FileNotFoundError:
-                pass
+        try:
+            with _Dir(self.tmp) as tmp:
+                for entry in list(os.scandir(tmp.fd)):
+                    if not entry.name.endswith(".part"):
+                        continue
+                    try:
+                        info = os.stat(entry.name, dir_fd=tmp.fd, follow_symlinks=False)
+                        if stat.S_ISREG(info.st_mode) and info.st_mtime <= cutoff:
+                            os.unlink(entry.name, dir_fd=tmp.fd)
+                            removed += 1
+                    except FileNotFoundError:
+                        pass
+        except (FileNotFoundError, StoreLink):
+            pass
         return removed
+
+
+class StoreLink(OSError):
+    """A symbolic link (or a file) where the store keeps a directory of its own: not followed."""
+
+
+class _Dir:
+    """A descriptor of a directory of the store, opened without following a link (``create``:
+    made first if missing). Raises :class:`StoreLink` for a link or a non-directory there."""
+
+    def __init__(self, path: Path, create: bool = False) -> None:
+        self.path, self.create = path, create
+        self.fd = -1
+
+    def __enter__(self) -> _Dir:
+        if self.create:
+            try:
+                os.mkdir(self.path)
+            except FileExistsError:
+                pass
+        try:
+            self.fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise StoreLink(errno.ELOOP, f"{self.path} is a symbolic link or not a directory: the store follows "
+                                             "no link out of it (remove it)") from None
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+
+
+class _Temporary:
+    def __init__(self, fd: int, name: str) -> None:
+        self.fd, self.name = fd, name
+
+
+def _temporary(directory: int, prefix: str) -> _Temporary:
+    """A new file (mode 0600, exclusive, as ``tempfile.mkstemp`` makes one) in ``directory``."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(100):
+        name = f"{prefix}{secrets.token_hex(6)}.part"
+        try:
+            return _Temporary(os.open(name, flags, 0o600, dir_fd=directory), name)
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name")
+
+
+def _read_text(name: str, directory: int) -> str | None:
+    try:
+        return _read_file(name, directory).decode("ascii", "replace").strip()
+    except FileNotFoundError:
+        return None
+
+
+def _read_file(name: str, directory: int) -> bytes:
+    """The bytes of the regular file ``name`` in ``directory``; a link or anything else there
+    (a FIFO would block a read forever) is ObjectCorrupt."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ObjectCorrupt("a symbolic link in the store, not followed") from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ObjectCorrupt("not a regular file, not read")
+        return fh.read()
+
+
+def _is_link(name: str, directory: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def _unlink(name: str, directory: int) -> None:
+    try:
+        os.unlink(name, dir_fd=directory)
+    except FileNotFoundError:
+        pass
+
+
+def _scan(path: Path) -> list[tuple[str, str]]:
+    """(name, kind: dir, file, link or other) of each entry of the directory ``path`` if it is
+    one (not a link to one); nothing is followed."""
+    found = []
+    try:
+        with _Dir(path) as directory:
+            for entry in os.scandir(directory.fd):
+                kind = ("link" if entry.is_symlink() else "dir" if entry.is_dir(follow_symlinks=False)
+                        else "file" if entry.is_file(follow_symlinks=False) else "other")
+                found.append((entry.name, kind))
+    except (FileNotFoundError, StoreLink):
+        pass
+    return found
 
 
 def _unwritable(root: Path, exc: OSError) -> str:
