@@ -358,19 +358,36 @@ def _located(err: xmlschema.XMLSchemaValidationError) -> tuple[int | str, str | 
     return (err.sourceline if err.sourceline is not None else "?"), err.path
 
 
-def _seed_url(text: str, port: str | None) -> str:
-    """The canonical start page of a URD being added, or ValueError saying why it cannot be
-    crawled. Credentials are refused (a crawl could never send them, and they would show in
-    listings and logs); the message never repeats them."""
-    if _USERINFO.match(text):
-        raise ValueError(f"put credentials in settings, not in URLs: {hide_credentials(text)!r}")
+class UrlWithCredentials(ValueError):
+    """A URL with user information (``user:password@host``): refused wherever a page URL
+    comes in (a URD's start page, an imported archive's record)."""
+
+
+def crawlable_url(text: str) -> str:
+    """The canonical form of a page URL from outside (a URD's start page, a WARC record's
+    target), or ValueError saying why it cannot be crawled (:class:`UrlWithCredentials` for
+    credentials: a crawl could never send them, and they would show in listings and logs;
+    the message never repeats them)."""
+    if _USERINFO.match(text.strip()):
+        raise UrlWithCredentials(f"put credentials in settings, not in URLs: {hide_credentials(text)!r}")
     try:
-        url = normalize(_apply_port(text, port))
+        url = normalize(text)
     except BadURL as exc:
-        raise ValueError(f"cannot crawl this URL: {exc}") from None
-    if urlsplit(url).port == 0:
+        raise ValueError(f"cannot crawl this URL: {hide_credentials(str(exc))}") from None
+    parts = urlsplit(url)
+    if "@" in parts.netloc:  # hidden from the pattern (a tab or newline urlsplit drops)
+        raise UrlWithCredentials(f"put credentials in settings, not in URLs: {hide_credentials(url)!r}")
+    if parts.port == 0:
         raise ValueError(f"cannot crawl this URL: port 0 of {url!r} is not a port a server listens on")
     return url
+
+
+def _seed_url(text: str, port: str | None) -> str:
+    """The canonical start page of a URD being added, or ValueError saying why it cannot be
+    crawled (:func:`crawlable_url`)."""
+    if _USERINFO.match(text.strip()):  # before the port is applied: the message shows the URL as given
+        raise UrlWithCredentials(f"put credentials in settings, not in URLs: {hide_credentials(text)!r}")
+    return crawlable_url(_apply_port(text, port))
 
 
 def hide_credentials(text: str) -> str:

@@ -57,7 +57,10 @@ class Command(ScrapyCommand):
             "back from now such as 7d). "
             "import --warc FILE...: the response records of WARC files (ours or any crawler's) into the object "
             "cache, links extracted as the crawl does, in WARC-Date order; a capture not newer than the stored "
-            "one is skipped; bad records are named (file:offset: reason), never stored, and make the exit status 1. "
+            "one, or of a URL with credentials, is skipped; bad records are named (file:offset: reason), never "
+            "stored, and make the exit status 1, as does a record kept whole from a damaged place (a gzip member "
+            "cut before its CRC-32 trailer: damaged: file:offset: reason); a file that is not a regular file or "
+            "does not start with a WARC record is one bad line. "
             "migrate: distributed mode, move meta-info and bodies Redis holds in the layout before bodies left "
             "Redis (P meta, P versions:URL, P object:SHA256) into the current one (bodies to the shared body store); "
             "run again after an interruption."
@@ -273,12 +276,15 @@ class Command(ScrapyCommand):
             report = warcfile.import_warcs(cache, paths, pages, max_body=self.settings.getint("DOWNLOAD_MAXSIZE"))
         for bad in report.bad:
             print(f"bad: {bad}", file=sys.stderr)
+        for damaged in report.damaged:
+            print(f"damaged: {damaged}", file=sys.stderr)
         skipped = ", ".join(f"{reason} {n}" for reason, n in sorted(report.skipped.items()))
         bodiless = report.responses - report.new_versions - report.unchanged
         print(f"Imported {report.responses} response(s) from {report.files} file(s): {report.new_versions} new "
               f"version(s), {report.unchanged} unchanged, {bodiless} error status(es) recorded without a body; "
-              f"skipped: {skipped or 'none'}; bad: {len(report.bad)}")
-        if report.bad:
+              f"skipped: {skipped or 'none'}; bad: {len(report.bad)}"
+              + (f"; damaged (kept): {len(report.damaged)}" if report.damaged else ""))
+        if report.bad or report.damaged:
             self.exitcode = 1
 
 

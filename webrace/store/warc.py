@@ -31,6 +31,16 @@ named and the reading goes on from the next record boundary. The good response r
 then stored in ``WARC-Date`` order, so several captures of one URL become versions oldest
 first, and a capture not newer than what the store already holds for the URL is skipped: an
 older record never replaces the newest meta-info, and importing a file twice adds nothing.
+
+Any input ends in bounded time and memory: a file must be a regular file (``/dev/zero``, a
+FIFO: one line) starting with a WARC record header within :data:`START_BYTES`; a record's
+header (WARC and HTTP lines) may have :data:`RECORD_HEADER_LIMIT` bytes; after
+:data:`MAX_BAD_PLACES` damaged places the rest of a file is not read. A record whose gzip
+member is cut before its CRC-32 and length trailer (a file cut right after the record) was
+read whole: it is kept and named in ``damaged``. A record URDs would refuse (credentials in
+its URL: :func:`webrace.urd.crawlable_url`) is skipped and counted. Every message quoting a
+record (a reason, a skipped record type) has its control characters escaped
+(:func:`webrace.safetext.printable`): a record cannot drive the terminal it is reported on.
 """
 
 from __future__ import annotations
@@ -39,6 +49,9 @@ import base64
 import contextlib
 import hashlib
 import io
+import os
+import stat
+import zlib
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -49,7 +62,7 @@ from urllib.parse import urlsplit
 
 from scrapy.downloadermiddlewares.httpcompression import ACCEPTED_ENCODINGS
 from warcio.archiveiterator import ArchiveIterator
-from warcio.bufferedreaders import BufferedReader
+from warcio.bufferedreaders import BufferedReader, DecompressingBufferedReader
 from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.timeutils import datetime_to_iso_date, iso_date_to_datetime
@@ -57,10 +70,11 @@ from warcio.warcwriter import WARCWriter
 
 from webrace import __version__
 from webrace.records.metainfo import MetaInfo, Revisit, Version
+from webrace.safetext import printable
 from webrace.store.cache import ObjectCache
 from webrace.store.objects import ObjectCorrupt, ObjectMissing
-from webrace.urd import Urd
-from webrace.urls import BadURL, in_scope, normalize
+from webrace.urd import Urd, UrlWithCredentials, crawlable_url
+from webrace.urls import in_scope
 
 SERVER_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 # Headers that describe the bytes on the wire, not the decoded body we keep.
@@ -74,6 +88,11 @@ _OPEN_FILES = 64  # archives kept open at once while storing (an import may name
 # What warcio raises on a damaged archive goes beyond its own exceptions (zlib, parsing,
 # a record missing a header it then dereferences): any of them names the record bad.
 _UNREADABLE = Exception
+START_BYTES = 64 * 1024  # a WARC file's first record header starts within these (after blank lines)
+RECORD_HEADER_LIMIT = 128 * 1024  # bytes of a record's WARC and HTTP header lines
+MAX_BAD_PLACES = 100  # damaged places read past in one file before the rest of it is given up
+_RECORD_TYPES = frozenset({"warcinfo", "response", "resource", "request", "metadata", "revisit", "conversion",
+                           "continuation"})  # WARC 1.1's: another is counted as "unknown record type"
 
 
 # -- export ----------------------------------------------------------------------------
@@ -339,14 +358,18 @@ def urd_urls(cache: ObjectCache, urd: Urd) -> list[str]:
 
 @dataclass(frozen=True)
 class Bad:
-    """A record that could not be read: where it starts, and why."""
+    """A record that could not be read (or, in ``damaged``, was read with a problem): where
+    it starts, and why. The reason may quote the record: it is kept printable."""
 
     path: str
     offset: int
     reason: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", printable(self.reason, 300))
+
     def __str__(self) -> str:
-        return f"{self.path}:{self.offset}: {self.reason}"
+        return f"{printable(self.path, 300)}:{self.offset}: {self.reason}"
 
 
 @dataclass
@@ -360,6 +383,11 @@ class Imported:
     unchanged: int = 0  # the body was the URL's newest stored one
     skipped: Counter[str] = field(default_factory=Counter)
     bad: list[Bad] = field(default_factory=list)
+    damaged: list[Bad] = field(default_factory=list)  # read whole and kept, but the file is damaged there
+
+    def skip(self, reason: str) -> None:
+        """Count a record not imported; ``reason`` may quote the record: kept printable and short."""
+        self.skipped[printable(reason, 60)] += 1
 
 
 @dataclass(frozen=True)
@@ -415,31 +443,64 @@ def import_warcs(cache: ObjectCache, paths: Iterable[str], view: CrawlView, *, m
 class _Scanner:
     """Reads one WARC file through (the first pass): counts what is skipped, names what is
     bad, yields the good response records. After a bad record it looks for the next record
-    boundary (a gzip member, or a ``WARC/`` line in an uncompressed file) and goes on."""
+    boundary (a gzip member, or a ``WARC/`` line in an uncompressed file) and goes on, at
+    most :data:`MAX_BAD_PLACES` times."""
 
     def __init__(self, path: str, report: Imported) -> None:
         self.path, self.report = path, report
         self.gzipped = False
+        self.places = 0  # damaged places read past (resynchronisations)
+        self.size = 0
 
     def records(self) -> Iterator[_Found]:
         try:
-            fh = open(self.path, "rb")  # noqa: SIM115 - closed below, it is read in pieces
+            fh = _open_regular(self.path)
         except OSError as exc:
             self.report.bad.append(Bad(self.path, 0, f"cannot read: {exc.strerror or exc}"))
             return
+        if fh is None:
+            self.report.bad.append(Bad(self.path, 0, "not a regular file: a WARC file is read from offsets, twice"))
+            return
         with fh:
-            self.gzipped = fh.read(2) == b"\x1f\x8b"
+            problem = self._not_a_warc(fh)
+            if problem:
+                self.report.bad.append(Bad(self.path, 0, problem))
+                return
             start: int | None = 0
             synced = True
             while start is not None:
                 start, synced = yield from self._from(fh, start, synced)
+                if start is not None:
+                    self.places += 1
+                    if self.places > MAX_BAD_PLACES:
+                        self.report.bad.append(Bad(self.path, start, f"more than {MAX_BAD_PLACES:,} damaged places: "
+                                                   "the rest of the file is not read"))
+                        return
+
+    def _not_a_warc(self, fh: IO[bytes]) -> str | None:
+        """Why the file cannot be read as a WARC at all (None: it may be one): no WARC (or
+        ARC) record header at its start."""
+        self.size = os.fstat(fh.fileno()).st_size
+        raw = fh.read(START_BYTES)
+        self.gzipped = raw[:2] == b"\x1f\x8b"
+        head = raw
+        if self.gzipped:
+            try:
+                head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, START_BYTES)
+            except zlib.error as exc:
+                return f"not a WARC file: its first gzip member does not decompress ({exc})"
+        head = head.lstrip(b"\r\n")
+        if head.startswith((b"WARC/", b"filedesc://")) or (not head and not raw.strip(b"\r\n")):
+            return None
+        return (f"not a WARC file: it does not start with a WARC record header (WARC/1.0, WARC/1.1) within "
+                f"{START_BYTES // 1024} KiB")
 
     def _from(self, fh: IO[bytes], start: int, synced: bool) -> Iterator[_Found]:
         """Records from ``start`` on; returns where to go on after a bad one (None: done)."""
         fh.seek(start)
         noise = io.StringIO()  # warcio writes its warnings to stderr: we count them instead
         with contextlib.redirect_stderr(noise):
-            records = ArchiveIterator(fh, check_digests=True)
+            records = _BoundedIterator(fh, check_digests=True)
         offset = start
         try:
             while True:
@@ -456,25 +517,59 @@ class _Scanner:
                 if problem:
                     self.report.bad.append(Bad(self.path, offset, problem))
                     return self._resync(fh, offset + 1), False
+                if self._trailer_cut(records, fh):
+                    self.report.damaged.append(Bad(self.path, offset, (
+                        "its gzip member ends before the CRC-32 and length that close it (the file is cut short "
+                        "there): the record was read whole and is kept")))
                 synced = True
                 found = self._classify(record, offset)
                 if found is not None:
                     yield found
         except _UNREADABLE as exc:
             if synced or offset != start:
-                self.report.bad.append(Bad(self.path, records.offset, _reason(exc)))
+                where = records.offset
+                self.report.bad.append(Bad(self.path, where, self._gzip_problem(fh, where) or _reason(exc)))
             return self._resync(fh, max(records.offset, offset) + 1), False
 
     def _classify(self, record: ArcWarcRecord, offset: int) -> _Found | None:
         try:
             _, fetched = _response_of(record)
         except _Rejected as exc:
-            self.report.skipped[str(exc)] += 1
+            self.report.skip(str(exc))
             return None
         except ValueError as exc:
             self.report.bad.append(Bad(self.path, offset, str(exc)))
             return None
         return _Found(fetched, self.path, offset)
+
+    def _trailer_cut(self, records: ArchiveIterator, fh: IO[bytes]) -> bool:
+        """The record just read was the last of the file, and its gzip member ends before
+        its trailer (zlib saw the compressed data end but never the CRC-32 and length)."""
+        reader = records.reader
+        decompressor = reader.decompressor if self.gzipped and reader is not None else None
+        return (decompressor is not None and not decompressor.eof and not decompressor.unused_data
+                and not records.next_line and reader.rem_length() == 0 and fh.tell() >= self.size)
+
+    def _gzip_problem(self, fh: IO[bytes], offset: int) -> str | None:
+        """What is wrong with the gzip member at ``offset``, said plainly (warcio, failing to
+        decompress it, reports its compressed bytes as a "first line"), or None when it
+        decompresses whole. Reads to the member's end at most, keeping nothing."""
+        if not self.gzipped:
+            return None
+        fh.seek(offset)
+        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            while not decompressor.eof:
+                chunk = decompressor.unconsumed_tail or fh.read(_READ)
+                if not chunk:
+                    return "truncated: the file ends inside its gzip member"
+                decompressor.decompress(chunk, _READ)
+        except zlib.error as exc:
+            text = str(exc)
+            if "incorrect data check" in text or "incorrect length check" in text:
+                return "its gzip member's CRC-32 or length does not match its data: the member is damaged"
+            return f"its gzip member is damaged ({text.removeprefix('Error -3 while decompressing data: ')})"
+        return None
 
     def _ended(self, fh: IO[bytes], offset: int, report: bool) -> int | None:
         """Where to go on when warcio stopped at ``offset``: nowhere when only blank lines are
@@ -503,6 +598,56 @@ class _Scanner:
         return None
 
 
+def _open_regular(path: str) -> IO[bytes] | None:
+    """``path`` opened to read, or None when it is not a regular file (a device such as
+    ``/dev/zero`` never ends; a FIFO cannot be read twice, and opening one to read would wait
+    for a writer: it is opened without waiting, then looked at)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "rb")
+
+
+class RecordHeaderTooLarge(ValueError):
+    """A record's header lines (WARC and HTTP) run past :data:`RECORD_HEADER_LIMIT` bytes."""
+
+
+class _BoundedReader(DecompressingBufferedReader):
+    """warcio's reader, with the lines it reads bounded: header lines read one after another
+    (no body read in between) past :data:`RECORD_HEADER_LIMIT` bytes raise
+    :class:`RecordHeaderTooLarge`, and no line is longer, so a header that never ends (a file
+    of zeros, one endless line) costs that much memory, never the file's size."""
+
+    header_bytes = 0
+
+    def readline(self, length: int | None = None) -> bytes:
+        room = RECORD_HEADER_LIMIT - self.header_bytes + 1
+        line = super().readline(room if length is None else min(length, room))
+        if line.strip():  # blank lines between records are not kept: not counted
+            self.header_bytes += len(line)
+            if self.header_bytes > RECORD_HEADER_LIMIT:
+                raise RecordHeaderTooLarge(f"record header over {RECORD_HEADER_LIMIT // 1024} KiB (no blank line "
+                                           "ends it)")
+        return line
+
+    def read(self, length: int | None = None) -> bytes:
+        self.header_bytes = 0  # a body is being read: the header is over
+        return super().read(length)
+
+
+class _BoundedIterator(ArchiveIterator):
+    """warcio's iterator over a :class:`_BoundedReader`, its header count reset per record."""
+
+    def __init__(self, fileobj: IO[bytes], **kwargs: Any) -> None:
+        super().__init__(fileobj, **kwargs)
+        self.reader = _BoundedReader(self.fh, block_size=self.reader.block_size)
+
+    def _next_record(self, next_line: bytes | None) -> ArcWarcRecord:
+        self.reader.header_bytes = 0
+        return super()._next_record(next_line)
+
+
 def _drain(record: ArcWarcRecord) -> str | None:
     """Read the record's block through; why it is bad (truncated, a digest that fails), or None."""
     stream = record.raw_stream
@@ -523,7 +668,8 @@ def _response_of(record: ArcWarcRecord) -> tuple[str, int]:
     if record.format != "warc":
         raise _Rejected(f"{record.format} record")
     if record.rec_type != "response":
-        raise _Rejected(record.rec_type or "untyped")
+        kind = record.rec_type or "untyped"
+        raise _Rejected(kind if kind in _RECORD_TYPES or kind == "untyped" else "unknown record type")
     if record.rec_headers.get_header("WARC-Segment-Number"):
         raise _Rejected("segmented response")
     if record.http_headers is None or not record.http_headers.protocol.upper().startswith("HTTP/"):
@@ -533,9 +679,11 @@ def _response_of(record: ArcWarcRecord) -> tuple[str, int]:
         when = iso_date_to_datetime(date)
     except (ValueError, TypeError, IndexError):
         raise ValueError(f"bad WARC-Date {date!r}") from None
-    try:
-        url = normalize(record.rec_headers.get_header("WARC-Target-URI") or "")
-    except BadURL:
+    try:  # the rule URDs follow: an archive's URL with credentials is refused as a URD's is
+        url = crawlable_url(record.rec_headers.get_header("WARC-Target-URI") or "")
+    except UrlWithCredentials:
+        raise _Rejected("URL with credentials") from None
+    except ValueError:
         raise _Rejected("not an HTTP(S) URL WebRACE can store") from None
     if urlsplit(url).path == "/robots.txt":
         raise _Rejected("robots.txt")
@@ -557,7 +705,7 @@ def _store(cache: ObjectCache, found: list[_Found], view: CrawlView, max_body: i
                 record, url, fetched = _reopen(fh, item.offset)
                 previous = cache.lookup(url)
                 if previous is not None and previous.fetched >= fetched:
-                    report.skipped["not newer than stored"] += 1
+                    report.skip("not newer than stored")
                     continue
                 read = _read(record, max_body)
                 capture = view(url, *read) if isinstance(read, tuple) else read
@@ -565,7 +713,7 @@ def _store(cache: ObjectCache, found: list[_Found], view: CrawlView, max_body: i
                 report.bad.append(Bad(item.path, item.offset, _reason(exc)))
                 continue
             if isinstance(capture, str):
-                report.skipped[capture] += 1
+                report.skip(capture)
                 continue
             http = record.http_headers
             recorded = cache.record_fetch(
@@ -584,7 +732,7 @@ def _reopen(fh: IO[bytes], offset: int) -> tuple[ArcWarcRecord, str, int]:
     """The response record at ``offset``, its URL and WARC-Date (epoch ms)."""
     fh.seek(offset)
     with contextlib.redirect_stderr(io.StringIO()):
-        record = next(iter(ArchiveIterator(fh)))
+        record = next(iter(_BoundedIterator(fh)))
     url, fetched = _response_of(record)
     return record, url, fetched
 
@@ -613,4 +761,6 @@ def _read(record: ArcWarcRecord, max_body: int) -> tuple[int, list[tuple[str, st
 
 def _reason(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if isinstance(exc, RecordHeaderTooLarge):
+        return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
