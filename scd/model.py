@@ -38,6 +38,8 @@ from scd.types import (
 if TYPE_CHECKING:
     import xmlschema
 
+MAX_SCD_BYTES = 16 * 1024 * 1024  # a service class description is a few kilobytes
+
 
 @dataclass(frozen=True)
 class Vertex:
@@ -140,9 +142,12 @@ def load_scd(path_or_bytes: str | Path | bytes, source: str | None = None) -> Se
     else:
         source = source or str(path_or_bytes)
         try:
-            data = Path(path_or_bytes).read_bytes()
+            with open(path_or_bytes, "rb") as stream:
+                data = stream.read(MAX_SCD_BYTES + 1)  # bounded: /dev/zero never ends
         except OSError as exc:
             raise SCDError([f"{source}: cannot read: {exc.strerror or exc}"]) from None
+        if len(data) > MAX_SCD_BYTES:
+            raise SCDError([f"{source}: more than {MAX_SCD_BYTES:,} bytes: no service class description is this large"])
     try:
         tree = etree.fromstring(data, safe_parser()).getroottree()
     except etree.XMLSyntaxError as exc:

@@ -7,7 +7,6 @@ import json
 import sys
 from collections import defaultdict
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
@@ -16,6 +15,7 @@ from scrapy.exceptions import UsageError
 from webrace import digest as D
 from webrace.backends import open_object_cache, open_sentinel_store
 from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.userfiles import UserFileTooLarge, read_bounded
 
 if TYPE_CHECKING:
     from webrace.sentinels.baseline import Stored
@@ -231,9 +231,14 @@ class Command(ScrapyCommand):
 def _read_urls(path: str) -> list[tuple[int, str]]:
     """(line number, URL) of every URL line of ``path``."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = read_bounded(path).decode("utf-8").splitlines()
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"cannot read {path}: not UTF-8 (byte {exc.object[exc.start]:#04x} at offset "
+                         f"{exc.start})") from None
+    except UserFileTooLarge as exc:
+        raise UsageError(str(exc)) from None
     return [(n, line.strip()) for n, line in enumerate(lines, 1) if line.strip() and not line.lstrip().startswith("#")]
 
 

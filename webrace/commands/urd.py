@@ -16,6 +16,7 @@ from scrapy.exceptions import UsageError
 
 from webrace.backends import distributed, open_round_engine, open_urd_store
 from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.commands.deliver import MAX_INTERVAL_S
 
 if TYPE_CHECKING:
     from webrace.urd import Urd
@@ -73,6 +74,8 @@ class Command(ScrapyCommand):
         elif action == "schedule":
             if rest:
                 raise UsageError("`schedule` takes no arguments")
+            if opts.loop and not 0 < opts.interval <= MAX_INTERVAL_S:  # nan: a busy loop; inf: sleep() overflows
+                raise UsageError(f"--interval must be more than 0 and at most {MAX_INTERVAL_S:,} seconds")
             self.schedule(opts.loop, opts.interval)
         else:
             raise UsageError(f"unknown subcommand {action!r}: expected add, list, remove or due")

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from webrace.userfiles import UserFileTooLarge, open_bounded_text
+
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 SKIPPED_STATUSES = frozenset({"available", "reserved"})
@@ -49,10 +51,12 @@ def parse_rir(source: str | os.PathLike | Iterable[str]) -> list[Allocation]:
     if isinstance(source, str | os.PathLike):
         path = Path(source)
         try:
-            with path.open(encoding="utf-8", errors="replace") as lines:
+            with open_bounded_text(path, encoding="utf-8", errors="replace") as lines:
                 return list(_allocations(lines, str(path)))
         except OSError as exc:
             raise RirError(f"cannot read RIR file {path}: {exc.strerror or exc}") from None
+        except UserFileTooLarge as exc:
+            raise RirError(f"cannot read RIR file {exc}") from None
     return list(_allocations(source, "<lines>"))
 
 

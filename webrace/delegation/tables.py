@@ -9,13 +9,13 @@ import math
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator
-from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
 
 from webrace.delegation.delegator import Crawler, DelegationError
 from webrace.delegation.hierarchy import IPAddress, target_ip
 from webrace.delegation.rir import EXCERPT, excerpt
+from webrace.userfiles import UserFileTooLarge, open_bounded, open_bounded_text, read_bounded
 
 # the longest round trip the table may hold: ten minutes; more is a typo or a wrong unit, not a
 # measurement (``inf``, spelt so, is "unreachable")
@@ -30,9 +30,11 @@ class InputError(ValueError):
 
 def read_crawlers(path: str) -> list[Any]:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(read_bounded(path).decode("utf-8"))
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UserFileTooLarge as exc:
+        raise InputError(str(exc)) from None
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 (byte {exc.object[exc.start]:#04x} at offset {exc.start})") from None
     except RecursionError:
@@ -104,8 +106,10 @@ def read_lines(path: str) -> list[str]:
     """The lines of a UTF-8 file, ended by "\\n" or "\\r\\n" only (str.splitlines() also ends one
     at U+2028, \\x0b, \\x1c, \\x85...: a URL holding one would be cut in two)."""
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
+        with open_bounded_text(path, encoding="utf-8", newline="") as handle:
             text = handle.read()
+    except UserFileTooLarge as exc:
+        raise InputError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     return [line.removesuffix("\r") for line in text.split("\n")]
@@ -137,7 +141,7 @@ def unreachable(rows: Iterable[tuple[str, IPAddress, float]], crawlers: Collecti
 
 def _latency_rows(path: str) -> Iterator[tuple[int, str, IPAddress, float]]:
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below
+        handle = open_bounded(path)
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
     with handle:
@@ -151,6 +155,8 @@ def _latency_rows(path: str) -> Iterator[tuple[int, str, IPAddress, float]]:
                     yield (reader.line_num, *_latency_row(row, f"{path}:{reader.line_num}"))
         except csv.Error as exc:  # a field over csv.field_size_limit(), a stray "\r"...
             raise InputError(f"{path}:{reader.line_num}: {exc}") from None
+        except UserFileTooLarge as exc:
+            raise InputError(str(exc)) from None
 
 
 def _utf8_lines(handle: IO[bytes], path: str) -> Iterator[str]:

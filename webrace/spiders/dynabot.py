@@ -26,7 +26,6 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import lxml.html
@@ -62,6 +61,7 @@ from webrace.dynabot.stats import format_report, report
 from webrace.items import ServiceProfile, ServiceTrace
 from webrace.middlewares.exclusion import IGNORED
 from webrace.urls import BadURL, normalize
+from webrace.userfiles import UserFileTooLarge, read_bounded
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,9 @@ def read_seeds(path: str) -> tuple[list[str], list[str]]:
     that are not URLs (``FILE:LINE: reason``)."""
     seeds, problems = [], []
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = read_bounded(path).decode("utf-8").splitlines()
+    except UserFileTooLarge as exc:
+        return [], [str(exc)]
     except (OSError, UnicodeDecodeError) as exc:
         return [], [f"{path}: cannot read the seed list: {exc}"]
     for number, line in enumerate(lines, 1):

@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from webrace.outputs import output_problem, write_output
 from webrace.pipes import quiet_on_closed_pipe
+from webrace.userfiles import UserFileTooLarge, read_bounded, read_stream_bounded
 from webrace.xpack.format import CODECS, PackedDocument, pack, unpack
 from webrace.xpack.operators import XPackError
 from webrace.xpack.query import namespace_hint
@@ -19,9 +19,11 @@ from webrace.xpack.query import namespace_hint
 
 def _read(path: str) -> bytes:
     try:
-        return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        return read_stream_bounded(sys.stdin.buffer, "standard input") if path == "-" else read_bounded(path)
     except OSError as exc:
         raise XPackError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UserFileTooLarge as exc:
+        raise XPackError(str(exc)) from None
 
 
 def _write(path: str, data: bytes) -> None:
