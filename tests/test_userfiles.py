@@ -5,7 +5,9 @@ never ended, or filled the memory), and other values out of range are one usage 
 from __future__ import annotations
 
 import pytest
+from scrapy.settings import Settings
 
+from webrace.commands import setting_problems
 from webrace.userfiles import UserFileTooLarge, open_bounded_text, read_bounded, read_stream_bounded
 
 
@@ -57,3 +59,27 @@ def test_sentinel_add_with_a_url_list_that_is_not_utf8_is_one_usage_line(project
     path.write_bytes(b"http://a.test/\n\xff\xfe\n")
     done = project.scrapy("sentinel", "add", "--owner", "alice", "--urls", str(path), timeout=60)
     assert done.returncode == 2 and "Traceback" not in done.stderr and "not UTF-8 (byte 0xff" in done.stderr
+
+
+# -- a setting given a value that is no number ------------------------------------------------
+
+
+def test_setting_problems_name_each_number_setting_given_something_else():
+    settings = Settings({"WEBRACE_KEEP_VERSIONS": "abc", "DOWNLOAD_MAXSIZE": "9" * 5000,
+                         "WEBRACE_STORE_GC_GRACE": "0.5", "CONCURRENT_REQUESTS": "8", "TELNETCONSOLE_ENABLED": "False",
+                         "WEBRACE_STORE_XPACK": "yes", "WEBRACE_WEB_LOGIN_LIMIT": "5/hour"})
+    assert setting_problems(settings) == [
+        "DOWNLOAD_MAXSIZE must be a number, not '" + "9" * 59 + "... (5,002 characters)",
+        "WEBRACE_KEEP_VERSIONS must be a number, not 'abc'"]
+
+
+@pytest.mark.parametrize("args", [
+    ("store", "gc", "-s", "WEBRACE_KEEP_VERSIONS=abc"),
+    ("deliver", "-s", "WEBRACE_DELIVERY_INTERVAL=soon"),
+    ("crawl", "urd", "-s", "CONCURRENT_REQUESTS=" + "9" * 5000),
+    ("crawl", "urd", "-s", "WEBRACE_OBJECTS_DIR=/dev/null/x"),
+])
+def test_a_command_with_a_setting_it_cannot_use_is_one_error_line(project, args):
+    done = project.scrapy(*args, timeout=60)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[0].startswith("error: ")

@@ -30,7 +30,7 @@ from webrace.backends import (
     open_sentinel_store,
     open_urd_store,
 )
-from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.commands import ends_quietly_on_closed_pipe, setting_problems
 from webrace.datadir import DataDirUnusable
 
 logger = logging.getLogger(__name__)
@@ -47,7 +47,8 @@ class Command(ScrapyCrawl):
 
         super().process_options(args, opts)
         spider, spargs = (args[0] if args else ""), (opts.spargs or {})
-        problems = (self._redis_problems(spider) or self._data_dir_problems(spider) or self._store_problems(spider)
+        problems = (setting_problems(self.settings) or self._redis_problems(spider)
+                    or self._data_dir_problems(spider) or self._store_problems(spider)
                     or self._argument_problems(spider, spargs))
         if problems:
             configure_logging(self.settings)  # Scrapy's own starts with the crawl, and there will be none
@@ -105,7 +106,7 @@ class Command(ScrapyCrawl):
 
         try:
             open_object_store(self.settings)
-        except (SharedStoreMismatch, ObjectStoreUnwritable) as exc:
+        except (SharedStoreMismatch, ObjectStoreUnwritable, DataDirUnusable) as exc:
             return [str(exc)]
         return []
 
