@@ -155,6 +155,15 @@ WEBRACE_DELIVERY_MAX_ITEMS = 20
 WEBRACE_DELIVERY_THREADS = 4
 # The web app's address as owners reach it (links in messages: http://host:port); "" = no links.
 WEBRACE_DELIVERY_BASE_URL = ""
+# Apprise schemes owners' channels may use (a list or "a,b"): mail and webhooks; others at the admin's risk.
+WEBRACE_DELIVERY_SCHEMES = "mailto,mailtos,json,jsons,xml,xmls,form,forms"
+# Internal hosts sends may reach besides public addresses: names, addresses, networks ("mail.internal,10.0.0.0/8").
+WEBRACE_DELIVERY_ALLOW_HOSTS = ""
+# Whether owners may set a webhook's method, headers, query or payload fields (?method=, ?+H=, ?-p=, ?:f=).
+WEBRACE_DELIVERY_CUSTOM_REQUESTS = False
+# The Fernet key channel URLs are encrypted with; None = WEBRACE_DATA_DIR/channel-key (made on first use).
+# Distributed mode on several machines: give every process the same one.
+WEBRACE_DELIVERY_CHANNEL_KEY = None
 
 # DynaBot (`scrapy crawl dynabot`): probes sent per form and per source at most, intermediate
 # pages followed after a probe at most, pages a crawling frontier fetches at most.

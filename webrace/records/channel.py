@@ -45,7 +45,7 @@ def check_owner(owner: str) -> str:
 class Channel:
     id: str
     owner: str
-    url: str  # the Apprise URL, secrets included: shown only through `shown`
+    url: str  # the Apprise URL, secrets included: shown only through `shown`; "" if it cannot be decrypted
     events: tuple[str, ...]
     since: int  # epoch ms: items at or after this are this channel's to deliver
     attempts: int = 0  # failed sends in a row
