@@ -19,7 +19,7 @@ from lxml import etree
 from scrapy.settings import Settings
 from web_client import Client
 
-from webrace.backends import open_aci_store, open_object_cache, open_sentinel_store, open_urd_store
+from webrace.backends import open_aci_store, open_delivery_store, open_object_cache, open_sentinel_store, open_urd_store
 from webrace.commands.user import Command as UserCommand
 from webrace.records.aci import Aci
 from webrace.records.sentinel import make
@@ -574,7 +574,7 @@ def test_the_server_binds_127_0_0_1_by_default(web):
 def test_an_owner_adds_and_removes_a_delivery_channel_shown_without_its_password(web):
     pytest.importorskip("webrace.delivery.channels")
     client = logged_in(web, "alice")
-    url = "json://hook:s3cret@127.0.0.1:9/alice"
+    url = "json://hook:s3cret@93.184.215.14/alice"  # a public address (nothing is sent here)
     added = client.submit("/owner/alice/profile", "/owner/alice/channels",
                           {"channel_url": url, "events": "notification"})
     assert added.status == 302
@@ -582,9 +582,17 @@ def test_an_owner_adds_and_removes_a_delivery_channel_shown_without_its_password
     channels = etree.HTML(page).xpath("//li[@class='channel']")
     assert len(channels) == 1 and "s3cret" not in page and "notification" in channels[0].xpath("string(.)")
     assert client.get("/owner/bob/profile", host=None).status == 403
-    bad = client.submit("/owner/alice/profile", "/owner/alice/channels", {"channel_url": "nope://x", "events": "aci"})
-    assert bad.status == 400 and "unknown scheme" in etree.HTML(bad.text).xpath("string(//*[@id='channel-errors'])")
+    for bad_url, says in (("nope://x", "unknown scheme"), ("json://127.0.0.1:6379/", "not a public address"),
+                          ("json://93.184.215.14/x?method=DELETE", "may not set the request's method=DELETE"),
+                          ("ntfy://ntfy.sh/alice", "scheme ntfy:// is not allowed here")):
+        bad = client.submit("/owner/alice/profile", "/owner/alice/channels", {"channel_url": bad_url, "events": "aci"})
+        assert bad.status == 400 and says in etree.HTML(bad.text).xpath("string(//*[@id='channel-errors'])")
     channel_id = channels[0].get("id").removeprefix("channel-")
+    with open_delivery_store(web.settings) as store:  # its sends failed: the owner sees no remote detail
+        for _ in range(3):
+            store.failed(channel_id, 1_000, "A Connection error occurred: [Errno 111] Connection refused", 2_000)
+    shown = etree.HTML(client.get("/owner/alice/profile").text).xpath("string(//li[@class='channel'])")
+    assert "3 failures in a row" in shown and "Connection" not in shown and "refused" not in shown
     assert client.submit("/owner/alice/profile", f"/owner/alice/channels/{channel_id}/remove", {}).status == 302
     assert not etree.HTML(client.get("/owner/alice/profile").text).xpath("//li[@class='channel']")
 

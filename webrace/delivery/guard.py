@@ -146,13 +146,13 @@ class Guard:
             return None
         literal = parse_address(name)
         if literal is not None:
-            return None if self.allows(name, str(literal)) else f"{host} is not a public address"
+            return None if self.allows(name, str(literal)) else _why(host, [str(literal)])
         try:
             answers = {a[4][0] for a in self.resolver(name, None, 0, socket.SOCK_STREAM)}
         except (OSError, UnicodeError):
             return None
         if answers and not any(self.allows(name, a) for a in answers):
-            return f"{host} resolves to {sorted(answers)[0]}, not a public address"
+            return _why(host, sorted(answers))
         return None
 
     def resolve(self, host: Any, port: Any, family: int = 0, type: int = 0, proto: int = 0,  # noqa: A002
@@ -162,8 +162,7 @@ class Guard:
         name = host.decode() if isinstance(host, bytes) else str(host or "")
         kept = [a for a in answers if self.allows(name, str(a[4][0]))]
         if not kept:
-            shown = sorted({str(a[4][0]) for a in answers}) or ["nothing"]
-            reason = f"{name or '(no host)'} is {shown[0]}, not a public address"
+            reason = _why(name, sorted({str(a[4][0]) for a in answers}))
             send = _current.get()
             if send is not None:
                 send.refused.append(reason)
@@ -215,7 +214,7 @@ def _from_apprise() -> bool:
     """Is Apprise's code (or one of its threads) asking?"""
     if threading.current_thread().name.startswith("apprise"):
         return True
-    frame = sys._getframe(2)
+    frame = sys._getframe(1)
     for _ in range(MAX_FRAMES):
         if frame is None:
             return False
@@ -223,6 +222,17 @@ def _from_apprise() -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+def _why(host: str, addresses: list[str]) -> str:
+    """``127.0.0.1 is not a public address``, ``2130706433 is 127.0.0.1, ...``,
+    ``hooks.example.com resolves to 127.0.0.1, ...``."""
+    if not addresses:
+        return f"{host or '(no host)'} has no address"
+    if parse_address(host) is not None:
+        same = _name(host) == addresses[0]
+        return f"{host} is not a public address" if same else f"{host} is {addresses[0]}, not a public address"
+    return f"{host or '(no host)'} resolves to {addresses[0]}, not a public address"
 
 
 def _name(host: str) -> str:
