@@ -280,6 +280,9 @@ def test_mail_to_a_loopback_relay_arrives_only_when_the_admin_allows_it(tmp_path
     assert relay.mails == [] and stats["delivery/refused"] == 1 and channel.last_error.startswith(REFUSED)
     stats, _ = one_pass(settings_for(tmp_path, WEBRACE_DELIVERY_ALLOW_HOSTS="127.0.0.1"))
     assert stats["delivery/messages"] == 1 and len(relay.mails) == 1
+    with pytest.raises(ChannelError, match="10.0.0.1 is not a public address"):  # the relay named by ?smtp=
+        check_url(f"mailto://alice:pw@{PUBLIC}?smtp=10.0.0.1&to=alice@example.org",
+                  ChannelPolicy.from_settings(settings))
 
 
 def test_a_name_rebound_to_loopback_after_the_channel_was_added_reaches_nothing(tmp_path, recorder):

@@ -1,7 +1,7 @@
 """Pushing ACIs and notifications to each owner's channels: the seed's Content-Distribution
 Agents (seed 000, section 2.2.1).
 
-- :mod:`~webrace.delivery.channels`: an owner's channels (Apprise URLs, checked by Apprise)
+- :mod:`~webrace.delivery.channels`: an owner's channels (Apprise URLs, checked by the policy and Apprise)
   and which events go to each; ``open_channels(settings)``.
 - :mod:`~webrace.delivery.message`: one message per owner, channel and pass, bounded (pure).
 - :mod:`~webrace.delivery.policy`: what the admin lets channels do (schemes, custom
