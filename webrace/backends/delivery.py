@@ -136,7 +136,7 @@ class SqliteDeliveryStore(DeliveryStore):
 
     def channels(self, owner: str | None = None) -> list[Channel]:
         where = " WHERE owner = ?" if owner is not None else ""
-        rows = self.conn.execute(f"SELECT {_COLUMNS} FROM channel{where} ORDER BY owner, id",
+        rows = self.conn.execute(f"SELECT {_COLUMNS} FROM channel{where} ORDER BY owner, id",  # noqa: S608 - a constant and bound values
                                  (owner,) if owner is not None else ())
         return [Channel(r[0], r[1], self.cipher.open(r[2]) or "", tuple(r[3].split(",")), *r[4:]) for r in rows]
 

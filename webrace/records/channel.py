@@ -23,7 +23,7 @@ class ChannelError(ValueError):
 
 def channel_id(owner: str, url: str) -> str:
     """Stable per owner and URL: adding the same URL again changes its events, not its id."""
-    return hashlib.sha1(f"{owner}\n{url}".encode()).hexdigest()[:10]
+    return hashlib.sha1(f"{owner}\n{url}".encode(), usedforsecurity=False).hexdigest()[:10]
 
 
 def parse_events(text: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:

@@ -54,7 +54,7 @@ class Sentinel:
     def __post_init__(self) -> None:
         if not self.id:
             key = json.dumps([self.owner, self.url, self.type, self.where, self.pattern, self.on, list(self.ignore)])
-            object.__setattr__(self, "id", hashlib.sha1(key.encode()).hexdigest()[:12])
+            object.__setattr__(self, "id", hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:12])
 
     @property
     def rank(self) -> int:

@@ -27,7 +27,7 @@ from webrace.names import owner_name_problem  # one rule for every entry path
 
 # Owner names: what urd.xsd allows as an owner, so every account can own URDs.
 MAX_PASSWORD = 1024  # characters; Argon2 takes any length, the bound keeps a request cheap
-TOKEN_PREFIX = "wr_"
+TOKEN_PREFIX = "wr_"  # noqa: S105 - the visible prefix of API tokens, not a secret
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS account (

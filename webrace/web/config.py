@@ -14,7 +14,7 @@ from webrace import settings as defaults
 from webrace.backends import data_dir
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost")
-SECRET_FILE = "web-secret-key"
+SECRET_FILE = "web-secret-key"  # noqa: S105 - a file name
 
 
 def setting(settings: Any, name: str) -> Any:
