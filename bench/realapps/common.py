@@ -1,0 +1,88 @@
+"""What the real applications' installers and launchers share: where they live, a venv with
+PyPI packages, Debian packages, a free port, and the ``Launch`` an app module returns.
+
+Pure helpers: no app is named here (each has its module in ``apps/``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import venv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HOST = "127.0.0.1"
+
+
+def cache_dir() -> Path:
+    """Where every app is installed: ``$WEBRACE_REALAPPS_DIR``, else ``$XDG_CACHE_HOME/webrace-realapps``."""
+    if os.environ.get("WEBRACE_REALAPPS_DIR"):
+        return Path(os.environ["WEBRACE_REALAPPS_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "webrace-realapps"
+
+
+@dataclass
+class Launch:
+    """How to run one app: ``argv`` from ``cwd`` with ``env`` added; its requests are logged in
+    ``log`` (the server's own access log). ``log_is_output``: the server writes that log on its
+    standard output or error, which the runner sends to ``log``. ``ready``: a path the runner
+    requests until it answers (any status below 500) before the app counts as started."""
+
+    argv: list[str]
+    log: Path
+    log_is_output: bool = True
+    cwd: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    ready: str = "/"
+    stdin_pipe: bool = False  # pydoc's server stops at the end of its standard input
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """A setup step; its output is shown only when it fails (then it raises)."""
+    done = subprocess.run(argv, capture_output=True, text=True, **kwargs)
+    if done.returncode:
+        tail = (done.stdout + done.stderr).strip().splitlines()[-15:]
+        raise RuntimeError(f"{' '.join(map(str, argv[:4]))} ... exited with {done.returncode}:\n" + "\n".join(tail))
+    return done
+
+
+def python_venv(home: Path, *requirements: str) -> Path:
+    """A venv at ``home/venv`` (made with this Python) holding ``requirements`` from PyPI;
+    returns its ``bin`` directory."""
+    env_dir = home / "venv"
+    if not (env_dir / "bin" / "python").exists():
+        venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
+    if requirements:
+        run([str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+             *requirements])
+    return env_dir / "bin"
+
+
+def debian_packages(*names: str) -> None:
+    """Install Debian packages (as root) unless every one is installed already."""
+    missing = [n for n in names if subprocess.run(["dpkg-query", "-W", "-f=${Status}", n], capture_output=True,
+                                                  text=True).stdout != "install ok installed"]
+    if not missing:
+        return
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        raise RuntimeError(f"needs the Debian packages {' '.join(missing)}: apt-get install {' '.join(missing)}")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing], env=env)
+
+
+def venv_bin(home: Path) -> Path:
+    return home / "venv" / "bin"
+
+
+def this_python() -> str:
+    return sys.executable
