@@ -48,6 +48,7 @@ class Running:
     base: str  # http://127.0.0.1:PORT, no trailing slash
     log: Path  # the server's own access log
     process: subprocess.Popen
+    output: Path  # what the server printed (the access log too, for most)
 
     def url(self, path: str) -> str:
         return self.base + "/" + path.lstrip("/")
@@ -58,17 +59,18 @@ def installed(name: str, root: Path | None = None) -> bool:
 
 
 def _wait_ready(running: Running, path: str, timeout: float) -> None:
-    """Request ``path`` until the app answers below 500 (the server is listening and its app loaded)."""
+    """Request ``path`` until the app answers below 400 (the server is listening and its app loaded)."""
     deadline = time.monotonic() + timeout
     why = "no answer"
     while time.monotonic() < deadline:
         if running.process.poll() is not None:
-            raise RuntimeError(f"{running.name} exited with {running.process.returncode}: see {running.log}")
+            tail = running.output.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
+            raise RuntimeError(f"{running.name} exited with {running.process.returncode}: " + " / ".join(tail))
         connection = http.client.HTTPConnection(HOST, int(running.base.rsplit(":", 1)[1]), timeout=10)
         try:
             connection.request("GET", path)
             status = connection.getresponse().status
-            if status < 500:
+            if status < 400:
                 return
             why = f"status {status}"
         except OSError as error:
@@ -100,7 +102,7 @@ class RealApps:
             for name in self.names:
                 self._start_one(name)
         except BaseException:
-            self.stop()
+            self.close()
             raise
         return self
 
@@ -109,17 +111,20 @@ class RealApps:
         run_dir.mkdir()
         port = free_port()
         launch = APPS[name].launch(self.root / name, port, run_dir)
-        out = open(launch.log if launch.log_is_output else run_dir / "output.log", "ab")
+        output = launch.log if launch.log_is_output else run_dir / "output.log"
+        out = open(output, "ab")
         self._files.append(out)
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **launch.env}
         process = subprocess.Popen(launch.argv, cwd=launch.cwd or run_dir, env=env, stdout=out,
                                    stderr=subprocess.STDOUT,
                                    stdin=subprocess.PIPE if launch.stdin_pipe else subprocess.DEVNULL,
                                    start_new_session=True)
-        self.running[name] = running = Running(name, f"http://{HOST}:{port}", launch.log, process)
+        self.running[name] = running = Running(name, f"http://{HOST}:{port}", launch.log, process, output)
         _wait_ready(running, launch.ready, self.timeout)
 
     def stop(self) -> None:
+        """Stop the servers; their logs stay readable (lighttpd writes its buffered lines now)
+        until the ``with`` block ends or :meth:`close`."""
         for running in self.running.values():
             process = running.process
             if process.poll() is None:  # the app's own session: its workers and CGI children stop too
@@ -131,10 +136,14 @@ class RealApps:
                     process.wait()
             if process.stdin:
                 process.stdin.close()
-        self.running = {}
         for f in self._files:
             f.close()
         self._files = []
+
+    def close(self) -> None:
+        """Stop the servers and remove their run directories, logs included."""
+        self.stop()
+        self.running = {}
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
@@ -144,7 +153,7 @@ class RealApps:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:
-        self.stop()
+        self.close()
 
     def marks(self) -> dict[str, int]:
         """App -> its log's length now (pass as ``since``)."""
@@ -195,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        apps.stop()
+        apps.close()
 
 
 if __name__ == "__main__":
