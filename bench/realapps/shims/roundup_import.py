@@ -13,39 +13,37 @@ ENTRY = re.compile(r"^(\S+) \(([^)]+)\) [^;]*;.*$")
 BULLET = re.compile(r"^  [*+-] (.*)$")
 
 
-def fixes(limit: int) -> list[tuple[str, str, str]]:
-    """(title, message, package) of bullets that close a Debian bug, a few per package."""
+def bullets(lines: list[str]) -> list[tuple[str, str, str]]:
+    """(package, version, text) of every bullet of a changelog, continuation lines joined."""
+    found: list[tuple[str, str, str]] = []
+    package = version = ""
+    current: list[str] = []
+    for line in [*lines, ""]:
+        entry, bullet = ENTRY.match(line), BULLET.match(line)
+        if current and not (line.startswith("    ") and not bullet):
+            found.append((package, version, " ".join(s.strip() for s in current)))
+            current = []
+        if entry:
+            package, version = entry.group(1), entry.group(2)
+        elif bullet:
+            current = [bullet.group(1)]
+        elif line.startswith("    ") and current:
+            current.append(line)
+    return found
+
+
+def fixes(limit: int) -> list[tuple[str, str]]:
+    """(title, message) of bullets that close a Debian bug, at most three per package."""
     found = []
     for changelog in sorted(Path("/usr/share/doc").glob("*/changelog.Debian.gz")):
         try:
             lines = gzip.decompress(changelog.read_bytes()).decode("utf-8", "replace").splitlines()
         except (OSError, EOFError):
             continue
-        package = version = ""
-        bullet: list[str] = []
-        per_package = 0
-
-        def flush() -> None:
-            nonlocal per_package
-            text = " ".join(s.strip() for s in bullet)
-            if bullet and "closes:" in text.lower() and per_package < 3:
-                title = re.sub(r"\s*\(?Closes:[^)]*\)?\.?", "", text, flags=re.I).strip(" .") or text
-                found.append((title[:200], f"{package} ({version}): {text}", package))
-                per_package += 1
-            bullet.clear()
-
-        for line in lines:
-            if m := ENTRY.match(line):
-                flush()
-                package, version = m.group(1), m.group(2)
-            elif m := BULLET.match(line):
-                flush()
-                bullet.append(m.group(1))
-            elif line.startswith("    ") and bullet:
-                bullet.append(line)
-            else:
-                flush()
-        flush()
+        closing = [(p, v, text) for p, v, text in bullets(lines) if "closes:" in text.lower()][:3]
+        for package, version, text in closing:
+            title = re.sub(r"\s*\(?Closes:[^)]*\)?\.?", "", text, flags=re.I).strip(" .") or text
+            found.append((title[:200], f"{package} ({version}): {text}"))
         if len(found) >= limit:
             break
     return found[:limit]
@@ -56,7 +54,7 @@ def main() -> None:
     db = tracker.open("admin")
     try:
         resolved = db.status.lookup("resolved")
-        for title, text, package in fixes(int(sys.argv[2])):
+        for title, text in fixes(int(sys.argv[2])):
             message = db.msg.create(content=text, author=db.getuid())
             db.issue.create(title=title, messages=[message], status=resolved)
         db.commit()
