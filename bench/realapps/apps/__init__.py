@@ -6,5 +6,5 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-NAMES = ("datasette", "pydoc", "pythondocs", "mkdocs", "trac", "roundup", "omega", "gitweb")
+NAMES = ("datasette", "pydoc", "pythondocs", "mkdocs", "trac", "roundup", "omega", "gitweb", "django", "isso")
 APPS: dict[str, ModuleType] = {name: importlib.import_module(f"realapps.apps.{name}") for name in NAMES}
