@@ -166,6 +166,11 @@ class RealApps:
     def requests(self, name: str, since: int = 0) -> list[tuple[str, str]]:
         return logs.requests(self.running[name].log, since)
 
+    def side_effect_posts(self, name: str, since: int = 0) -> Counter:
+        """Path -> POSTs to the app's side-effect paths (``truth.toml``'s ``side_effect_posts``)."""
+        patterns = load_truth_apps().get(name, {}).get("side_effect_posts", [])
+        return Counter({path: n for path, n in self.posts(name, since).items() if matches(path, patterns)})
+
     def sources(self) -> list[dict]:
         """The ground truth's sources of the running apps, each with ``url`` (its start URL)."""
         return [{**s, "url": self.running[s["app"]].url(s["start"])} for s in load_truth()
@@ -173,8 +178,20 @@ class RealApps:
 
 
 def load_truth(path: Path = TRUTH) -> list[dict]:
+    """The ground truth's ``[[source]]`` entries."""
     with path.open("rb") as f:
         return tomllib.load(f)["source"]
+
+
+def load_truth_apps(path: Path = TRUTH) -> dict[str, dict]:
+    """The ground truth's ``[app.NAME]`` tables."""
+    with path.open("rb") as f:
+        return tomllib.load(f)["app"]
+
+
+def matches(path: str, patterns: list[str]) -> bool:
+    """``path`` is one of ``patterns``: exact paths, or prefixes ending in ``*``."""
+    return any(path.startswith(p[:-1]) if p.endswith("*") else path == p for p in patterns)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,7 +37,7 @@ def build(path: Path, fts: bool) -> None:
         db.executemany("INSERT OR REPLACE INTO packages VALUES (?, ?, ?, ?, ?, ?, ?)", packages())
         if fts:  # the layout sqlite-utils writes, which datasette detects: <table>_fts with content=<table>
             db.execute("CREATE VIRTUAL TABLE packages_fts USING fts5(name, summary, description, "
-                       "content='packages', content_rowid='rowid')")
+                       "content=[packages], content_rowid=[rowid])")
             db.execute("INSERT INTO packages_fts (rowid, name, summary, description) "
                        "SELECT rowid, name, summary, description FROM packages")
     sqlite3.connect(path).close()
