@@ -10,7 +10,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import venv
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,7 +119,3 @@ def debian_packages(*names: str) -> None:
 
 def venv_bin(home: Path) -> Path:
     return home / "venv" / "bin"
-
-
-def this_python() -> str:
-    return sys.executable
