@@ -24,6 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from lxml import etree
 
+from webrace.names import canonical_owner
 from webrace.urls import BadURL, normalize
 from webrace.xmlutil import MAX_XML_BYTES, XmlTooLarge, check_size, open_limited, safe_iterparse, safe_parser, schema
 
@@ -394,7 +395,7 @@ def _from_element(element: etree._Element, source: str, url: str | None = None) 
     line = element.sourceline
     return Urd(
         id=element.get("id"),
-        owner=element.get("owner"),
+        owner=canonical_owner(element.get("owner")) or element.get("owner"),  # urd.xsd checked the rule
         url=url,
         timing=int(uri.get("timing")),
         lastcheck=int(uri.get("lastcheck")) if uri.get("lastcheck") is not None else None,
