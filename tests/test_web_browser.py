@@ -236,7 +236,8 @@ def test_logging_in_opens_the_owners_page_and_logging_out_ends_it(world: World, 
     fresh.goto(world.base_url + "/")
     assert _path(fresh) == "/owner/bob/"  # / is the owner's own page
     (session,) = [c for c in fresh.context.cookies() if "session" in c["name"]]
-    assert session["httpOnly"] and session["secure"] and session["sameSite"] == "Lax"
+    # plain http on loopback: not Secure (over https it is: tests/test_web_proxy.py, through nginx)
+    assert session["httpOnly"] and not session["secure"] and session["sameSite"] == "Lax"
     _follow(fresh, "#logout [type=submit]")
     assert _path(fresh) == "/login"
     fresh.goto(world.base_url + "/owner/bob/")
