@@ -29,3 +29,32 @@ def test_what_has_no_canonical_form_is_no_owner_name(given):
     assert canonical_owner(given) is None
     problem = owner_name_problem(given)
     assert problem.startswith("not a valid owner name") and "\n" not in problem
+
+
+def _urd_owner(owner: str) -> str:
+    from webrace.urd import UrdError, parse
+
+    xml = f'<urd id="a" owner="{owner}"><uri timing="1000">http://a.test/</uri><depth level="0"/></urd>'
+    try:
+        return parse(xml.encode())[0].owner
+    except UrdError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _entry_paths() -> dict:
+    """Every place an owner name comes in, each returning the name as it stores it."""
+    from webrace.records.channel import check_owner
+    from webrace.records.sentinel import make
+    from webrace.web.accounts import check_name
+
+    return {"account": check_name, "sentinel": lambda o: make(o, "http://a.test/", "content").owner,
+            "channel": check_owner, "urd": _urd_owner}
+
+
+@pytest.mark.parametrize("path", ["account", "sentinel", "channel", "urd"])
+def test_every_entry_path_stores_the_canonical_form_and_refuses_what_the_rule_refuses(path):
+    store = _entry_paths()[path]
+    assert store("Alice") == store("ALICE") == store("alice") == "alice"
+    for bad in ("alice\nroot", "a b", "", "x" * 129):
+        with pytest.raises(ValueError, match="owner"):
+            store(bad)

@@ -120,7 +120,9 @@ class Urd:
         """A URD from :meth:`to_record`'s values (already validated when it was added)."""
         protocol, method, processtype = record.get("type") or ("http", "pull", "filter")
         threshold, lastcheck = record.get("threshold"), record.get("lastcheck")
-        return cls(id=record["id"], owner=record["owner"], url=record["url"], timing=int(record["timing"]),
+        # the owner in canonical form: a URD stored before names were case folded (``Alice``) is alice's
+        return cls(id=record["id"], owner=canonical_owner(record["owner"]) or record["owner"], url=record["url"],
+                   timing=int(record["timing"]),
                    depth=int(record["depth"]), lastcheck=None if lastcheck is None else int(lastcheck),
                    scope=record.get("scope") or "host",
                    keywords=keywords_from_text(record.get("keywords") or ""),
