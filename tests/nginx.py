@@ -3,7 +3,9 @@
 ``nginx`` (a pytest fixture, from tests/conftest.py) gives an :class:`Nginx` not started yet:
 the test writes its files under ``nginx.root`` and any ``server`` directives (``rewrite``,
 ``location`` blocks, ``gzip on``, ``gzip_static on``...) into ``nginx.extra``, then calls
-:meth:`Nginx.start`. Every path nginx uses (pid, logs, temporary files) is under the test's
+:meth:`Nginx.start`. Whole ``server`` blocks of the test's own (TLS, a reverse proxy) go into
+``nginx.servers``, a function called once ``nginx.ports`` (``nginx.extra_ports`` more free
+ports) are picked. Every path nginx uses (pid, logs, temporary files) is under the test's
 temporary directory; the server runs in the foreground (``daemon off``) on a free port and is
 stopped when the test ends. Without an ``nginx`` binary (Debian: ``apt-get install nginx``) the
 test is skipped, saying so.
@@ -24,6 +26,7 @@ import shutil
 import socket
 import subprocess
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,7 +65,10 @@ class Nginx:
         self.root.mkdir(parents=True, exist_ok=True)
         self.access_log = directory / "access.log"
         self.extra = ""  # directives of the server block (rewrite rules, locations, gzip)
+        self.extra_ports = 0  # free ports picked at start, besides ``port``, into ``ports``
+        self.servers: Callable[[], str] = lambda: ""  # server blocks of the test's own (may use ``ports``)
         self.port = 0
+        self.ports: list[int] = []
         self.proc: subprocess.Popen | None = None
 
     def url(self, path: str = "/") -> str:
@@ -103,6 +109,7 @@ http {{
         root {self.root};
 {self.extra}
     }}
+{self.servers()}
     server {{
         listen 127.0.0.1:{self.port};
         server_name {_SYNC_HOST};
@@ -116,6 +123,11 @@ http {{
         """Returns once nginx listens (its master says it started its worker, after binding)."""
         for attempt in range(5):
             self.port = _free_port()
+            self.ports = []
+            while len(self.ports) < self.extra_ports:
+                port = _free_port()
+                if port not in (self.port, *self.ports):
+                    self.ports.append(port)
             conf = self.dir / "nginx.conf"
             conf.write_text(self.config(), encoding="utf-8")
             self.proc = subprocess.Popen([self.binary, "-p", str(self.dir), "-c", str(conf),

@@ -20,10 +20,12 @@ from pathlib import Path
 import pytest
 from aiosmtpd.controller import Controller
 from conftest import urd
+from cryptography.fernet import Fernet
 from scrapy.settings import Settings
 
 from webrace.backends import open_aci_store, open_delivery_store, open_sentinel_store, open_urd_store
 from webrace.backends.delivery import RedisDeliveryStore, SqliteDeliveryStore
+from webrace.backends.sealing import ChannelCipher
 from webrace.commands.deliver import Command
 from webrace.delivery.agent import DeliveryAgent
 from webrace.delivery.channels import check_url, open_channels
@@ -195,7 +197,9 @@ def make_settings(data: Path, **values: object) -> Settings:
     settings.setmodule("webrace.settings", priority="project")
     settings.setdict({"WEBRACE_DATA_DIR": str(data), "WEBRACE_DELIVERY_BASE_URL": "http://127.0.0.1:8080",
                       "WEBRACE_DELIVERY_RETRY_BASE": 10, "WEBRACE_DELIVERY_RETRY_MAX": 100,
-                      "WEBRACE_DELIVERY_TIMEOUT": 5, **values}, priority="cmdline")
+                      "WEBRACE_DELIVERY_TIMEOUT": 5,
+                      "WEBRACE_DELIVERY_ALLOW_HOSTS": "127.0.0.1",  # the test servers (public hosts only, by default)
+                      **values}, priority="cmdline")
     return settings
 
 
@@ -379,7 +383,9 @@ def test_a_channel_failing_k_times_is_reported_and_never_blocks_the_others(setti
     assert "is failing since" in reports[2].failing[0] and "Connection error" in reports[2].failing[0]
     assert undelivered(settings) == {"sha-alice-/a"}  # one ACI channel has not taken it
     code, out, err = run_command(settings, capsys, "channel", "list", "--owner", "alice")
-    assert "failing since" in out and "(3 failures in a row), last error: A Connection error" in out
+    assert "failing since" in out and "(3 failures in a row)" in out and "Connection" not in out  # the owner's view
+    code, out, err = run_command(settings, capsys, "channel", "list", "--owner", "alice", "--errors")
+    assert "(3 failures in a row), last error: A Connection error" in out  # the admin's
     code, out, err = run_command(settings, capsys)  # `scrapy deliver`: the channel waits out its backoff
     assert "0 message(s) sent" in out and "1 channel(s) waiting to retry" in out
     assert "warning: Delivery channel" in err and "is failing since" in err
@@ -433,12 +439,13 @@ def test_acis_are_acknowledged_when_every_aci_channel_took_them(settings, hook):
 
 @pytest.fixture(params=["sqlite", "redis"])
 def store(request, tmp_path):
+    cipher = ChannelCipher(Fernet.generate_key())
     if request.param == "sqlite":
-        s = SqliteDeliveryStore(tmp_path / "delivery.sqlite")
+        s = SqliteDeliveryStore(tmp_path / "delivery.sqlite", cipher)
     else:
         import redis
 
-        s = RedisDeliveryStore(redis.Redis.from_url(request.getfixturevalue("redis_url")),
+        s = RedisDeliveryStore(redis.Redis.from_url(request.getfixturevalue("redis_url")), cipher,
                                request.getfixturevalue("redis_prefix"))
     yield s
     s.close()
@@ -497,7 +504,8 @@ def test_the_crawl_delivers_after_its_round_and_a_dead_channel_does_not_stop_it(
         urds.put_many(parse(urd("u1", "alice", site.url("/"), depth=1, keywords={"coffee": 1}).encode()))
     for url in (hook.url(), f"json://127.0.0.1:{dead.port}/never"):
         add_channel(settings, "alice", url)
-    run = project.crawl(WEBRACE_DELIVERY_TIMEOUT=2, WEBRACE_DELIVERY_BASE_URL="http://127.0.0.1:8080")
+    run = project.crawl(WEBRACE_DELIVERY_TIMEOUT=2, WEBRACE_DELIVERY_BASE_URL="http://127.0.0.1:8080",
+                        WEBRACE_DELIVERY_ALLOW_HOSTS="127.0.0.1")
     assert run.returncode == 0, run.stderr[-3000:]
     assert len(run.pages) == 3 and len(run.acis) == 2
     (message,) = hook.messages()

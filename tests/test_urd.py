@@ -50,6 +50,14 @@ def test_xml_round_trip_preserves_the_urd():
     assert Urd.from_xml(urd.to_xml()) == urd
 
 
+def test_the_owner_is_kept_in_the_canonical_form_accounts_use():
+    """``owner="Alice"`` is alice's URD (webrace.names), parsed or read back from a store that
+    kept it as given before names were case folded."""
+    (urd,) = parse(b'<urd id="a" owner="Alice"><uri timing="1000">http://a.test/</uri><depth level="0"/></urd>')
+    assert urd.owner == "alice"
+    assert Urd.from_record({**urd.to_record(), "owner": "Alice"}).owner == "alice"
+
+
 def test_never_checked_urd_is_due_now():
     (urd,) = parse(b'<urd id="a" owner="o"><uri timing="1000">http://a.test/</uri><depth level="0"/></urd>')
     assert urd.is_due(0)

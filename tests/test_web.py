@@ -19,7 +19,7 @@ from lxml import etree
 from scrapy.settings import Settings
 from web_client import Client
 
-from webrace.backends import open_aci_store, open_object_cache, open_sentinel_store, open_urd_store
+from webrace.backends import open_aci_store, open_delivery_store, open_object_cache, open_sentinel_store, open_urd_store
 from webrace.commands.user import Command as UserCommand
 from webrace.records.aci import Aci
 from webrace.records.sentinel import make
@@ -31,6 +31,7 @@ from webrace.web.config import WebConfig
 from webrace.web.server import start
 
 PASSWORDS = {"alice": "alice-secret", "bob": "bob-secret", "root": "root-secret"}
+ATOM = "{http://www.w3.org/2005/Atom}"
 NEWS = "http://news.test/"
 # Argon2id with small costs for the tests of the account logic (the app uses argon2-cffi's defaults)
 CHEAP = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
@@ -161,6 +162,48 @@ def test_removing_an_account_removes_its_tokens_and_logins(tmp_path):
             accounts.remove("erin")
 
 
+def test_names_that_differ_in_case_or_width_are_one_account_stored_in_its_canonical_form(tmp_path):
+    with Accounts(tmp_path / "a.sqlite", CHEAP) as accounts:
+        assert accounts.add("Alice", "alice-pw") == "alice"
+        for other in ("alice", "ALICE", "ａｌｉｃｅ"):
+            with pytest.raises(AccountError, match="there is already an account named 'alice'"):
+                accounts.add(other, "other-pw")
+        assert accounts.names() == ["alice"]
+        assert accounts.check("ALICE", "alice-pw") and accounts.check("ａｌｉｃｅ", "alice-pw")
+        assert accounts.owner_for_token(accounts.new_token("Alice")) == "alice"
+        accounts.passwd("ALICE", "new-pw")
+        assert accounts.check("alice", "new-pw")
+        accounts.remove("ａｌｉｃｅ")
+        assert accounts.names() == []
+
+
+def test_accounts_made_before_names_were_case_folded_are_renamed_once_with_their_tokens(tmp_path):
+    """A data directory from before: ``Bob`` becomes ``bob``, his token and login with him;
+    ``Carol`` beside an older ``carol`` keeps her name (one cannot take the other's), and
+    ``remove Carol`` removes her, not carol."""
+    path = tmp_path / "a.sqlite"
+    with Accounts(path, CHEAP) as accounts:
+        for name in ("bob", "carol", "dora"):
+            accounts.add(name, f"{name}-pw")
+        token, login = accounts.new_token("bob"), accounts.open_login("bob", 60)
+    old = sqlite3.connect(path)  # as the store was: names as given, foreign keys not enforced
+    old.execute("UPDATE account SET name = 'Bob' WHERE name = 'bob'")
+    old.execute("UPDATE token SET name = 'Bob' WHERE name = 'bob'")
+    old.execute("UPDATE login SET name = 'Bob' WHERE name = 'bob'")
+    old.execute("UPDATE account SET name = 'Carol' WHERE name = 'dora'")
+    old.execute("PRAGMA user_version = 0")
+    old.commit()
+    old.close()
+    with Accounts(path, CHEAP) as accounts:
+        assert accounts.names() == ["Carol", "bob", "carol"]
+        assert accounts.owner_for_token(token) == "bob" and accounts.login_owner(login) == "bob"
+        assert accounts.check("BOB", "bob-pw") and accounts.check("Carol", "dora-pw") is False
+        accounts.remove("Carol")
+        assert accounts.names() == ["bob", "carol"] and accounts.check("carol", "carol-pw")
+    with sqlite3.connect(path) as again:
+        assert again.execute("PRAGMA user_version").fetchone()[0] == 1
+
+
 def test_user_command_adds_lists_changes_password_makes_tokens_and_removes(tmp_path, monkeypatch):
     settings = Settings({"WEBRACE_DATA_DIR": str(tmp_path)})
     assert run_user(settings, "add", "frank", "--admin", "--password-stdin", stdin="frank-pw\n",
@@ -238,12 +281,15 @@ def test_a_bad_login_limit_setting_is_one_clear_error():
         WebConfig.from_settings(Settings({"WEBRACE_WEB_LOGIN_LIMIT": "lots", "WEBRACE_WEB_SECRET_KEY": "k"}))
 
 
-def test_login_sets_a_secure_httponly_samesite_session_and_lands_on_the_owners_page(web):
+def test_login_sets_an_httponly_samesite_session_and_lands_on_the_owners_page(web):
+    """Over plain http on loopback the cookie is not ``Secure`` (a script's cookie jar would not
+    send it back); over https it is: tests/test_web_sessions.py."""
     client = Client(web.base)
     answer = client.login("alice", PASSWORDS["alice"])
     assert answer.status == 302 and answer.location == "/"
     cookie = next(c for c in answer.cookies if c.startswith("webrace_session="))
-    assert {"Secure", "HttpOnly", "SameSite=Lax"} <= {p.strip() for p in cookie.split(";")}
+    attributes = {p.strip() for p in cookie.split(";")}
+    assert {"HttpOnly", "SameSite=Lax"} <= attributes and "Secure" not in attributes
     home = client.get("/")
     assert home.status == 302 and home.location == "/owner/alice/"
     assert client.get("/owner/alice/").status == 200
@@ -314,13 +360,37 @@ def test_the_owners_page_lists_their_acis_newest_first_and_their_notifications(w
 
 
 def test_another_owners_pages_answer_403(web):
+    """(Another owner's stored version answers 404, as a missing one: tests/test_web_sessions.py.)"""
     client = logged_in(web, "alice")
     bob_note = web.notes["bob"]["id"]
     for path in ("/owner/bob/", "/owner/bob/profile", f"/owner/bob/notifications/{bob_note}",
-                 f"/stored/{web.acis['bob'].id}", "/owner/bob/feed.atom", "/owners/"):
+                 "/owner/bob/feed.atom", "/owners/"):
         assert client.get(path).status == 403, path
     assert client.get(f"/owner/alice/notifications/{bob_note}").status == 404  # not hers under her name either
     assert client.submit("/owner/alice/profile", "/owner/bob/urds", {"urd_xml": "<urd/>"}).status == 403
+
+
+def _main(answer, *ids: str) -> tuple[int, str]:
+    """(status, the page's main text with ``ids`` written ID): what tells one answer from another."""
+    text = etree.HTML(answer.text).xpath("string(//main)") if answer.text.lstrip().startswith("<") else answer.text
+    for an_id in ids:
+        text = text.replace(an_id, "ID")
+    return answer.status, text
+
+
+def test_another_owners_stored_version_answers_exactly_as_one_that_does_not_exist(web):
+    """ACI ids are computable (owner, URL, version): a 403 would tell alice that bob's keywords
+    matched that page."""
+    client = logged_in(web, "alice")
+    theirs, missing = web.acis["bob"].id, "f" * len(web.acis["bob"].id)
+    assert _main(client.get(f"/stored/{theirs}"), theirs) == _main(client.get(f"/stored/{missing}"), missing)
+    assert client.get(f"/stored/{theirs}").status == 404
+    note = web.notes["bob"]["id"]
+    for template in ("/owner/alice/notifications/{}", "/owner/bob/notifications/{}",
+                     "/api/v1/owners/bob/notifications/{}", "/api/v1/owners/alice/notifications/{}"):
+        assert _main(client.get(template.format(note)), note) == _main(client.get(template.format("nope")), "nope"), \
+            template
+    assert logged_in(web, "root").get(f"/stored/{theirs}").status == 200  # the admin sees it
 
 
 def test_the_admin_lists_every_owner_and_opens_their_pages(web):
@@ -361,6 +431,60 @@ def test_the_atom_feed_needs_the_login_and_lists_the_owners_acis(web):
     feed = logged_in(web, "alice").get("/owner/alice/feed.atom")
     entries = etree.fromstring(feed.text.encode()).findall("{http://www.w3.org/2005/Atom}entry")
     assert len(entries) >= 3 and feed.headers["Content-Type"].startswith("application/atom+xml")
+
+
+def test_the_atom_feed_is_read_with_an_api_bearer_token_and_a_bad_one_answers_401(web):
+    """A feed reader or a script: `scrapy user token NAME` works on the feed as on the API."""
+    with open_accounts(web.settings) as accounts:
+        token = accounts.new_token("alice")
+    feed = Client(web.base).get("/owner/alice/feed.atom", headers={"Authorization": f"Bearer {token}"})
+    assert feed.status == 200 and feed.headers["Content-Type"].startswith("application/atom+xml")
+    assert len(etree.fromstring(feed.text.encode()).findall(f"{ATOM}entry")) >= 3
+    assert Client(web.base).get("/owner/bob/feed.atom", headers={"Authorization": f"Bearer {token}"}).status == 403
+    bad = Client(web.base).get("/owner/alice/feed.atom", headers={"Authorization": "Bearer wr_not-a-token"})
+    assert bad.status == 401 and bad.headers["WWW-Authenticate"].startswith("Bearer")
+    # the bearer token is read on the API and the feed only: a page still wants the login
+    assert Client(web.base).get("/owner/alice/", headers={"Authorization": f"Bearer {token}"}).status == 302
+
+
+def _new_feed_url(client: Client, owner: str) -> str:
+    made = client.submit(f"/owner/{owner}/profile", f"/owner/{owner}/feed-url", {})
+    assert made.status == 200, made.text
+    return etree.HTML(made.text).xpath("string(//code[@id='feed-url-value'])")
+
+
+def test_a_secret_feed_url_made_in_the_profile_reads_only_that_feed_until_replaced_or_revoked(web):
+    client = logged_in(web, "alice")
+    url = _new_feed_url(client, "alice")
+    assert url.startswith(f"{web.base}/feed/wrf_") and url.endswith(".atom")
+    path = url.removeprefix(web.base)
+    reader = Client(web.base)  # a feed reader: no login, no cookie
+    feed = reader.get(path)
+    assert feed.status == 200 and feed.headers["Content-Type"].startswith("application/atom+xml")
+    titles = [e.findtext(f"{ATOM}title") for e in etree.fromstring(feed.text.encode()).findall(f"{ATOM}entry")]
+    assert {"Fresh news", "Jobs", "Old news"} <= set(titles) and "Bob's page" not in titles
+    token = path.removeprefix("/feed/").removesuffix(".atom")
+    as_bearer = {"Authorization": f"Bearer {token}"}  # read-only, that feed only: no API, no page
+    assert reader.get("/api/v1/me", headers=as_bearer).status == 401
+    assert reader.get("/api/v1/owners/alice/acis", headers=as_bearer).status == 401
+    assert reader.get("/owner/alice/feed.atom", headers=as_bearer).status == 401
+    assert reader.get("/owner/alice/profile", headers=as_bearer).status == 302
+    assert reader.post(path, {}).status in (400, 405)  # nothing to change there
+    stored = b"".join(p.read_bytes() for p in web.data.glob("accounts.sqlite*"))
+    assert token.encode() not in stored  # only its hash is kept
+    assert etree.HTML(client.get("/owner/alice/profile").text).xpath("//*[@id='feed-url-made']")
+    newer = _new_feed_url(client, "alice").removeprefix(web.base)
+    assert reader.get(path).status == 404 and reader.get(newer).status == 200  # the new one replaces it
+    assert client.submit("/owner/alice/profile", "/owner/alice/feed-url/remove", {}).status == 302
+    assert reader.get(newer).status == 404
+    assert etree.HTML(client.get("/owner/alice/profile").text).xpath("//*[@id='no-feed-url']")
+
+
+def test_another_owner_can_neither_make_nor_revoke_an_owners_feed_url(web):
+    bob = logged_in(web, "bob")
+    assert bob.submit("/owner/bob/profile", "/owner/alice/feed-url", {}).status == 403
+    assert bob.submit("/owner/bob/profile", "/owner/alice/feed-url/remove", {}).status == 403
+    assert Client(web.base).get("/feed/wrf_made-up.atom").status == 404
 
 
 def test_pages_carry_a_strict_csp_and_are_not_cached(web):
@@ -404,6 +528,20 @@ def test_a_urd_added_through_the_profile_is_listed_edited_and_removed(web):
         assert store.get("a-news").url == "http://a.test/changed"
     removed = client.submit("/owner/alice/profile", "/owner/alice/urds/a-news/remove", {})
     assert removed.status == 302 and "a-news" not in _urd_ids(client, "alice")
+
+
+def test_a_login_in_another_case_and_a_urd_or_sentinel_naming_the_owner_so_are_the_owners(web):
+    client = Client(web.base)
+    assert client.login("ALICE", PASSWORDS["alice"]).status == 302
+    assert client.get("/").location == "/owner/alice/"
+    assert client.get("/owner/Alice/").status == 200 and client.get("/api/v1/me").json()["name"] == "alice"
+    added = client.submit("/owner/alice/profile", "/owner/alice/urds", {"urd_xml": _urd("a-cased", "Alice")})
+    assert added.status == 302, added.text
+    with open_urd_store(web.settings) as store:
+        assert store.get("a-cased").owner == "alice"
+    assert "a-cased" in _urd_ids(client, "alice")
+    assert client.submit("/owner/alice/profile", "/owner/alice/urds/a-cased/remove", {}).status == 302
+    assert make("ALICE", NEWS, "content").owner == "alice" == make("ａｌｉｃｅ", NEWS, "content").owner
 
 
 def test_a_bad_urd_is_refused_with_its_line_and_nothing_is_stored(web):
@@ -574,7 +712,7 @@ def test_the_server_binds_127_0_0_1_by_default(web):
 def test_an_owner_adds_and_removes_a_delivery_channel_shown_without_its_password(web):
     pytest.importorskip("webrace.delivery.channels")
     client = logged_in(web, "alice")
-    url = "json://hook:s3cret@127.0.0.1:9/alice"
+    url = "json://hook:s3cret@93.184.215.14/alice"  # a public address (nothing is sent here)
     added = client.submit("/owner/alice/profile", "/owner/alice/channels",
                           {"channel_url": url, "events": "notification"})
     assert added.status == 302
@@ -582,9 +720,17 @@ def test_an_owner_adds_and_removes_a_delivery_channel_shown_without_its_password
     channels = etree.HTML(page).xpath("//li[@class='channel']")
     assert len(channels) == 1 and "s3cret" not in page and "notification" in channels[0].xpath("string(.)")
     assert client.get("/owner/bob/profile", host=None).status == 403
-    bad = client.submit("/owner/alice/profile", "/owner/alice/channels", {"channel_url": "nope://x", "events": "aci"})
-    assert bad.status == 400 and "unknown scheme" in etree.HTML(bad.text).xpath("string(//*[@id='channel-errors'])")
+    for bad_url, says in (("nope://x", "unknown scheme"), ("json://127.0.0.1:6379/", "not a public address"),
+                          ("json://93.184.215.14/x?method=DELETE", "may not set the request's method=DELETE"),
+                          ("ntfy://ntfy.sh/alice", "scheme ntfy:// is not allowed here")):
+        bad = client.submit("/owner/alice/profile", "/owner/alice/channels", {"channel_url": bad_url, "events": "aci"})
+        assert bad.status == 400 and says in etree.HTML(bad.text).xpath("string(//*[@id='channel-errors'])")
     channel_id = channels[0].get("id").removeprefix("channel-")
+    with open_delivery_store(web.settings) as store:  # its sends failed: the owner sees no remote detail
+        for _ in range(3):
+            store.failed(channel_id, 1_000, "A Connection error occurred: [Errno 111] Connection refused", 2_000)
+    shown = etree.HTML(client.get("/owner/alice/profile").text).xpath("string(//li[@class='channel'])")
+    assert "3 failures in a row" in shown and "Connection" not in shown and "refused" not in shown
     assert client.submit("/owner/alice/profile", f"/owner/alice/channels/{channel_id}/remove", {}).status == 302
     assert not etree.HTML(client.get("/owner/alice/profile").text).xpath("//li[@class='channel']")
 

@@ -1,7 +1,6 @@
 """A small HTTP client for the web app's tests: one connection per request (http.client, so
 that a Host header can be forged and redirects are seen, not followed), and the cookies the
-app sets kept by name. It sends them over plain http to 127.0.0.1 as Chromium does (the app
-marks them Secure; browsers count 127.0.0.1 as a secure context; Python's cookie jar does not)."""
+app sets kept by name, sent back whatever their attributes (the tests read those themselves)."""
 
 from __future__ import annotations
 

@@ -114,9 +114,9 @@ WEBRACE_STORE_WARC_MAX_BYTES = 1024 ** 3
 # The web app (`scrapy web serve`, webrace/web/): Host names it answers (others get 400: DNS
 # rebinding); None = 127.0.0.1, localhost and the address it is bound to.
 WEBRACE_WEB_ALLOWED_HOSTS = None
-# Session and CSRF cookies only over HTTPS (browsers count http://127.0.0.1 and localhost as
-# secure); False only for plain http on another address, which exposes the session.
-WEBRACE_WEB_SECURE_COOKIES = True
+# Clients allowed over plain http besides loopback (over https the session cookie is Secure and
+# every client is): None, "private" (private addresses) or networks ["192.168.1.0/24", ...].
+WEBRACE_WEB_PLAIN_HTTP = None
 # Key signing the session cookies; None = a random key kept in WEBRACE_DATA_DIR/web-secret-key.
 WEBRACE_WEB_SECRET_KEY = None
 # Hours a login lasts (then the owner logs in again).
@@ -133,10 +133,12 @@ WEBRACE_WEB_REQUEST_TIMEOUT = 20
 WEBRACE_WEB_MAX_BODY = 1024 * 1024
 # ACIs shown per page of an owner's page and of the API.
 WEBRACE_WEB_PAGE_SIZE = 50
-# Failed logins allowed per client address and account name in a moving window; more: 429.
+# Login attempts allowed per client address and account name in a moving window, counted before
+# the password is checked and shared by the server processes of the data directory (a right
+# password is not counted); more: 429.
 WEBRACE_WEB_LOGIN_LIMIT = "5/minute"
 # Address of a reverse proxy (TLS in front of the app) whose X-Forwarded-Proto/-For are
-# believed; None = none.
+# believed (then https there gets Secure cookies); None = none.
 WEBRACE_WEB_TRUSTED_PROXY = None
 
 # Delivery (`scrapy deliver`, webrace/delivery/): the crawl runs a delivery pass after each
@@ -158,6 +160,15 @@ WEBRACE_DELIVERY_MAX_ITEMS = 20
 WEBRACE_DELIVERY_THREADS = 4
 # The web app's address as owners reach it (links in messages: http://host:port); "" = no links.
 WEBRACE_DELIVERY_BASE_URL = ""
+# Apprise schemes owners' channels may use (a list or "a,b"): mail and webhooks; others at the admin's risk.
+WEBRACE_DELIVERY_SCHEMES = "mailto,mailtos,json,jsons,xml,xmls,form,forms"
+# Internal hosts sends may reach besides public addresses: names, addresses, networks ("mail.internal,10.0.0.0/8").
+WEBRACE_DELIVERY_ALLOW_HOSTS = ""
+# Whether owners may set a webhook's method, headers, query or payload fields (?method=, ?+H=, ?-p=, ?:f=).
+WEBRACE_DELIVERY_CUSTOM_REQUESTS = False
+# The Fernet key channel URLs are encrypted with; None = WEBRACE_DATA_DIR/channel-key (made on first use).
+# Distributed mode on several machines: give every process the same one.
+WEBRACE_DELIVERY_CHANNEL_KEY = None
 
 # DynaBot (`scrapy crawl dynabot`): probes sent per form and per source at most, intermediate
 # pages followed after a probe at most, pages a crawling frontier fetches at most.

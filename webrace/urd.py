@@ -24,6 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from lxml import etree
 
+from webrace.names import canonical_owner
 from webrace.urls import BadURL, normalize
 from webrace.xmlutil import MAX_XML_BYTES, XmlTooLarge, check_size, open_limited, safe_iterparse, safe_parser, schema
 
@@ -119,7 +120,9 @@ class Urd:
         """A URD from :meth:`to_record`'s values (already validated when it was added)."""
         protocol, method, processtype = record.get("type") or ("http", "pull", "filter")
         threshold, lastcheck = record.get("threshold"), record.get("lastcheck")
-        return cls(id=record["id"], owner=record["owner"], url=record["url"], timing=int(record["timing"]),
+        # the owner in canonical form: a URD stored before names were case folded (``Alice``) is alice's
+        return cls(id=record["id"], owner=canonical_owner(record["owner"]) or record["owner"], url=record["url"],
+                   timing=int(record["timing"]),
                    depth=int(record["depth"]), lastcheck=None if lastcheck is None else int(lastcheck),
                    scope=record.get("scope") or "host",
                    keywords=keywords_from_text(record.get("keywords") or ""),
@@ -411,7 +414,7 @@ def _from_element(element: etree._Element, source: str, url: str | None = None) 
     line = element.sourceline
     return Urd(
         id=element.get("id"),
-        owner=element.get("owner"),
+        owner=canonical_owner(element.get("owner")) or element.get("owner"),  # urd.xsd checked the rule
         url=url,
         timing=int(uri.get("timing")),
         lastcheck=int(uri.get("lastcheck")) if uri.get("lastcheck") is not None else None,

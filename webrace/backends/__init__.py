@@ -166,13 +166,16 @@ def open_sentinel_store(settings: Any) -> SentinelStore:
 
 def open_delivery_store(settings: Any) -> DeliveryStore:
     """Delivery channels, what each was sent and its retry state: in Redis with ``REDIS_URL``
-    (any delivery loop or worker may push), else ``WEBRACE_DATA_DIR/delivery.sqlite``."""
+    (any delivery loop or worker may push), else ``WEBRACE_DATA_DIR/delivery.sqlite``; channel
+    URLs encrypted with :func:`~webrace.backends.sealing.channel_cipher`'s key."""
     from webrace.backends.delivery import RedisDeliveryStore, SqliteDeliveryStore
     from webrace.backends.redis import prefix
+    from webrace.backends.sealing import channel_cipher
 
+    cipher = channel_cipher(settings)
     if distributed(settings):
-        return RedisDeliveryStore(connect(settings), prefix(settings))
-    return SqliteDeliveryStore(data_dir(settings) / "delivery.sqlite")
+        return RedisDeliveryStore(connect(settings), cipher, prefix(settings))
+    return SqliteDeliveryStore(data_dir(settings) / "delivery.sqlite", cipher)
 
 
 def distributed(settings: Any) -> bool:

@@ -4,9 +4,14 @@ normal case). One interface, an embedded SQLite implementation
 (``WEBRACE_DATA_DIR/delivery.sqlite``) and a Redis one (with ``REDIS_URL``); the factory is
 :func:`webrace.backends.open_delivery_store`.
 
+A channel's URL holds its secrets: both stores keep it encrypted
+(:class:`~webrace.backends.sealing.ChannelCipher`); a URL stored in clear by an older
+version is read as it is and rewritten encrypted. A URL this process cannot decrypt
+(another key) is given as ``""``.
+
 Redis keys (``P`` is the prefix):
 
-- ``P delivery:channel``       hash: channel id -> JSON ``{"id", "owner", "url", "events"}``
+- ``P delivery:channel``       hash: channel id -> JSON ``{"id", "owner", "url", "events"}`` (``url`` encrypted)
 - ``P delivery:state:<id>``    hash: since, attempts, next_try, last_error, failing_since, last_sent
 - ``P delivery:sent:<id>``     sorted set: ``kind:item id`` by the item's time (pruned below ``since``)
 - ``P delivery:lease:<id>``    string: the delivery loop holding the channel, with a time to live
@@ -23,6 +28,7 @@ from pathlib import Path
 import redis
 
 from webrace.backends.redis import DEFAULT_PREFIX
+from webrace.backends.sealing import ChannelCipher, is_plain
 from webrace.backends.sqlite import _Transaction, connect
 from webrace.records.channel import Channel
 
@@ -43,7 +49,8 @@ class DeliveryStore(ABC):
 
     @abstractmethod
     def channels(self, owner: str | None = None) -> list[Channel]:
-        """Every channel (of ``owner``), by owner then id, with its state."""
+        """Every channel (of ``owner``), by owner then id, with its state; its URL decrypted
+        (``""`` if this process's key cannot)."""
 
     @abstractmethod
     def remove_channel(self, owner: str, channel_id: str) -> bool:
@@ -102,24 +109,36 @@ _COLUMNS = "id, owner, url, events, since, attempts, next_try, last_error, faili
 
 
 class SqliteDeliveryStore(DeliveryStore):
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, cipher: ChannelCipher) -> None:
         self.conn = connect(Path(path))
+        self.conn.execute("PRAGMA secure_delete = ON")  # a URL rewritten encrypted leaves no copy in free space
         self.conn.executescript(_SCHEMA)
+        self.cipher = cipher
+        self._seal_plain()
+
+    def _seal_plain(self) -> None:
+        """URLs an older version stored in clear: encrypted, once."""
+        plain = self.conn.execute("SELECT id, url FROM channel WHERE instr(url, '://') > 0").fetchall()
+        if plain:
+            with _Transaction(self.conn):
+                self.conn.executemany("UPDATE channel SET url = ? WHERE id = ? AND url = ?",
+                                      [(self.cipher.seal(url), cid, url) for cid, url in plain])
 
     def put_channel(self, channel: Channel) -> bool:
         with _Transaction(self.conn):
             before = self.conn.total_changes
             self.conn.execute("INSERT OR IGNORE INTO channel (id, owner, url, events, since) VALUES (?, ?, ?, ?, ?)",
-                              (channel.id, channel.owner, channel.url, ",".join(channel.events), channel.since))
+                              (channel.id, channel.owner, self.cipher.seal(channel.url), ",".join(channel.events),
+                               channel.since))
             new = self.conn.total_changes > before
             self.conn.execute("UPDATE channel SET events = ? WHERE id = ?", (",".join(channel.events), channel.id))
             return new
 
     def channels(self, owner: str | None = None) -> list[Channel]:
         where = " WHERE owner = ?" if owner is not None else ""
-        rows = self.conn.execute(f"SELECT {_COLUMNS} FROM channel{where} ORDER BY owner, id",
+        rows = self.conn.execute(f"SELECT {_COLUMNS} FROM channel{where} ORDER BY owner, id",  # noqa: S608 - a constant and bound values
                                  (owner,) if owner is not None else ())
-        return [Channel(r[0], r[1], r[2], tuple(r[3].split(",")), *r[4:]) for r in rows]
+        return [Channel(r[0], r[1], self.cipher.open(r[2]) or "", tuple(r[3].split(",")), *r[4:]) for r in rows]
 
     def remove_channel(self, owner: str, channel_id: str) -> bool:
         with _Transaction(self.conn):
@@ -165,12 +184,14 @@ class SqliteDeliveryStore(DeliveryStore):
 
 
 class RedisDeliveryStore(DeliveryStore):
-    def __init__(self, client: redis.Redis, key_prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(self, client: redis.Redis, cipher: ChannelCipher, key_prefix: str = DEFAULT_PREFIX) -> None:
         self.client = client
+        self.cipher = cipher
         self.key = f"{key_prefix}delivery:channel"
         self.prefix = f"{key_prefix}delivery:"
         self._claim = client.register_script(_CLAIM)
         self._release = client.register_script(_RELEASE)
+        self._replace = client.register_script(_REPLACE)
 
     def _keys(self, channel_id: str) -> tuple[str, str, str]:
         """(state, sent, lease) keys of the channel."""
@@ -178,14 +199,22 @@ class RedisDeliveryStore(DeliveryStore):
 
     def put_channel(self, channel: Channel) -> bool:
         state, _, _ = self._keys(channel.id)
-        record = {"id": channel.id, "owner": channel.owner, "url": channel.url, "events": list(channel.events)}
+        record = {"id": channel.id, "owner": channel.owner, "url": self.cipher.seal(channel.url),
+                  "events": list(channel.events)}
         with self.client.pipeline() as pipe:
             pipe.hexists(self.key, channel.id).hset(self.key, channel.id, json.dumps(record))
             pipe.hsetnx(state, "since", channel.since)
             return not pipe.execute()[0]
 
     def channels(self, owner: str | None = None) -> list[Channel]:
-        records = [r for r in map(json.loads, self.client.hvals(self.key)) if owner is None or r["owner"] == owner]
+        records = []
+        for raw in self.client.hvals(self.key):
+            record = json.loads(raw)
+            if is_plain(record["url"]):  # stored in clear by an older version: encrypted now
+                self._replace(keys=[self.key], args=[record["id"], raw,
+                                                     json.dumps({**record, "url": self.cipher.seal(record["url"])})])
+            if owner is None or record["owner"] == owner:
+                records.append({**record, "url": self.cipher.open(record["url"]) or ""})
         records.sort(key=lambda r: (r["owner"], r["id"]))
         with self.client.pipeline(transaction=False) as pipe:
             for r in records:
@@ -242,6 +271,11 @@ return 1
 """
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+"""
+# KEYS: the channel hash. ARGV: channel id, the record as read, its replacement (unless changed meanwhile).
+_REPLACE = """
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then redis.call('HSET', KEYS[1], ARGV[1], ARGV[3]) end
 return 1
 """
 

@@ -51,7 +51,7 @@ _URD_FIELDS = ("timing", "depth", "lastcheck", "scope", "urgent", "keywords", "t
 _URD_FIELD_TYPES = {"timing": "", "depth": "INTEGER", "lastcheck": "", "urgent": "INTEGER"}
 _URD_COLUMNS = "id, owner, url, next_due, " + ", ".join(_URD_FIELDS)
 # Rows an older WebRACE added after the migration have no fields: read from their XML.
-_URD_SELECT = f"SELECT {_URD_COLUMNS}, CASE WHEN timing IS NULL THEN xml END FROM urd"
+_URD_SELECT = f"SELECT {_URD_COLUMNS}, CASE WHEN timing IS NULL THEN xml END FROM urd"  # noqa: S608 - names are module constants; values are bound
 _SET_FIELDS = f"({', '.join(_URD_FIELDS)}) = ({', '.join('?' * len(_URD_FIELDS))})"
 # URDs being added, before they are stored together (SQLite keeps temporary tables on disk).
 _STAGE = f"CREATE TEMP TABLE staged ({_URD_COLUMNS}, xml)"
@@ -61,7 +61,7 @@ SQLITE_MAX_INTEGER = 2**63 - 1
 _PLAIN_TIMES = "timing IS NOT NULL AND typeof(timing) = 'integer' AND typeof(lastcheck) IN ('integer', 'null')"
 # Urd.next_due as stored: the natural time unless `scrapy urd due` asked for another
 _NATURAL = "CASE WHEN lastcheck IS NULL THEN 0 ELSE min(lastcheck + timing, :latest) END"
-_MARK_CHECKED = (f"UPDATE urd SET lastcheck = :at, next_due = CASE WHEN next_due != {_NATURAL} AND next_due > :at "
+_MARK_CHECKED = (f"UPDATE urd SET lastcheck = :at, next_due = CASE WHEN next_due != {_NATURAL} AND next_due > :at "  # noqa: S608 - names are module constants; values are bound
                  f"THEN next_due ELSE min(:at + timing, :latest) END "
                  f"WHERE id IN (SELECT id FROM checking) AND {_PLAIN_TIMES}")
 
@@ -132,7 +132,7 @@ class SqliteUrdStore(UrdStore):
                     self.conn.execute(f"ALTER TABLE urd ADD COLUMN {name} {_URD_FIELD_TYPES.get(name, 'TEXT')}")
             rows = self.conn.execute("SELECT xml FROM urd WHERE timing IS NULL").fetchall()
             urds = (Urd.from_xml(xml) for (xml,) in rows)
-            self.conn.executemany(f"UPDATE urd SET {_SET_FIELDS} WHERE id = ?",
+            self.conn.executemany(f"UPDATE urd SET {_SET_FIELDS} WHERE id = ?",  # noqa: S608 - names are module constants; values are bound
                                   ((*_fields(urd), urd.id) for urd in urds))
 
     def _unmigrated(self) -> bool:
@@ -150,9 +150,9 @@ class SqliteUrdStore(UrdStore):
         try:
             while batch := list(islice(rows, _BATCH)):
                 with _Transaction(self.conn, immediate=False):  # writes the temporary table only
-                    self.conn.executemany(f"INSERT INTO temp.staged VALUES ({marks})", batch)
+                    self.conn.executemany(f"INSERT INTO temp.staged VALUES ({marks})", batch)  # noqa: S608 - names are module constants; values are bound
             with self._transaction():
-                self.conn.execute(f"INSERT OR REPLACE INTO urd ({_URD_COLUMNS}, xml) "
+                self.conn.execute(f"INSERT OR REPLACE INTO urd ({_URD_COLUMNS}, xml) "  # noqa: S608 - names are module constants; values are bound
                                   f"SELECT {_URD_COLUMNS}, xml FROM temp.staged ORDER BY rowid")
         finally:
             self.conn.execute("DROP TABLE temp.staged")
@@ -200,7 +200,7 @@ class SqliteUrdStore(UrdStore):
             self.conn.execute("DELETE FROM checking")
             self.conn.executemany("INSERT OR IGNORE INTO checking (id) VALUES (?)", ((i,) for i in ids))
             self.conn.execute(_MARK_CHECKED, {"at": at_ms, "latest": MAX_TIME_MS})
-            others = [i for (i,) in self.conn.execute(f"SELECT id FROM urd WHERE id IN (SELECT id FROM checking) "
+            others = [i for (i,) in self.conn.execute(f"SELECT id FROM urd WHERE id IN (SELECT id FROM checking) "  # noqa: S608 - names are module constants; values are bound
                                                       f"AND NOT ({_PLAIN_TIMES})")]
             for urd_id in others:
                 row = self.conn.execute(f"{_URD_SELECT} WHERE id = ?", (urd_id,)).fetchone()
@@ -208,7 +208,7 @@ class SqliteUrdStore(UrdStore):
                 urd = _urd(row).checked(at_ms)
                 # `scrapy urd due` after the round opened (at_ms): that request still stands
                 next_due = asked if asked is not None and asked > at_ms else urd.next_due
-                self.conn.execute(f"UPDATE urd SET next_due = ?, {_SET_FIELDS} WHERE id = ?",
+                self.conn.execute(f"UPDATE urd SET next_due = ?, {_SET_FIELDS} WHERE id = ?",  # noqa: S608 - names are module constants; values are bound
                                   (_fits(next_due), *_fields(urd), urd_id))
             self.conn.execute("DELETE FROM checking")
 
@@ -468,7 +468,7 @@ _FIELD_MAX, _OWNER_MAX = 1 << 18, 1 << _OWNER_BITS  # distinct summaries (and re
 # ACI stores from before aci_version: one row per ACI (its XML, or its own fields and a row
 # of aci_page); read, acknowledged and kept, never written to
 _LEGACY_FIELDS = ("uri", "docbase", "version", "updatetime", "filesize", "format", "extension", "title")
-_LEGACY_SELECT = ("SELECT a.xml, a.owner, a.relevance, a.summary, a.urgent, a.expired, a.id, "
+_LEGACY_SELECT = ("SELECT a.xml, a.owner, a.relevance, a.summary, a.urgent, a.expired, a.id, "  # noqa: S608 - names are module constants; values are bound
                   + ", ".join(f"p.{f}" for f in _LEGACY_FIELDS) + " FROM aci a LEFT JOIN aci_page p ON p.id = a.page")
 _LEGACY_OWN = ("page", "summary", "urgent", "expired")
 
@@ -496,7 +496,7 @@ class SqliteAciStore(AciStore):
         self._owner_no: dict[str, int] = {}
         self._spaces: dict[int, tuple[Any, np.ndarray]] = {}  # owner spaces (see PageAcis) -> store numbers
         self._tail, self._tail_pages = self.conn.execute(
-            f"SELECT coalesce(sum(owners), 0), count(*) FROM aci_page_rows WHERE page > {_INDEXED}").fetchone()
+            f"SELECT coalesce(sum(owners), 0), count(*) FROM aci_page_rows WHERE page > {_INDEXED}").fetchone()  # noqa: S608 - names are module constants; values are bound
         self._wrote = False  # a store that only read leaves the index to the one that wrote
         self._waiting: list[_Pending] = []  # pages of threads waiting to be written
         self._parts_kept: dict[int, tuple[list, Any, list, Any]] = {}  # see _parts
@@ -746,11 +746,11 @@ class SqliteAciStore(AciStore):
         """The pages holding an ACI of owner ``number``, each with its number there: from the
         owner index's runs, and the blobs of the pages past it."""
         found: dict[int, int] = {}
-        for (blob,) in self.conn.execute(f"SELECT rows FROM aci_owner_index WHERE id IN "
+        for (blob,) in self.conn.execute(f"SELECT rows FROM aci_owner_index WHERE id IN "  # noqa: S608 - names are module constants; values are bound
                                          f"(SELECT run << {_OWNER_BITS} | ? FROM aci_runs)", (number,)):
             pairs = _int64s(blob, 2).reshape(-1, 2)
             found.update(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist(), strict=True))
-        for page, blob in self.conn.execute(f"SELECT page, rows FROM aci_page_rows WHERE page > {_INDEXED}"):
+        for page, blob in self.conn.execute(f"SELECT page, rows FROM aci_page_rows WHERE page > {_INDEXED}"):  # noqa: S608 - names are module constants; values are bound
             found_here = _number_in(blob, number)
             if found_here is not None:
                 found[page] = found_here
@@ -763,7 +763,7 @@ class SqliteAciStore(AciStore):
         name, okey = self.conn.execute("SELECT name, key FROM aci_owner_number WHERE id = ?", (number,)).fetchone()
         out = []
         for page, *fields in self.conn.execute(
-                f"SELECT {_VERSION_FIELDS} FROM aci_version v WHERE v.id IN (SELECT value FROM json_each(?)) "
+                f"SELECT {_VERSION_FIELDS} FROM aci_version v WHERE v.id IN (SELECT value FROM json_each(?)) "  # noqa: S608 - names are module constants; values are bound
                 f"AND v.updatetime >= ?", (json.dumps(list(pages)), since)):
             packed = pages[page]
             out.append(((packed >> 2) & 262143, (packed >> 20) & 262143, packed & 3, name, okey, page, *fields))
@@ -853,8 +853,8 @@ class SqliteAciStore(AciStore):
 
     @_serialised
     def owners(self) -> list[str]:
-        numbers = {o for (o,) in self.conn.execute(f"SELECT DISTINCT id & {_OWNER_MAX - 1} FROM aci_owner_index")}
-        for (blob,) in self.conn.execute(f"SELECT rows FROM aci_page_rows WHERE page > {_INDEXED}"):
+        numbers = {o for (o,) in self.conn.execute(f"SELECT DISTINCT id & {_OWNER_MAX - 1} FROM aci_owner_index")}  # noqa: S608 - names are module constants; values are bound
+        for (blob,) in self.conn.execute(f"SELECT rows FROM aci_page_rows WHERE page > {_INDEXED}"):  # noqa: S608 - names are module constants; values are bound
             numbers.update(np.unique(_int64s(blob) >> 38).tolist())
         names = {o for (o,) in self.conn.execute("SELECT name FROM aci_owner_number WHERE id IN "
                                                   "(SELECT value FROM json_each(?))", (json.dumps(sorted(numbers)),))}
@@ -1089,7 +1089,7 @@ class SqliteSentinelStore(SentinelStore):
     @_serialised
     def all(self, owner: str | None = None) -> list[tuple[Any, int, str | None]]:
         where = " WHERE owner = ?" if owner else ""
-        query = f"SELECT json, next_due, seen FROM sentinel{where} ORDER BY url, id"
+        query = f"SELECT json, next_due, seen FROM sentinel{where} ORDER BY url, id"  # noqa: S608 - names are module constants; values are bound
         rows = self.conn.execute(query, (owner,) if owner else ())
         return [(self.sentinel_cls.from_json(j), due, seen) for j, due, seen in rows]
 

@@ -86,6 +86,7 @@ class Command(ScrapyCommand):
         from lxml import etree
 
         from webrace.annotation.feed import atom_feed
+        from webrace.names import canonical_owner
         from webrace.urd import now_millis
 
         if not args:
@@ -95,6 +96,7 @@ class Command(ScrapyCommand):
             raise UsageError(f"unknown subcommand {action!r}: expected list, feed or ack")
         if not opts.owner:
             raise UsageError(f"`{action}` needs --owner NAME")
+        opts.owner = canonical_owner(opts.owner) or opts.owner  # as the stores hold it: Alice's are alice's
         now = now_millis()
         since = parse_since(opts.since, now) if opts.since else 0
         try:

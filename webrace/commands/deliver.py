@@ -30,7 +30,7 @@ class Command(ScrapyCommand):
 
     def syntax(self) -> str:
         return ("[--loop [--interval S]] | channel add OWNER URL [--events aci,notification] [--since T] | "
-                "channel list [--owner NAME] [--format table|jsonl] | channel remove OWNER ID")
+                "channel list [--owner NAME] [--errors] [--format table|jsonl] | channel remove OWNER ID")
 
     def short_desc(self) -> str:
         return "Push new ACIs and notifications to the owners' channels (mail, webhooks, ntfy, chat)"
@@ -42,10 +42,12 @@ class Command(ScrapyCommand):
             "Without arguments: one delivery pass (every due channel gets one message with what it was not sent "
             "yet; ACIs every ACI channel of their owner took are acknowledged). --loop: a pass every "
             "--interval seconds (default WEBRACE_DELIVERY_INTERVAL) until interrupted. "
-            "channel add OWNER URL: an Apprise URL (mailto://, mailtos://, json://, jsons://, ntfy://, slack://, ...), "
-            f"checked by Apprise; --events: which of {', '.join(EVENTS)} (default both); --since T: deliver items "
+            "channel add OWNER URL: an Apprise URL of a scheme WEBRACE_DELIVERY_SCHEMES allows (mailto://, mailtos://, "
+            "json://, jsons://, ...) to a public host or one WEBRACE_DELIVERY_ALLOW_HOSTS allows; "
+            f"--events: which of {', '.join(EVENTS)} (default both); --since T: deliver items "
             "from T on (default now; 24h, 7d, an ISO date or epoch ms); prints the channel id. "
-            "channel list: passwords masked, with each channel's status. channel remove OWNER ID."
+            "channel list: passwords masked, with each channel's status (--errors: and its last error, which "
+            "owners are never shown). channel remove OWNER ID."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -58,21 +60,24 @@ class Command(ScrapyCommand):
                             help=f"with `channel add`: {', '.join(EVENTS)} (default both)")
         parser.add_argument("--since", metavar="T", help="with `channel add`: deliver items from T on (default now)")
         parser.add_argument("--owner", metavar="NAME", help="with `channel list`: this owner's channels only")
+        parser.add_argument("--errors", action="store_true",
+                            help="with `channel list`: each channel's last error too (the admin's view)")
         parser.add_argument("--format", choices=("table", "jsonl"), default="table")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        from webrace.backends.sealing import ChannelKeyError
         from webrace.records.channel import ChannelError
 
-        if not args:
-            self.deliver(opts.loop, opts.interval)
-            return
-        if args[0] != "channel":
+        if args and args[0] != "channel":
             raise UsageError(f"unknown subcommand {args[0]!r}: expected `channel` or nothing (one pass)")
-        if len(args) < 2 or args[1] not in ("add", "list", "remove", "rm"):
+        if args and (len(args) < 2 or args[1] not in ("add", "list", "remove", "rm")):
             raise UsageError("expected `channel add`, `channel list` or `channel remove`")
         try:
+            if not args:
+                self.deliver(opts.loop, opts.interval)
+                return
             {"add": self.add, "list": self.list, "remove": self.remove, "rm": self.remove}[args[1]](args[2:], opts)
-        except ChannelError as exc:
+        except (ChannelError, ChannelKeyError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = 1
 
@@ -119,7 +124,7 @@ class Command(ScrapyCommand):
         from webrace.delivery.channels import open_channels
 
         with open_channels(self.settings) as channels:
-            rows = channels.list(opts.owner)
+            rows = channels.list(opts.owner, errors=opts.errors)
         if opts.format == "jsonl":
             for row in rows:
                 print(json.dumps(row, ensure_ascii=False))
@@ -131,7 +136,7 @@ class Command(ScrapyCommand):
         for r in rows:
             last = _iso(r["last_sent"]) if r["last_sent"] else "-"
             print(f"{r['id']:<10} {r['owner']:<16} {','.join(r['events']):<18} {last:<20} {r['shown']}")
-            print(f"{'':<10} {r['status']}")
+            print(f"{'':<10} {r['status']}" + (f", last error: {r['last_error']}" if r.get("last_error") else ""))
 
     def remove(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 2:

@@ -79,6 +79,10 @@ class Command(ScrapyCommand):
         if not args:
             raise UsageError("missing subcommand: add, list, remove, due or notifications")
         action, rest = args[0], args[1:]
+        if opts.owner:
+            from webrace.names import canonical_owner
+
+            opts.owner = canonical_owner(opts.owner) or opts.owner  # as the stores hold it: Alice's are alice's
         handler = {"add": self.add, "list": self.list, "remove": self.remove, "rm": self.remove, "due": self.due,
                    "notifications": self.notifications}.get(action)
         if handler is None:

@@ -38,6 +38,7 @@ class Command(ScrapyCommand):
         return (
             "add NAME [--admin]: a new account (an owner; --admin sees and manages every owner); the password is "
             "asked twice, or read from one line of standard input with --password-stdin. list: every account. "
+            "Names are stored case folded (Unicode NFKC): Alice and alice are one account. "
             "remove NAME: the account, its tokens and logins (its URDs, ACIs and sentinels stay). passwd NAME: a "
             "new password (every login of the account ends). token NAME: print a new API token for "
             "`Authorization: Bearer` (only its hash is kept; shown once); --revoke: remove all of NAME's tokens."
@@ -75,7 +76,7 @@ class Command(ScrapyCommand):
     def add(self, accounts: Accounts, name: str, opts: argparse.Namespace) -> None:
         from webrace.web.accounts import AccountError, check_name
 
-        check_name(name)  # before the password is asked
+        name = check_name(name)  # before the password is asked; as it is stored: Alice -> alice
         if accounts.exists(name):
             raise AccountError(f"there is already an account named {name!r}")
         accounts.add(name, _password(opts.password_stdin), admin=opts.admin)

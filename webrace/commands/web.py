@@ -86,9 +86,11 @@ class Command(ScrapyCommand):
                 print("warning: no account yet: nobody can log in; add one with `scrapy user add NAME --admin`",
                       file=sys.stderr)
         if not _loopback(host):
+            plain = "" if web.plain_http.private or web.plain_http.networks else (
+                "; plain http is answered from this machine only (WEBRACE_WEB_PLAIN_HTTP): put a TLS proxy in "
+                "front (WEBRACE_WEB_TRUSTED_PROXY)")
             print(f"note: listening beyond this machine; Host names answered: {', '.join(web.allowed_hosts)} "
-                  "(WEBRACE_WEB_ALLOWED_HOSTS)" + ("; cookies are sent over HTTPS only: put a TLS proxy in front "
-                  "(WEBRACE_WEB_TRUSTED_PROXY)" if web.secure_cookies else ""), file=sys.stderr)
+                  f"(WEBRACE_WEB_ALLOWED_HOSTS){plain}", file=sys.stderr)
 
 
 _LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")

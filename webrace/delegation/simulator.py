@@ -60,6 +60,8 @@ The reference for a delegation is the best assignment within capacity
 (:func:`webrace.delegation.optimum.best_assignment` over the latency table).
 """
 
+# ruff: noqa: S311 - a simulation: seeded random worlds to be reproducible, no secret is drawn
+
 from __future__ import annotations
 
 import ipaddress

@@ -8,7 +8,11 @@ lease (another delivery loop may hold it):
    was not sent yet; one bounded message for all of them (:mod:`webrace.delivery.message`);
 2. send: every message at once, in a small pool of threads, each send limited to
    ``WEBRACE_DELIVERY_TIMEOUT`` seconds (a dead channel delays no other, and the pass by at
-   most that);
+   most that); a channel the admin's policy no longer allows (its scheme, its custom
+   request) is not sent but failed (``refused: ...``), and every connection a send makes is
+   checked by the guard (:mod:`webrace.delivery.guard`: public addresses and the allowed
+   hosts only); a channel whose URL this process cannot decrypt (another channel key) is
+   left to the processes that can, with a warning;
 3. record: a sent message marks its items delivered to that channel; a failed one counts a
    failure and sets the next try (exponential backoff from ``WEBRACE_DELIVERY_RETRY_BASE``,
    capped at ``WEBRACE_DELIVERY_RETRY_MAX``); after ``WEBRACE_DELIVERY_FAILING_AFTER``
@@ -40,7 +44,9 @@ from webrace.backends import open_aci_store, open_delivery_store, open_sentinel_
 from webrace.backends.base import AciStore, SentinelStore
 from webrace.backends.delivery import DeliveryStore
 from webrace.delivery.channels import shown, status
+from webrace.delivery.guard import REFUSED
 from webrace.delivery.message import Message, compose
+from webrace.delivery.policy import ChannelPolicy
 from webrace.delivery.send import send
 from webrace.records.aci import Aci
 from webrace.records.channel import MAX_ERROR, Channel
@@ -98,14 +104,17 @@ class _Job:
 
 class DeliveryAgent:
     """Runs delivery passes over the stores of ``settings``' mode. ``clock`` (epoch ms) decides
-    what is due: tests drive the backoff with their own."""
+    what is due: tests drive the backoff with their own. ``policy``: the admin's, from the
+    settings by default (tests give one with their own resolver)."""
 
     def __init__(self, settings: Any, clock: Callable[[], int] = now_millis,
-                 sender: Callable[[str, str, str, float], str | None] = send) -> None:
+                 sender: Callable[[str, str, str, float], str | None] | None = None,
+                 policy: ChannelPolicy | None = None) -> None:
         self.settings = settings
         self.config = DeliveryConfig.from_settings(settings)
         self.clock = clock
-        self.sender = sender
+        self.policy = policy or ChannelPolicy.from_settings(settings)
+        self.sender = sender or (lambda url, title, body, timeout: send(url, title, body, timeout, self.policy.guard))
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
     def run_pass(self) -> PassReport:
@@ -145,7 +154,14 @@ class DeliveryAgent:
         return jobs
 
     def _takes(self, store: DeliveryStore, channel: Channel, now: int, report: PassReport) -> bool:
-        """Due, and leased to this agent."""
+        """Due, readable, and leased to this agent."""
+        if not channel.url:
+            report.stats["delivery/undecryptable"] += 1
+            logger.warning("Delivery channel %s of %s is not sent by this process: its URL cannot be decrypted with "
+                           "this process's channel key (every process that delivers needs the same one: "
+                           "WEBRACE_DELIVERY_CHANNEL_KEY, or the data directory's channel-key file)",
+                           channel.id, channel.owner)
+            return False
         if channel.next_try > now:
             report.stats["delivery/deferred"] += 1
             if channel.attempts >= self.config.failing_after:
@@ -177,7 +193,8 @@ class DeliveryAgent:
 
         def one(job: _Job) -> None:
             try:
-                job.error = self.sender(job.channel.url, job.message.title, job.message.body, self.config.timeout)
+                job.error = self.policy.refusal(job.channel.url) or self.sender(
+                    job.channel.url, job.message.title, job.message.body, self.config.timeout)
             except Exception as exc:  # a failure of this channel, never of the pass
                 job.error = f"{type(exc).__name__}: {exc}"
 
@@ -206,6 +223,8 @@ class DeliveryAgent:
         failures = channel.attempts + 1
         failures = store.failed(channel.id, now, error, now + self.config.backoff_ms(failures)) or failures
         report.stats["delivery/failed"] += 1
+        if error.startswith(REFUSED):
+            report.stats["delivery/refused"] += 1
         state = replace(channel, attempts=failures, last_error=error, failing_since=channel.failing_since or now)
         if failures >= self.config.failing_after:
             report.stats["delivery/channels_failing"] += 1
@@ -216,8 +235,9 @@ class DeliveryAgent:
                         channel.owner, error, self.config.backoff_ms(failures) // 1000)
 
     def _failing_line(self, channel: Channel) -> str:
+        """For the admin (the log, `scrapy deliver`): with the last error, which owners never see."""
         return (f"Delivery channel {channel.id} of {channel.owner} ({shown(channel.url)}) is "
-                f"{status(channel, self.config.failing_after)}; retried every "
+                f"{status(channel, self.config.failing_after)}, last error: {channel.last_error}; retried every "
                 f"{self.config.backoff_ms(channel.attempts) // 1000} s at most")
 
     # -- 4. acknowledge ------------------------------------------------------------------

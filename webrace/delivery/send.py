@@ -1,6 +1,7 @@
 """One send through Apprise (https://github.com/caronc/apprise): mail over SMTP, JSON webhooks,
-ntfy, chat services... Apprise speaks every protocol; here it only gets a time limit, so a
-channel that accepts a connection and never answers costs at most ``timeout`` seconds.
+ntfy, chat services... Apprise speaks every protocol; here it gets a time limit, so a
+channel that accepts a connection and never answers costs at most ``timeout`` seconds, and
+a guard (:mod:`webrace.delivery.guard`) that checks every connection it makes.
 
 Apprise is imported on first use: every `scrapy` command imports the command modules and
 every crawl loads the delivery extension, and most never send anything.
@@ -9,9 +10,12 @@ every crawl loads the delivery extension, and most never send anything.
 from __future__ import annotations
 
 import functools
+import importlib
 import threading
 import warnings
 from typing import Any
+
+from webrace.delivery.guard import REFUSED, STRICT, Guard
 
 APP_ID = "WebRACE"
 APP_DESC = "WebRACE: user-driven crawling"
@@ -57,18 +61,31 @@ def instantiate(url: str, timeout: float | None = None) -> Any:
     return plugin
 
 
-def send(url: str, title: str, body: str, timeout: float) -> str | None:
-    """Push one message; None when the channel took it, else one line saying why not."""
+def parse(url: str) -> dict | None:
+    """``url`` as Apprise reads it (``qsd``: its query; ``qsd+``, ``qsd-``, ``qsd:``: the
+    headers, parameters and payload fields it sets); None if Apprise cannot parse it."""
+    apprise()
+    return importlib.import_module("apprise.utils.parse").parse_url(url, verify_host=False)
+
+
+def send(url: str, title: str, body: str, timeout: float, guard: Guard = STRICT) -> str | None:
+    """Push one message, every connection checked by ``guard``; None when the channel took
+    it, else one line saying why not (``refused: ...`` when the guard refused a connection)."""
     plugin = instantiate(url, timeout)
     if plugin is None:
         return "Apprise cannot use this URL any more (was Apprise upgraded?)"
     module = apprise()
     service = module.Apprise(asset=asset(timeout))
     service.add(plugin)
-    try:
-        result = service.notify(body=body, title=title, body_format=module.NotifyFormat.TEXT, timeout=timeout)
-    except Exception as exc:  # a plugin's bug must not end the pass: it is this channel's failure
-        return f"{type(exc).__name__}: {exc}"[:300]
+    with guard.applied() as attempt:  # Apprise's worker thread copies this context: the guard goes too
+        try:
+            result = service.notify(body=body, title=title, body_format=module.NotifyFormat.TEXT, timeout=timeout)
+        except Exception as exc:  # a plugin's bug must not end the pass: it is this channel's failure
+            result, error = None, f"{type(exc).__name__}: {exc}"[:300]
+    if attempt.refused:
+        return f"{REFUSED}{attempt.refused[0]} (WEBRACE_DELIVERY_ALLOW_HOSTS allows internal hosts)"[:300]
+    if result is None:
+        return error
     if result:
         return None
     return _why(result.logs()) or f"not delivered ({result.status.name.lower()})"

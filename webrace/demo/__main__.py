@@ -145,7 +145,7 @@ def scrapy(root: Path, *args: str) -> None:
     command = ["scrapy", *args]
     print(f"\n$ {' '.join(command)}", flush=True)  # flush: the child writes to the same terminal
     try:
-        result = subprocess.run([sys.executable, "-m", *command], cwd=root, env=env, timeout=STEP_TIMEOUT)
+        result = subprocess.run([sys.executable, "-m", *command], cwd=root, env=env, timeout=STEP_TIMEOUT)  # noqa: S603 - our own steps
     except subprocess.TimeoutExpired:
         raise StepFailed(f"`{' '.join(command)}` did not finish in {STEP_TIMEOUT} s") from None
     if result.returncode != 0:

@@ -112,7 +112,7 @@ class BlastPlus(Service):
         self.database = Path(self._directory.name) / DATABASE[0]
         fasta = Path(self._directory.name) / f"{DATABASE[0]}.fasta"
         fasta.write_text(FASTA, encoding="ascii")
-        done = subprocess.run([program("makeblastdb"), "-in", str(fasta), "-dbtype", "nucl", "-parse_seqids",
+        done = subprocess.run([program("makeblastdb"), "-in", str(fasta), "-dbtype", "nucl", "-parse_seqids",  # noqa: S603 - BLAST+ on PATH, our arguments
                                "-title", DATABASE[1], "-out", str(self.database)],
                               capture_output=True, text=True, timeout=TIMEOUT, check=False)
         if done.returncode != 0:
@@ -191,7 +191,8 @@ Expect threshold <input type="text" name="EXPECT" value="10" size="6"></p>
     def run(self, command: list[str], fasta: str) -> bytes:
         """Run blastn (in a thread) and make the page of its report."""
         try:
-            done = subprocess.run(command, input=fasta, capture_output=True, text=True, timeout=TIMEOUT, check=False)
+            done = subprocess.run(command, input=fasta,  # noqa: S603 - blastn, our arguments, no shell
+                                  capture_output=True, text=True, timeout=TIMEOUT, check=False)
         except subprocess.TimeoutExpired:
             raise Problem(503, f"The search took longer than {TIMEOUT:.0f} seconds and was stopped.") from None
         if done.returncode != 0:

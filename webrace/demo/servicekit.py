@@ -115,7 +115,7 @@ def nucleotide_hits(letters: str) -> list[Hit]:
     """Two hits for a query of 20+ letters: one exact, one with mismatches; the same query, the same hits."""
     if len(letters) < MIN_HIT:
         return []
-    rng = Random(zlib.crc32(letters.encode()))
+    rng = Random(zlib.crc32(letters.encode()))  # noqa: S311 - reproducible demo data, no secret
     hits = []
     for n, subject in enumerate(rng.sample(DNA_SUBJECTS, 2)):
         length = rng.randint(MIN_HIT, min(len(letters), 150))
@@ -139,7 +139,7 @@ def protein_hits(letters: str) -> list[Hit]:
     """Two hits: the query's letters against made-up proteins, identities, positives (+) and others."""
     if len(letters) < MIN_HIT:
         return []
-    rng = Random(zlib.crc32(letters.encode()))
+    rng = Random(zlib.crc32(letters.encode()))  # noqa: S311 - reproducible demo data, no secret
     hits = []
     for subject in rng.sample(PROTEIN_SUBJECTS, 2):
         length = rng.randint(MIN_HIT, min(len(letters), 120))

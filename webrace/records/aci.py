@@ -87,13 +87,13 @@ OWNER_KEY_CHARS = 16  # and naming the owner (64 bits: no two owners of one page
 
 def page_key(uri: str, docbase: str) -> str:
     """The page version's part of its ACIs' ids."""
-    return hashlib.sha1(f"{uri}\n{docbase}".encode()).hexdigest()[:PAGE_KEY_CHARS]
+    return hashlib.sha1(f"{uri}\n{docbase}".encode(), usedforsecurity=False).hexdigest()[:PAGE_KEY_CHARS]
 
 
 @lru_cache(maxsize=65536)
 def owner_key(owner: str) -> str:
     """The owner's part of their ACIs' ids (an owner has many ACIs: computed once)."""
-    return hashlib.sha1(owner.encode()).hexdigest()[:OWNER_KEY_CHARS]
+    return hashlib.sha1(owner.encode(), usedforsecurity=False).hexdigest()[:OWNER_KEY_CHARS]
 
 
 def aci_id(owner: str, uri: str, docbase: str) -> str:

@@ -8,11 +8,11 @@ No Scrapy, no Apprise here: the URL is checked by :mod:`webrace.delivery.channel
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 
+from webrace.names import canonical_owner, owner_name_problem
+
 EVENTS = ("aci", "notification")
-OWNER = re.compile(r"[A-Za-z0-9._@+\-]{1,128}")  # urd.xsd's identifier: owners are the URDs' owners
 MAX_URL = 2048  # characters: a channel URL longer than this is refused
 MAX_ERROR = 300  # characters of the last error kept
 
@@ -23,7 +23,7 @@ class ChannelError(ValueError):
 
 def channel_id(owner: str, url: str) -> str:
     """Stable per owner and URL: adding the same URL again changes its events, not its id."""
-    return hashlib.sha1(f"{owner}\n{url}".encode()).hexdigest()[:10]
+    return hashlib.sha1(f"{owner}\n{url}".encode(), usedforsecurity=False).hexdigest()[:10]
 
 
 def parse_events(text: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -36,16 +36,18 @@ def parse_events(text: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
 
 
 def check_owner(owner: str) -> str:
-    if not OWNER.fullmatch(owner or ""):
-        raise ChannelError(f"owner {owner!r}: letters, digits and . _ @ + - only, 1-128 characters (as in URDs)")
-    return owner
+    """``owner`` as every store holds it (``webrace.names``, the one rule: ``Alice`` is ``alice``)."""
+    problem = owner_name_problem(owner)
+    if problem:
+        raise ChannelError(f"owner: {problem}")
+    return canonical_owner(owner)
 
 
 @dataclass(frozen=True)
 class Channel:
     id: str
     owner: str
-    url: str  # the Apprise URL, secrets included: shown only through `shown`
+    url: str  # the Apprise URL, secrets included: shown only through `shown`; "" if it cannot be decrypted
     events: tuple[str, ...]
     since: int  # epoch ms: items at or after this are this channel's to deliver
     attempts: int = 0  # failed sends in a row

@@ -20,7 +20,7 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 
 from webrace.digest.sdiff import check_location
-from webrace.names import owner_name_problem
+from webrace.names import canonical_owner, owner_name_problem
 from webrace.patterns import PatternError, compile_pattern
 from webrace.urd import MAX_TIMING_MS
 
@@ -54,7 +54,7 @@ class Sentinel:
     def __post_init__(self) -> None:
         if not self.id:
             key = json.dumps([self.owner, self.url, self.type, self.where, self.pattern, self.on, list(self.ignore)])
-            object.__setattr__(self, "id", hashlib.sha1(key.encode()).hexdigest()[:12])
+            object.__setattr__(self, "id", hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:12])
 
     @property
     def rank(self) -> int:
@@ -94,6 +94,7 @@ def make(owner: str, url: str, type: str = "any", where: str | None = None, patt
     problem = owner_name_problem(owner)
     if problem:
         raise SentinelError(problem)
+    owner = canonical_owner(owner)  # the form accounts and URDs store: Alice's sentinel is alice's
     if type not in TYPES:
         raise SentinelError(f"unknown sentinel type {type!r}: expected one of {', '.join(TYPES)}")
     if on not in ON:

@@ -65,7 +65,7 @@ def reach_key(url: str, scope: str, depth: int) -> str:
     and depth reach the same pages, whatever their ids or the round. A page's meta-info keeps
     the keys of the URDs that reached it (``MetaInfo.wanted``), so a new version fetched in
     any round is judged for all of them."""
-    return hashlib.sha1(f"{url}\n{scope}\n{depth}".encode()).hexdigest()[:12]
+    return hashlib.sha1(f"{url}\n{scope}\n{depth}".encode(), usedforsecurity=False).hexdigest()[:12]
 
 
 def _fresh_for(urd: Urd) -> int:

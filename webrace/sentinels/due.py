@@ -30,7 +30,7 @@ def due_sentinels(settings: Any, now_ms: int) -> tuple[list[Urd], dict[str, list
     urds = {}
     for url, group in by_url.items():
         for sentinel, _ in group:
-            key = hashlib.sha1(f"{sentinel.owner}\n{url}".encode()).hexdigest()[:12]
+            key = hashlib.sha1(f"{sentinel.owner}\n{url}".encode(), usedforsecurity=False).hexdigest()[:12]
             urd = urds.get(key)
             every = sentinel.every if urd is None else min(urd.timing, sentinel.every)
             # added or made due by a person: fetched now, not served from another round's fetch

@@ -57,7 +57,7 @@ class Notification:
     def __post_init__(self) -> None:
         if not self.id:
             key = f"{self.sentinel}\n{self.at}\n{self.version}\n{sorted(self.changes.items())}"
-            object.__setattr__(self, "id", hashlib.sha1(key.encode()).hexdigest()[:16])
+            object.__setattr__(self, "id", hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:16])
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -2,7 +2,7 @@
 each owner's pages (the Personal Information Roadmap: ACIs, notifications with what changed,
 stored versions), profile management (URDs, sentinels) and a JSON API.
 
-- ``accounts``  the account store: Argon2id passwords, API tokens, logins (SQLite)
+- ``accounts``  the account store: Argon2id passwords, API and feed tokens, logins, login attempts (SQLite)
 - ``config``    the ``WEBRACE_WEB_*`` settings
 - ``owners``    what an owner is shown (read side, no Flask)
 - ``profile``   an owner's URDs and sentinels, validated as the commands validate (no Flask)

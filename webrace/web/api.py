@@ -27,6 +27,7 @@ from typing import Any
 
 from flask import Blueprint, abort, g, jsonify, request
 
+from webrace.names import canonical_owner
 from webrace.web import owners, profile
 from webrace.web.accounts import open_accounts
 from webrace.web.auth import config, may_see, settings
@@ -50,7 +51,7 @@ def owner_api(view: Callable) -> Callable:
     def guarded(name: str, **kwargs: Any) -> Any:
         if not may_see(name):
             abort(403, "this is another owner's data")
-        return view(name, **kwargs)
+        return view(canonical_owner(name) or name, **kwargs)
     return guarded
 
 

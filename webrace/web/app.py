@@ -3,7 +3,8 @@
 Flask rather than Django because the app is made from a settings object, per data
 directory, and several live in one process (the tests start one per data directory);
 Django's settings are one per process. What a framework must do here is done by
-maintained code: sessions (Flask's signed cookie, HttpOnly, SameSite=Lax, Secure), CSRF
+maintained code: sessions (Flask's signed cookie, HttpOnly, SameSite=Lax, Secure over https:
+:class:`SessionInterface`), CSRF
 (Flask-WTF), the Host check (Flask's ``TRUSTED_HOSTS``: another Host header gets 400, so a
 DNS-rebinding page cannot talk to the app), templates (Jinja2, autoescaped), password hashing
 (argon2-cffi, in ``accounts``). Every response says ``no-store`` and carries a strict
@@ -15,7 +16,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from flask import Flask, Response, jsonify, render_template
+from flask import Flask, Response, jsonify, render_template, request
+from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, SecurityError, ServiceUnavailable
 
@@ -41,7 +43,6 @@ def create_app(settings: Any, host: str = "127.0.0.1") -> Flask:
         SESSION_COOKIE_NAME="webrace_session",
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
-        SESSION_COOKIE_SECURE=web.secure_cookies,
         PERMANENT_SESSION_LIFETIME=timedelta(hours=web.session_hours),
         MAX_CONTENT_LENGTH=web.max_body,
         MAX_FORM_MEMORY_SIZE=web.max_body,
@@ -49,8 +50,8 @@ def create_app(settings: Any, host: str = "127.0.0.1") -> Flask:
         WTF_CSRF_TIME_LIMIT=int(web.session_hours * 3600),
         JSON_SORT_KEYS=False,
     )
+    app.session_interface = SessionInterface()
     csrf.init_app(app)
-    app.extensions["webrace_logins"] = _login_window()
     app.before_request(identify)
     app.after_request(_headers)
     app.register_error_handler(HTTPException, _error)
@@ -62,12 +63,18 @@ def create_app(settings: Any, host: str = "127.0.0.1") -> Flask:
     return app
 
 
-def _login_window() -> Any:
-    """Failed logins counted in a moving window (the ``limits`` library, in this app's memory)."""
-    from limits.storage import MemoryStorage
-    from limits.strategies import MovingWindowRateLimiter
+class SessionInterface(SecureCookieSessionInterface):
+    """Flask's signed-cookie sessions, the cookie ``Secure`` when the request came over https
+    and only then. Flask's ``SESSION_COOKIE_SECURE`` is one value for the app, but one app
+    answers https through a TLS proxy and plain http on loopback (or a network the admin
+    allows: ``auth.transport_problem`` refuses the others before any session is made); a
+    ``Secure`` cookie set over plain http is never sent back by scripts (Python's cookie jar)
+    nor, off loopback, by browsers, so the CSRF token it carries would be missing.
+    ``request.is_secure`` is the WSGI ``url_scheme``: https when served so directly, or when
+    ``WEBRACE_WEB_TRUSTED_PROXY`` says so in ``X-Forwarded-Proto`` (waitress believes no one else)."""
 
-    return MovingWindowRateLimiter(MemoryStorage())
+    def get_cookie_secure(self, app: Flask) -> bool:
+        return request.is_secure
 
 
 def _headers(response: Any) -> Any:
@@ -93,7 +100,8 @@ def _error(exc: HTTPException) -> Any:
         if exc.code == 401:
             response.headers["WWW-Authenticate"] = 'Bearer realm="webrace"'
         return response
-    return render_template("error.html", code=exc.code, name=exc.name, message=message), exc.code
+    page = render_template("error.html", code=exc.code, name=exc.name, message=message)
+    return page, exc.code, ({"WWW-Authenticate": 'Bearer realm="webrace"'} if exc.code == 401 else {})
 
 
 def _unavailable(exc: RedisUnavailable) -> Any:

@@ -14,7 +14,7 @@ from webrace import settings as defaults
 from webrace.backends import data_dir
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost")
-SECRET_FILE = "web-secret-key"
+SECRET_FILE = "web-secret-key"  # noqa: S105 - a file name
 
 
 def setting(settings: Any, name: str) -> Any:
@@ -26,7 +26,7 @@ def setting(settings: Any, name: str) -> Any:
 @dataclass(frozen=True)
 class WebConfig:
     allowed_hosts: tuple[str, ...]
-    secure_cookies: bool
+    plain_http: PlainHttp
     secret_key: str
     session_hours: float
     threads: int
@@ -51,7 +51,8 @@ class WebConfig:
 
         return cls(
             allowed_hosts=allowed_hosts(setting(settings, "WEBRACE_WEB_ALLOWED_HOSTS"), host),
-            secure_cookies=_flag(setting(settings, "WEBRACE_WEB_SECURE_COOKIES")),
+            plain_http=plain_http(setting(settings, "WEBRACE_WEB_PLAIN_HTTP"),
+                                  settings.get("WEBRACE_WEB_SECURE_COOKIES")),
             secret_key=setting(settings, "WEBRACE_WEB_SECRET_KEY") or _kept_secret(settings),
             session_hours=number("WEBRACE_WEB_SESSION_HOURS", float),
             threads=number("WEBRACE_WEB_THREADS"),
@@ -72,6 +73,54 @@ def login_limit(value: Any) -> Any:
         return parse(str(value))
     except ValueError:
         raise ValueError(f"WEBRACE_WEB_LOGIN_LIMIT must be a rate such as '5/minute', not {value!r}") from None
+
+
+@dataclass(frozen=True)
+class PlainHttp:
+    """Which clients may use the app over plain http (``WEBRACE_WEB_PLAIN_HTTP``): loopback
+    always (the traffic never leaves the machine), private addresses when ``private``, and
+    the ``networks`` listed. Over https every client may."""
+
+    private: bool = False
+    networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
+
+    def allows(self, address: str | None) -> bool:
+        try:
+            ip = ipaddress.ip_address((address or "").strip("[]").split("%", 1)[0])
+        except ValueError:  # no address (a unix socket) or a name: not known to be near
+            return False
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        if ip.is_loopback or (self.private and ip.is_private):
+            return True
+        return any(ip in network for network in self.networks)
+
+
+def plain_http(value: Any, secure_cookies: Any = None) -> PlainHttp:
+    """``WEBRACE_WEB_PLAIN_HTTP``: None (loopback only), ``"private"``, or networks (a list, or
+    separated by commas: ``"10.0.0.0/8, 192.168.1.0/24"``), ``private`` among them or not.
+    ``secure_cookies``: the old ``WEBRACE_WEB_SECURE_COOKIES``, which it replaces; set to
+    False it would silently mean nothing now, so it is refused, saying what to set instead."""
+    if secure_cookies is not None and not _flag(secure_cookies):
+        raise ValueError("WEBRACE_WEB_SECURE_COOKIES is replaced by WEBRACE_WEB_PLAIN_HTTP (cookies are Secure "
+                         "over https, and plain http is answered from loopback and the networks it lists): remove "
+                         "it and set WEBRACE_WEB_PLAIN_HTTP = \"private\" or a list of networks")
+    if not value:
+        return PlainHttp()
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise ValueError(f"WEBRACE_WEB_PLAIN_HTTP must be \"private\" or a list of networks, not {value!r}")
+    private, networks = False, []
+    for item in (str(i).strip() for i in items):
+        if item.lower() == "private":
+            private = True
+        elif item:
+            try:
+                networks.append(ipaddress.ip_network(item, strict=False))
+            except ValueError:
+                raise ValueError(f"WEBRACE_WEB_PLAIN_HTTP: {item[:60]!r} is neither \"private\" nor a network "
+                                 "such as 192.168.1.0/24") from None
+    return PlainHttp(private, tuple(networks))
 
 
 def allowed_hosts(value: Any, host: str) -> tuple[str, ...]:

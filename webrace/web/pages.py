@@ -1,7 +1,13 @@
-"""The pages: login, each owner's page (ACIs and notifications), a notification with what
-changed, the profile (URDs and sentinels: listed, added, edited, removed), the stored
-versions, and the admin's list of owners. Another owner's page answers 403; a logged-out
-visitor is sent to ``/login``.
+"""The pages: login, each owner's page (ACIs and notifications) and Atom feed, a notification
+with what changed, the profile (URDs and sentinels: listed, added, edited, removed; the
+secret feed URL), the stored versions, and the admin's list of owners. Another owner's page
+answers 403 (whether that owner exists or not); a stored version the asker may not see
+answers exactly as one that does not exist (404: its id is computable, so a 403 would tell
+that another owner's keywords matched that page); a logged-out visitor is sent to ``/login``.
+
+The feed is also read with the API's bearer token, or without any login at the owner's
+secret feed URL (``/feed/TOKEN.atom``, made and revoked in the profile): read-only, that
+feed only.
 
 Stored versions are served from their own path, never inlined, under a Content-Security-
 Policy ``sandbox`` that runs none of their scripts and loads nothing from elsewhere.
@@ -10,13 +16,14 @@ Policy ``sandbox`` that runs none of their scripts and loads nothing from elsewh
 from __future__ import annotations
 
 import functools
-import time
+import math
 from collections.abc import Callable
 from typing import Any
 
-from flask import Blueprint, Response, abort, current_app, flash, g, redirect, render_template, request, url_for
+from flask import Blueprint, Response, abort, flash, g, redirect, render_template, request, url_for
 
 from webrace.annotation.feed import atom_feed
+from webrace.names import canonical_owner
 from webrace.records.sentinel import ON, TYPES
 from webrace.web import owners, profile
 from webrace.web.accounts import MAX_PASSWORD, open_accounts
@@ -47,14 +54,17 @@ def logged_in(view: Callable) -> Callable:
 
 
 def owner_view(view: Callable) -> Callable:
-    """A view of owner ``name``'s data: the owner or an admin; others get 403."""
+    """A view of owner ``name``'s data (``/owner/Alice/`` is alice's): the owner or an admin;
+    others get 403; a bearer token that is not valid (the feed), 401."""
     @functools.wraps(view)
     def guarded(name: str, **kwargs: Any) -> Any:
         if g.user is None:
+            if g.by_token:
+                abort(401, "The bearer token is not valid.")
             return _to_login()
         if not may_see(name):
             abort(403, "These pages belong to another owner.")
-        return view(name, **kwargs)
+        return view(canonical_owner(name) or name, **kwargs)
     return guarded
 
 
@@ -67,20 +77,23 @@ def login() -> Any:
         return render_template("login.html", next=target)
     name = request.form.get("username", "")[:200]
     password = request.form.get("password", "")[:MAX_PASSWORD + 1]
-    window, limit = current_app.extensions["webrace_logins"], config().login_limit
-    who = (request.remote_addr or "?", name.lower())
-    if not window.test(limit, "login", *who):  # too many failures: not even a right password opens it
-        stats = window.get_window_stats(limit, "login", *who)
-        wait = max(1, int(stats.reset_time - time.time()) + 1)
-        error = f"Too many failed logins: try again in {wait} s."
-        response = render_template("login.html", next=target, error=error, username=name)
-        return response, 429, {"Retry-After": str(wait)}
+    limit = config().login_limit
+    who = f"{request.remote_addr or '?'} {canonical_owner(name) or name}"  # ALICE and alice: one limit
     with open_accounts(settings()) as accounts:
+        # counted before the password is checked, in the account store every server process of
+        # the data directory shares: parallel tries get `limit` password checks, no more
+        attempt, wait_ms = accounts.count_attempt(who, limit.amount, limit.get_expiry() * 1000)
+        if attempt is None:  # too many tries: not even a right password opens it
+            wait = math.ceil(wait_ms / 1000)
+            error = f"Too many failed logins: try again in {wait} s."
+            page = render_template("login.html", next=target, error=error, username=name)
+            return page, 429, {"Retry-After": str(wait)}
         good = bool(name and password) and accounts.check(name, password)
+        if good:
+            accounts.forget_attempt(attempt)  # only failures count
     if not good:  # never which of the two was wrong
-        window.hit(limit, "login", *who)
         return render_template("login.html", next=target, error="Wrong name or password.", username=name), 401
-    log_in(name)
+    log_in(canonical_owner(name))
     return redirect(target)
 
 
@@ -120,6 +133,20 @@ def owner_page(name: str) -> Any:
 @blueprint.route("/owner/<name>/feed.atom")
 @owner_view
 def feed(name: str) -> Any:
+    return _feed(name)
+
+
+@blueprint.route("/feed/<token>.atom")
+def token_feed(token: str) -> Any:
+    """The feed at its owner's secret URL: the token is the whole authorisation, for this feed only."""
+    with open_accounts(settings()) as accounts:
+        name = accounts.feed_owner(token)
+    if name is None:
+        abort(404, "No such feed (the owner may have revoked its URL).")
+    return _feed(name)
+
+
+def _feed(name: str) -> Response:
     acis = owners.acis(settings(), name, 1, MAX_FEED).items
     return Response(atom_feed(name, acis, link_base=request.host_url.rstrip("/")),
                     content_type="application/atom+xml; charset=utf-8")
@@ -139,10 +166,8 @@ def notification(name: str, note_id: str) -> Any:
 @logged_in
 def stored(aci_id: str) -> Any:
     item = owners.aci(settings(), aci_id)
-    if item is None:
+    if item is None or not may_see(item.owner):  # the same answer: another owner's ACI is none of ours
         abort(404, f"No ACI {aci_id}.")
-    if not may_see(item.owner):
-        abort(403, "This stored version belongs to another owner's ACI.")
     try:
         content_type, body = owners.stored_version(settings(), item)
     except owners.StoredUnavailable as exc:
@@ -165,9 +190,11 @@ def _profile(name: str, status: int = 200, **state: Any) -> Any:
     if open_channels is not None:
         with open_channels(settings()) as store:
             channels = store.list(name)
+    with open_accounts(settings()) as accounts:
+        feed_made = accounts.feed_token_made(name)
     return render_template("profile.html", owner=name, urds=profile.urds(settings(), name),
                            sentinels=profile.sentinels(settings(), name), channels=channels,
-                           delivery=open_channels is not None,
+                           delivery=open_channels is not None, feed_made=feed_made,
                            types=TYPES, ons=ON, form=state.pop("form", {}), **state), status
 
 
@@ -252,6 +279,29 @@ def remove_sentinel(name: str, sentinel_id: str) -> Any:
     if not profile.remove_sentinel(settings(), name, sentinel_id):
         abort(404, f"{name} has no sentinel {sentinel_id}.")
     flash(f"Removed sentinel {sentinel_id}")
+    return redirect(url_for("pages.profile_page", name=name))
+
+
+# -- the secret feed URL -------------------------------------------------------------------------
+
+@blueprint.route("/owner/<name>/feed-url", methods=["POST"])
+@owner_view
+def new_feed_url(name: str) -> Any:
+    """A new secret feed URL (the one before stops working), shown on this answer only: not
+    flashed, since a flashed message rides in the session cookie."""
+    with open_accounts(settings()) as accounts:
+        if not accounts.exists(name):
+            abort(404, f"{name} has no account.")
+        token = accounts.new_feed_token(name)
+    return _profile(name, feed_url=url_for("pages.token_feed", token=token, _external=True))
+
+
+@blueprint.route("/owner/<name>/feed-url/remove", methods=["POST"])
+@owner_view
+def revoke_feed_url(name: str) -> Any:
+    with open_accounts(settings()) as accounts:
+        revoked = accounts.revoke_feed_token(name)
+    flash("Revoked the secret feed URL" if revoked else "There was no secret feed URL")
     return redirect(url_for("pages.profile_page", name=name))
 
 

@@ -73,4 +73,5 @@ TAG_NAMES = tuple(_ELEMENTS + """input acronym ins del strike wbr time mark sour
 template details summary dialog menu dir frame frameset noframes applet nobr svg path g rect circle line
 polyline polygon text defs use symbol math mi mo mn mrow msup msub mfrac rss channel item description guid
 pubDate feed entry id updated published author name email uri content category rdf""".split())
-assert len(TAG_NAMES) < MAX_TAG_CODES
+if len(TAG_NAMES) >= MAX_TAG_CODES:  # the format's limit: a tag code must not collide with an escape
+    raise RuntimeError(f"{len(TAG_NAMES)} tag names leave no room for the escapes {MAX_TAG_CODES:#x}-0xff")
