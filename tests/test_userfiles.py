@@ -83,3 +83,10 @@ def test_a_command_with_a_setting_it_cannot_use_is_one_error_line(project, args)
     done = project.scrapy(*args, timeout=60)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.splitlines()[0].startswith("error: ")
+
+
+@pytest.mark.parametrize("args", [("--crawlers", "99999999999"), ("--urls", "99999999999"), ("--crawlers", "0")])
+def test_ipmicra_simulate_with_a_world_out_of_range_is_one_usage_line(project, args):
+    done = project.scrapy("ipmicra", "simulate", *args, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "`simulate` takes --crawlers 1 to 1,000 and --urls 1 to 100,000" in done.stderr

@@ -36,6 +36,10 @@ from webrace.commands import ends_quietly_on_closed_pipe
 from webrace.outputs import output_problem, write_output
 
 PROGRESS_S = 10.0  # seconds between two progress lines of `delegate` on stderr
+# A simulated world `simulate` builds at most (its time grows with crawlers x URLs: 100 x 1,000
+# takes about 40 s; 99999999999 of either never ended)
+MAX_SIM_CRAWLERS = 1_000
+MAX_SIM_URLS = 100_000
 
 if TYPE_CHECKING:
     from webrace.delegation import Hierarchy
@@ -199,8 +203,8 @@ class Command(ScrapyCommand):
             crawlers, urls = int(opts.crawlers or 4), int(opts.urls or 1000)
         except ValueError:
             raise UsageError("`simulate` takes --crawlers N and --urls M (numbers)") from None
-        if crawlers < 1 or urls < 1:
-            raise UsageError("--crawlers and --urls must be at least 1")
+        if not (1 <= crawlers <= MAX_SIM_CRAWLERS and 1 <= urls <= MAX_SIM_URLS):
+            raise UsageError(f"`simulate` takes --crawlers 1 to {MAX_SIM_CRAWLERS:,} and --urls 1 to {MAX_SIM_URLS:,}")
         sim = simulate(crawlers, urls, opts.seed)
         rows = {"random": run_random(sim, opts.seed), "probe every crawler": run_probe_all(sim),
                 f"IPMicra {opts.threshold_ms:g} ms, the seed's search": run_simulation(
