@@ -248,6 +248,9 @@ DOWNLOADER_MIDDLEWARES = {
     "webrace.middlewares.compression.HttpCompressionMiddleware": 590,
     # after RedirectMiddleware (600): a redirected request gets its own validators
     "webrace.middlewares.recrawl.RecrawlMiddleware": 650,
+    # Scrapy's, with tldextract's bundled public suffix list (Scrapy's would download it on first use)
+    "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
+    "webrace.middlewares.cookies.CookiesMiddleware": 700,
 }
 SPIDER_MIDDLEWARES = {
     # depth is per URD and kept by the spider's frontier; Scrapy's counter would mislead
