@@ -43,6 +43,20 @@ def test_needs_browser_only_for_pages_with_scripts_and_no_usable_form():
     assert not browser.needs_browser(b"", [])
 
 
+def test_an_answer_is_built_by_scripts_when_it_has_scripts_and_does_not_reflect_the_query():
+    form_page = '<p>Theme: <select><option>dark</option></select></p><form action="search.html"><input name="q">'
+    sphinx = ('<p>Theme: <select><option>dark</option></select></p><div id="search-results"></div>'
+              '<script src="searchindex.js" defer></script><script>Search.init()</script>')
+    assert browser.built_by_scripts(sphinx, ["socket"], form_page) == 2
+    assert browser.built_by_scripts(sphinx, ["theme"], form_page) == 2  # a word of the site's own menus
+    echoed = '<input name="q" value="socket"><p>0 rows where search matches "socket"</p><script src="a.js"></script>'
+    assert browser.built_by_scripts(echoed, ["socket"], form_page) == 0
+    assert browser.built_by_scripts(echoed.replace('"socket"', '"a &lt;b&gt;"'), ["a <b>"], form_page) == 0
+    assert browser.built_by_scripts("<p>nothing found</p>", ["socket"], form_page) == 0  # no scripts
+    assert browser.built_by_scripts(sphinx, [None, ""], form_page) == 0  # nothing sent to look for
+    assert browser.scripts('<script type="application/ld+json">{}</script><script src="a.js"></script>') == 1
+
+
 def test_browser_settings_keep_other_handlers_and_use_the_configured_chromium():
     settings = Settings({"DOWNLOAD_HANDLERS": {"ftp": None}, "WEBRACE_BROWSER_EXECUTABLE": "/opt/chromium",
                          "WEBRACE_BROWSER_TIMEOUT": 12})

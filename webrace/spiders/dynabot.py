@@ -169,6 +169,7 @@ class Source:
     before: list[dict] = field(default_factory=list)  # their states, for the profile
     browser: bool = False  # its form exists only in the browser (built by scripts)
     browser_requests: int = 0  # requests made through the browser
+    scripted: str = ""  # why answers built by scripts were not shown in the browser
 
     def summary(self) -> str:
         if not self.answered:
@@ -225,7 +226,8 @@ class DynaBotSpider(scrapy.Spider):
         spider.max_wait = settings.getfloat("WEBRACE_DYNABOT_MAX_REFRESH_WAIT")
         spider.max_response = settings.getint("WEBRACE_DYNABOT_MAX_RESPONSE_BYTES")
         spider.browser_budget = settings.getint("WEBRACE_DYNABOT_BROWSER_PROBES")
-        why_not = browser.available(settings) if browser_wanted(settings) else "off (WEBRACE_DYNABOT_BROWSER)"
+        why_not = (browser.available(settings) if browser_wanted(settings)
+                   else "off (-s WEBRACE_DYNABOT_BROWSER=auto turns it on)")
         if why_not and str(settings.get("WEBRACE_DYNABOT_BROWSER")).lower() in ("true", "1"):
             raise NotConfigured(f"dynabot: WEBRACE_DYNABOT_BROWSER is on but the browser cannot run: {why_not}")
         spider.browser_off = why_not  # None: the browser mode is on
@@ -495,6 +497,8 @@ class DynaBotSpider(scrapy.Spider):
             source.skipped["unusable"] += 1
             self._told(source, f"not submitted in the browser: {problem}")
             return list(self.send_next(source))
+        if source.browser and hops == 0 and (response.meta.get(browser.STATE) or {}).get("typed"):
+            self._told(source, "typed into, not submitted: the page answers as one types")
         markup, text, forms = self._read(response)
         if response.status >= 400:
             source.answered[f"HTTP {response.status}"] += 1
@@ -504,7 +508,8 @@ class DynaBotSpider(scrapy.Spider):
         step = next_step(self.service, path[-1][0], response.url, markup, text, forms, values, submitted)
         if step.kind == "result":
             states = [*source.before, *({"vertex": vertex, "url": url} for vertex, url in path)]
-            states.append({"vertex": step.vertex.name, "url": response.url})
+            states.append({"vertex": step.vertex.name, "url": response.url,
+                           **({"browser": True} if browser.STATE in response.meta else {})})
             extracted = extract(self.service, step.vertex, markup, text, values)
             self._told(source, f"result ({step.vertex.name}) at {response.url}")
             return [self.profile(source, probe, example, states, step.vertex.type, extracted),
@@ -539,6 +544,8 @@ class DynaBotSpider(scrapy.Spider):
             for offset, link in enumerate(step.links):
                 request = scrapy.Request(link, **self._probe_kwargs(source, probe, [*path, *follow], None, hops + 1))
                 source.pending.insert(offset, (request, path))
+        elif (request := self._render_answer(source, response, markup, values, probe, path, submitted, hops)):
+            source.pending.insert(0, (request, path))
         else:
             source.answered["page"] += 1
             self._refine(source, probe, example, markup)
@@ -547,6 +554,29 @@ class DynaBotSpider(scrapy.Spider):
 
             await maybe_deferred_to_future(deferLater(reactor, wait, lambda: None))
         return list(self.send_next(source))
+
+    def _render_answer(self, source: Source, response: Response, markup: str, values: dict, probe: Probe,
+                       path: list, submitted: Form | None, hops: int) -> scrapy.Request | None:
+        """The answer again, in the browser, when its results are still to be written by its
+        scripts (``browser.built_by_scripts``: Sphinx's search page); None when it is not such
+        an answer, or cannot be shown (told in the trace's reason)."""
+        if browser.STATE in response.meta or response.request.method != "GET" or not isinstance(
+                response, HtmlResponse):
+            return None
+        count = browser.built_by_scripts(markup[:MAX_MARKUP], [values.get(a) for a in probe.arguments],
+                                         source.page_markup)
+        if not count:
+            return None
+        what = f"the answer is built by scripts ({count} <script> elements, no results in its HTML)"
+        if self.browser_off or source.browser_requests >= self.browser_budget:
+            source.scripted = what + ("; browser mode " + self.browser_off if self.browser_off
+                                      else f"; browser budget ({self.browser_budget}) spent")
+            self._told(source, source.scripted)
+            return None
+        source.browser_requests += 1
+        self._told(source, what + ": shown in the browser")
+        kwargs = self._probe_kwargs(source, probe, path, submitted, hops)
+        return browser.render_request(response.url, **kwargs)
 
     def _fill(self, form: Form, example) -> tuple[dict, Any]:
         """What to send with a form met on the way (a format page, a wizard's next step): the
@@ -623,6 +653,8 @@ class DynaBotSpider(scrapy.Spider):
 
     def trace(self, source: Source, outcome: str, reason: str = "") -> ServiceTrace:
         source.done = True
+        if outcome != "match" and source.scripted and source.scripted not in reason:
+            reason = f"{reason}; {source.scripted}" if reason else source.scripted
         item = ServiceTrace(
             kind="trace", source=source.url, outcome=outcome,
             forms=[{"index": f.index, "action": f.action, "method": f.method, "parameters": len(f.parameters),
