@@ -141,7 +141,7 @@ def test_linkhint_on_a_site_with_json_pages_and_offsite_links_stays_on_it_withou
         elsewhere.html("/elsewhere", text="another host")
         elsewhere.html("/redirected", text="another host")
         cookie = {"Set-Cookie": "sid=1; Path=/"}  # the crawl's first cookie: no public suffix list is fetched
-        links = ["/table", "/table?_sort=name", "/api", "/table.json", "/logo.png", "/away",
+        links = ["/table", "/table?_sort=name", "/moved", "/api", "/table.json", "/logo.png", "/away",
                  elsewhere.url("/elsewhere", host="127.0.0.2"), "http://offsite.invalid/page",
                  f"http://localhost:{site.port}/table"]
         site.add("/", "<html><body>" + "".join(f'<a href="{u}">{u}</a> ' for u in links) + "</body></html>",
@@ -151,6 +151,7 @@ def test_linkhint_on_a_site_with_json_pages_and_offsite_links_stays_on_it_withou
                  content_type="application/json")
         site.add("/table.json", "{}", content_type="application/json")
         site.add("/logo.png", b"\x89PNG\r\n", content_type="image/png")
+        site.add("/moved", b"", status=301, headers={"Location": "/table?_sort=size"})  # lands on a known source
         site.add("/away", b"", status=302, headers={"Location": elsewhere.url("/redirected", host="127.0.0.2")})
         site.html("/row/1", text="a row")
         site.fallback = answers
@@ -172,8 +173,10 @@ def test_linkhint_on_a_site_with_json_pages_and_offsite_links_stays_on_it_withou
         assert elsewhere.paths() == []  # nothing sent to the other host, not even after a redirect
         assert "offsite.invalid" not in done.stderr and "localhost" not in done.stderr
         assert "publicsuffix" not in done.stderr
-        # one source for the table's views; no JSON, CSV or image fetched by its name
-        assert len([p for p in paths if p.startswith("/table") and not p.startswith("/table.")]) == 1
+        # one source for the table's views (one link, one redirect to another view); no JSON, CSV or
+        # image fetched by its name
+        assert len([p for p in paths if p.startswith("/table") and not p.startswith("/table.")]) == 2
+        assert "/moved" in paths
         assert not {"/table.json", "/table.csv", "/logo.png"} & set(paths)
         assert "/api" in paths and "/row/2" not in paths  # a JSON page is read as no page: its "links" are data
         profiles = [i for i in items if i["kind"] == "profile"]

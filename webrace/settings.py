@@ -181,7 +181,7 @@ WEBRACE_DYNABOT_MAX_REFRESH_WAIT = 10.0
 WEBRACE_DYNABOT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 # Browser mode, for pages that build their form with scripts: "auto" (on when scrapy-playwright
 # and Chromium are installed), True (required: the crawl refuses to start without them) or
-# False. Requests through the browser per source at most (the page shown, then each probe);
+# False. Requests through the browser per source at most (the page, each probe, script-built answers);
 # Chromium's path (Debian's package by default: nothing is downloaded at run time).
 WEBRACE_DYNABOT_BROWSER = "auto"
 WEBRACE_DYNABOT_BROWSER_PROBES = 10
