@@ -1,6 +1,7 @@
 """What DynaBot's link frontiers follow (webrace.dynabot.links): a source once whatever its sort
-order, page or format, pages only, the seeds' sites only; and a linkhint crawl of a site with
-JSON pages and links to other hosts, which never leaves the site nor ends in a traceback."""
+order, page or format, a site's search box once whatever page it is on, pages only, the seeds'
+sites only; and a linkhint crawl of a site with JSON pages and links to other hosts, which never
+leaves the site nor ends in a traceback."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from conftest import Site, _Handler
 from scrapy.http import HtmlResponse
 from scrapy.linkextractors import LinkExtractor
 
-from webrace.dynabot.links import NOT_PAGES, Sites, html_media, source_key
+from webrace.dynabot.links import NOT_PAGES, Sites, form_key, html_media, source_key
 from webrace.spiders.dynabot import check_arguments
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,6 +52,14 @@ def test_equal_views_share_a_key(variants):
 ])
 def test_different_sources_keep_different_keys(one, other):
     assert source_key(one) != source_key(other)
+
+
+def test_a_form_repeated_on_every_page_has_one_key():
+    here = form_key("get", "http://x.org/search.html", ["q", "check_keywords", "area"])
+    assert form_key("GET", "http://x.org/search.html?q=", ["area", "q", "check_keywords"]) == here
+    assert form_key("GET", "http://x.org/search.html", ["q"]) != here
+    assert form_key("POST", "http://x.org/search.html", ["q", "check_keywords", "area"]) != here
+    assert form_key("GET", "http://x.org/other.html", ["q", "check_keywords", "area"]) != here
 
 
 def test_not_pages_are_known_by_extension_and_search_scripts_are_pages():
@@ -153,7 +162,7 @@ def test_linkhint_on_a_site_with_json_pages_and_offsite_links_stays_on_it_withou
         site.add("/logo.png", b"\x89PNG\r\n", content_type="image/png")
         site.add("/moved", b"", status=301, headers={"Location": "/table?_sort=size"})  # lands on a known source
         site.add("/away", b"", status=302, headers={"Location": elsewhere.url("/redirected", host="127.0.0.2")})
-        site.html("/row/1", text="a row")
+        site.add("/row/1", f"<html><body><p>a row</p>{FORM}</body></html>")  # the site's search box again
         site.fallback = answers
         (project.root / "seeds.txt").write_text(site.url("/") + "\n")
         # Any request for another host would reach the other server (NO_PROXY) or fail at a dead
@@ -179,6 +188,9 @@ def test_linkhint_on_a_site_with_json_pages_and_offsite_links_stays_on_it_withou
         assert "/moved" in paths
         assert not {"/table.json", "/table.csv", "/logo.png"} & set(paths)
         assert "/api" in paths and "/row/2" not in paths  # a JSON page is read as no page: its "links" are data
+        # the one source analysed: the search box of the table's views and of the row page is one form
+        assert "/row/1" in paths
+        assert [i["source"].split("?")[0] for i in items if i["kind"] == "trace"] == [site.url("/table")]
         profiles = [i for i in items if i["kind"] == "profile"]
         assert [p["source"].split("?")[0] for p in profiles] == [site.url("/table")]
         assert all(not p.startswith("/search") or "q=" in p for p in paths)

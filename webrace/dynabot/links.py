@@ -5,6 +5,8 @@ pure functions over URLs and media types (Scrapy only lends its list of file ext
   output format, display options or tracking parameters (``?_sort=name``, ``?page=2``,
   ``.json``, ``?utm_source=x``) show the same source, with the same forms: it is analysed
   once, not once per variant;
+- :func:`form_key`: a form as a person sees it: the search box a site repeats on every page
+  (Sphinx's, pydoc's, Trac's) is one form, probed from the first page it is met on;
 - :data:`NOT_PAGES`: extensions of files that are not pages (data, images, archives...),
   left unfetched; :func:`html_media`: whether a Content-Type is a page's;
 - :class:`Sites`: the sites a link frontier stays on, the seeds' registrable domains unless
@@ -64,6 +66,16 @@ def source_key(url: str) -> str:
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _transient(k)]
     path = INDEX_DOCUMENT.sub("", FORMAT_EXTENSIONS.sub("", parts.path))
     return canonicalize_url(urlunsplit((parts.scheme, parts.netloc, path, urlencode(query), "")))
+
+
+def form_key(method: str, action: str, names: Iterable[str]) -> tuple[str, str, tuple[str, ...]]:
+    """What makes forms of different pages the same: method, action (as :func:`source_key`
+    sees it; a GET form's query is replaced by its fields) and the names of their fields (not
+    their values: a token differs on every page)."""
+    method = method.upper()
+    if method == "GET":
+        action = action.split("#", 1)[0].split("?", 1)[0]
+    return method, source_key(action), tuple(sorted(set(names)))
 
 
 def html_media(content_type: str | bytes | None) -> bool:

@@ -18,7 +18,8 @@ Frontiers (section 2.5): ``trace`` analyses the seed list in order and follows n
 too, URLs containing a hint word first (deepest first among them). Both stay on the seeds'
 sites (``-a sites=`` adds others, or ``any``), fetch pages only (no JSON, CSV, images...: by
 extension before the request, by Content-Type once its headers arrive) and analyse a source
-once however many sort orders, pages or formats link to it (``webrace.dynabot.links``).
+once however many sort orders, pages or formats link to it, and a form the site repeats on
+every page (its search box) once (``webrace.dynabot.links``).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ from webrace.dynabot.analyzer import (
 from webrace.dynabot.answers import MAX_MARKUP, refinements, said
 from webrace.dynabot.browser import needs_browser
 from webrace.dynabot.forms import Form, Parameter, Upload, analyze_forms, form_data, form_request
-from webrace.dynabot.links import NOT_PAGES, Sites, html_media, source_key
+from webrace.dynabot.links import NOT_PAGES, Sites, form_key, html_media, source_key
 from webrace.dynabot.stats import format_report, report
 from webrace.items import ServiceProfile, ServiceTrace
 from webrace.middlewares.exclusion import IGNORED
@@ -196,6 +197,7 @@ class DynaBotSpider(scrapy.Spider):
             # Scrapy's OffsiteMiddleware drops the rest, redirects off the sites included
             self.allowed_domains = self.sites.domains
         self.source_keys = {source_key(url) for url in self.seeds}  # sources requested or analysed
+        self.form_keys: set[tuple] = set()  # forms analysed on a page of a link frontier
         self.hints = [h.strip().lower() for h in hints.split(",") if h.strip()]
         self.max_pages_arg = max_pages
         self.random = random.Random(seed)  # noqa: S311 - probe order, reproducible from -a seed; no secret
@@ -286,6 +288,10 @@ class DynaBotSpider(scrapy.Spider):
                 self.source_keys.add(key)
                 yield self.page_request(url, depth + 1, self._priority(url, depth + 1))
 
+    @staticmethod
+    def _form_key(form: Form) -> tuple:
+        return form_key(form.method, form.action, (p.name for p in form.parameters))
+
     def _fresh_source(self, response: Response) -> bool:
         """Whether a frontier page is a source not analysed yet: a redirect may end on one
         another link requested (another sort order of the same table, its canonical URL)."""
@@ -344,6 +350,14 @@ class DynaBotSpider(scrapy.Spider):
                 usable.append(form)
             else:
                 source.skipped["form posts to another site"] += 1
+        if self.frontier != "trace" and not source.preludes and usable:
+            # a site's search box on every page is one source: probed from the first page it is on
+            fresh = [f for f in usable if self._form_key(f) not in self.form_keys]
+            self.form_keys.update(self._form_key(f) for f in fresh)
+            if not fresh:
+                self.crawler.stats.inc_value("dynabot/pages_with_known_forms")
+                return
+            usable = fresh
         source.plan = plan_probes(usable, self.service, self.per_form, self.per_source, self.use_hints)
         source.kept_forms = {p.form.index for p in source.plan}
         source.next_probe = 0
