@@ -155,7 +155,7 @@ def test_linkhint_on_a_site_with_json_pages_and_offsite_links_stays_on_it_withou
                  f"http://localhost:{site.port}/table"]
         site.add("/", "<html><body>" + "".join(f'<a href="{u}">{u}</a> ' for u in links) + "</body></html>",
                  headers=cookie)
-        site.add("/table", table_page("/table"), headers=cookie)
+        site.add("/table", table_page("/table"), headers=cookie, content_type=None)  # no type: a page all the same
         site.add("/api", json.dumps({"rows": [{"url": "/row/2"}], "next": "/api?_next=2"}),
                  content_type="application/json")
         site.add("/table.json", "{}", content_type="application/json")

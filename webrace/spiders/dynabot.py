@@ -323,7 +323,8 @@ class DynaBotSpider(scrapy.Spider):
             return
         else:
             media = (response.headers.get("Content-Type") or b"").decode("latin-1").split(";")[0].strip() or "none"
-        if response.status >= 400 or not isinstance(response, TextResponse) or not html_media(media):
+        if response.status >= 400 or not isinstance(response, TextResponse) or not html_media(
+                response.headers.get("Content-Type")):
             if self.frontier == "trace" or source.preludes:
                 reason = f"HTTP {response.status}" if response.status >= 400 else f"not an HTML page ({media})"
                 yield self.trace(source, "error" if response.status >= 400 else "no-form", reason)
