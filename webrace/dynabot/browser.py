@@ -588,16 +588,18 @@ _SUBMIT = """index => {
 # A live form (no action, no submit button: a search dialog whose results the page's scripts
 # write as one types, MkDocs') may have fields without a name, which no submission would send
 # and no probe could address: each is named after its id ("#mkdocs-search-query") or its
-# place ("#form0.field1"), in the DOM the crawler reads and in the page a probe fills.
+# place ("#form0.field1"), in the DOM the crawler reads and in the page a probe fills. (A
+# search box in no form stays out: a script filtering what the page already shows looks the
+# same, webrace.demo.scripted's look-alike.)
 _NAME_LIVE = """() => {
   const named = [];
+  const typed = el => el.tagName === 'TEXTAREA' || (el.tagName === 'INPUT' && ['text', 'search'].includes(el.type));
   document.querySelectorAll('form').forEach((form, f) => {
     const listed = Array.from(form.elements);
     const submits = listed.filter(el => el.type === 'submit' || el.type === 'image');
     if (form.hasAttribute('action') || submits.length) return;
     listed.forEach((el, i) => {
-      const typed = el.tagName === 'TEXTAREA' || (el.tagName === 'INPUT' && ['text', 'search'].includes(el.type));
-      if (typed && !el.name) {
+      if (typed(el) && !el.name) {
         el.name = '#' + (el.id || `form${f}.field${i}`);
         named.push(el.name);
       }
