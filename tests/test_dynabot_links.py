@@ -49,6 +49,8 @@ def test_equal_views_share_a_key(variants):
     (TABLE, "http://127.0.0.1:8002/packages/packages"),  # another server
     ("http://x.org/issue?status=1", "http://x.org/issue?status=2"),
     ("http://x.org/search.py", "http://x.org/search.sh"),
+    ("http://x.org/news?group=comp.lang.python", "http://x.org/news?group=comp.os.linux"),  # unmarked: a choice
+    ("http://x.org/shoes?size=42", "http://x.org/shoes?size=43"),
 ])
 def test_different_sources_keep_different_keys(one, other):
     assert source_key(one) != source_key(other)

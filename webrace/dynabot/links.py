@@ -29,11 +29,14 @@ from webrace.urls import BadURL, hostname, normalize, registered_domain
 # "_sort", Roundup's "@sort").
 SORT = frozenset({"sort", "sort_desc", "sortdesc", "sort_by", "sortby", "sort_order", "sortorder", "sort_dir",
                   "sortdir", "order", "orderby", "order_by", "ordering", "dir", "direction", "asc", "desc"})
-PAGING = frozenset({"page", "pg", "pageno", "page_num", "pagenum", "next", "offset", "start", "startwith",
-                    "limit", "size", "pagesize", "page_size", "per_page", "perpage"})
-FORMAT = frozenset({"format", "fmt", "shape"})
-DISPLAY = frozenset({"facet", "facet_size", "col", "nocol", "columns", "labels", "nolabels", "nofacet",
-                     "nocount", "group"})  # which columns or facets a table shows (Datasette, Trac, Roundup)
+PAGING = frozenset({"page", "pg", "pageno", "page_num", "pagenum", "offset", "start", "startwith", "limit",
+                    "pagesize", "page_size", "per_page", "perpage"})
+FORMAT = frozenset({"format", "fmt"})
+DISPLAY = frozenset({"col"})  # a column a table shows (Trac's query)
+# Names too common to mean "how it is shown" unless an application marks them as its own
+# (Datasette's "_size", "_next", "_facet"; Roundup's "@columns", "@group").
+MARKED = frozenset({"size", "next", "shape", "facet", "facet_size", "nocol", "columns", "labels", "nolabels",
+                    "nofacet", "nocount", "nosuggest", "group"})
 TRACKING = frozenset({"fbclid", "gclid", "dclid", "gbraid", "wbraid", "msclkid", "mc_cid", "mc_eid", "yclid",
                       "igshid", "ga", "gl"})
 _MARKS = "_@-$."
@@ -53,9 +56,10 @@ HTML_MEDIA = frozenset({"text/html", "application/xhtml+xml"})
 
 
 def _transient(name: str) -> bool:
-    bare = name.strip().lower().lstrip(_MARKS)
+    name = name.strip().lower()
+    bare = name.lstrip(_MARKS)
     return bare in SORT or bare in PAGING or bare in FORMAT or bare in DISPLAY or bare in TRACKING \
-        or bare.startswith("utm_")
+        or bare.startswith("utm_") or (bare in MARKED and bare != name)
 
 
 def source_key(url: str) -> str:
