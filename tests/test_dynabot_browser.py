@@ -43,6 +43,20 @@ def test_needs_browser_only_for_pages_with_scripts_and_no_usable_form():
     assert not browser.needs_browser(b"", [])
 
 
+def test_an_answer_is_built_by_scripts_when_it_has_scripts_and_does_not_reflect_the_query():
+    form_page = '<p>Theme: <select><option>dark</option></select></p><form action="search.html"><input name="q">'
+    sphinx = ('<p>Theme: <select><option>dark</option></select></p><div id="search-results"></div>'
+              '<script src="searchindex.js" defer></script><script>Search.init()</script>')
+    assert browser.built_by_scripts(sphinx, ["socket"], form_page) == 2
+    assert browser.built_by_scripts(sphinx, ["theme"], form_page) == 2  # a word of the site's own menus
+    echoed = '<input name="q" value="socket"><p>0 rows where search matches "socket"</p><script src="a.js"></script>'
+    assert browser.built_by_scripts(echoed, ["socket"], form_page) == 0
+    assert browser.built_by_scripts(echoed.replace('"socket"', '"a &lt;b&gt;"'), ["a <b>"], form_page) == 0
+    assert browser.built_by_scripts("<p>nothing found</p>", ["socket"], form_page) == 0  # no scripts
+    assert browser.built_by_scripts(sphinx, [None, ""], form_page) == 0  # nothing sent to look for
+    assert browser.scripts('<script type="application/ld+json">{}</script><script src="a.js"></script>') == 1
+
+
 def test_browser_settings_keep_other_handlers_and_use_the_configured_chromium():
     settings = Settings({"DOWNLOAD_HANDLERS": {"ftp": None}, "WEBRACE_BROWSER_EXECUTABLE": "/opt/chromium",
                          "WEBRACE_BROWSER_TIMEOUT": 12})
@@ -106,7 +120,8 @@ DNA = DNA_HERE
 # what a probe fills in (the default: the sequence in every text input)
 ASSIGNMENTS = {("scripted-blastn", 0): {"seq": DNA, "db": "refseq_rna"},
                ("blastn-post", 0): {"QUERY_DATA": DNA, "PROGRAM": "blastn", "DATABASE": "est"},
-               ("site", 2): {"word": "hello", "one": "b", "many": ["x", "z"], "r": "r2", "c": ["c1"]}}
+               ("site", 2): {"word": "hello", "one": "b", "many": ["x", "z"], "r": "r2", "c": ["c1"]},
+               ("live", 0): {"#live-query": "crawler"}}
 
 
 class BrowserTestSpider(scrapy.Spider):
@@ -128,11 +143,13 @@ class BrowserTestSpider(scrapy.Spider):
                      "blastn-multipart"):
             yield scrapy.Request(f"{self.services}/{name}/", callback=self.plain, cb_kwargs={"name": name})
         yield scrapy.Request(self.site + "page", callback=self.plain, cb_kwargs={"name": "site"})
+        yield scrapy.Request(self.site + "live", callback=self.plain, cb_kwargs={"name": "live"})
         yield browser.render_request(f"{self.services}/private/", callback=self.rendered, errback=self.failed,
                                      cb_kwargs={"name": "private"})
 
     def plain(self, response, name):
-        forms = analyze_forms(response.body, response.url, response.encoding)
+        forms = [f for f in analyze_forms(response.body, response.url, response.encoding)
+                 if any(p.name for p in f.parameters)]
         needs = browser.needs_browser(response.body, forms)
         yield {"kind": "plain", "name": name, "flags": response.flags, "forms": len(forms), "needs_browser": needs}
         if needs:
@@ -165,7 +182,7 @@ class BrowserTestSpider(scrapy.Spider):
         yield {"kind": "probe", "name": name, "form": form, "flags": response.flags, "url": response.url,
                "status": response.status, "state": response.meta["webrace_browser"],
                "report": "Sequences producing significant alignments" in response.text,
-               "echoed": response.css("#echoed::text").get(),
+               "echoed": response.css("#echoed::text").get(), "results": response.css("#results").get(),
                "text": " ".join(response.css("body *::text").getall())[:3000]}
 
     def failed(self, failure):
@@ -222,6 +239,22 @@ echo.addEventListener('submit', event => {{
   document.getElementById('echoed').textContent = JSON.stringify([...new FormData(echo, event.submitter)]);
 }});
 document.getElementById('app').append(away, mixed, echo);
+</script></body></html>"""
+
+
+# A search dialog as MkDocs writes it: a form with no action and no button, whose field has no
+# name; its script answers as one types (no request, no submission).
+LIVE_PAGE = """<!DOCTYPE html>
+<html><head><title>Notes</title></head>
+<body><form><input type="search" id="live-query" placeholder="Search the notes"></form>
+<div id="results"></div>
+<script>
+const notes = [["/notes/1", "Web crawler basics"], ["/notes/2", "Crawler politeness"], ["/notes/3", "Gardening"]];
+document.getElementById('live-query').addEventListener('keyup', event => {
+  const word = event.target.value.toLowerCase();
+  document.getElementById('results').innerHTML = notes.filter(([, title]) => title.toLowerCase().includes(word))
+    .map(([href, title]) => `<p><a href="${href}">${title}</a></p>`).join('') || '<p>No notes found</p>';
+});
 </script></body></html>"""
 
 
@@ -301,6 +334,7 @@ def crawl(tmp_path_factory) -> Iterator[Crawl]:
     try:
         site.robots("User-agent: *\nDisallow: /secret\n")
         site.add("/page", site_page(elsewhere.base, elsewhere.stun))
+        site.add("/live", LIVE_PAGE)
         site.add("/data.json", '{"ok": true}', content_type="application/json")
         site.add("/secret/data", "secret", content_type="text/plain")
         with Services() as services:
@@ -409,6 +443,19 @@ def test_every_kind_of_control_is_filled_and_the_chosen_button_clicked(crawl):
     assert echo["state"]["filled"] == ["word", "one", "many", "r", "c"] and echo["state"]["submitter"] == "go"
 
 
+def test_a_search_dialog_is_typed_into_and_answered_as_the_page_shows_it_not_submitted(crawl):
+    assert crawl.one("plain", "live")["needs_browser"]  # its one form has no named field
+    rendered = crawl.one("rendered", "live")
+    (form,) = rendered["forms"]  # the field is named after its id
+    assert list(form["parameters"]) == ["#live-query"] and rendered["state"]["named"] == ["#live-query"]
+    probe = crawl.one("probe", "live", 0)
+    state = probe["state"]
+    assert state["typed"] and state["submitter"] == "typed" and not state["submitted"] and not state["navigated"]
+    assert "Web crawler basics" in probe["results"] and "Crawler politeness" in probe["results"]
+    assert "Gardening" not in probe["results"]
+    assert [h.path for h in crawl.site.hits if h.path.startswith("/live")] == ["/live"] * 3  # nothing submitted
+
+
 def test_robots_txt_and_the_user_agent_hold_for_browser_requests(crawl):
     private = crawl.one("failed", "private")
     assert private["error"] == "IgnoreRequest" and private["ignored"] == "robots"
@@ -420,13 +467,14 @@ def test_robots_txt_and_the_user_agent_hold_for_browser_requests(crawl):
 
 def test_ordinary_requests_of_the_same_crawl_use_scrapys_handler(crawl):
     plain = [i for i in crawl.items if i["kind"] == "plain"]
-    assert len(plain) == 7 and not [i for i in plain if "playwright" in i["flags"]]
+    assert len(plain) == 8 and not [i for i in plain if "playwright" in i["flags"]]
     assert not crawl.one("plain", "blastn-get")["needs_browser"]  # a form in its HTML: no browser
     # the browser sends Sec-Fetch-* headers, Scrapy's handler does not
     page_hits = [h for h in crawl.site.hits if h.path == "/page"]
     assert [bool(header(h, "Sec-Fetch-Mode")) for h in page_hits] == [False, True, True, True, True]
     assert not [h for h in crawl.site.hits if h.path == "/robots.txt" and header(h, "Sec-Fetch-Mode")]
-    browser_requests = 4 + 8  # renders (blastn, news, offsite, site), probes (2 + 1 + 3 + blastn-post, -multipart)
+    # renders (blastn, news, offsite, site, live), probes (2 + 1 + 3 + 1 + blastn-post, -multipart)
+    browser_requests = 5 + 9
     assert crawl.stats["playwright/page_count"] == crawl.stats["webrace/browser/pages"] == browser_requests
     assert crawl.stats["downloader/request_count"] > browser_requests + len(plain)  # robots.txt too
 

@@ -186,7 +186,7 @@ WEBRACE_DYNABOT_MAX_REFRESH_WAIT = 10.0
 WEBRACE_DYNABOT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 # Browser mode, for pages that build their form with scripts: "auto" (on when scrapy-playwright
 # and Chromium are installed), True (required: the crawl refuses to start without them) or
-# False. Requests through the browser per source at most (the page shown, then each probe);
+# False. Requests through the browser per source at most (the page, each probe, script-built answers);
 # Chromium's path (Debian's package by default: nothing is downloaded at run time).
 WEBRACE_DYNABOT_BROWSER = "auto"
 WEBRACE_DYNABOT_BROWSER_PROBES = 10
@@ -253,6 +253,9 @@ DOWNLOADER_MIDDLEWARES = {
     "webrace.middlewares.compression.HttpCompressionMiddleware": 590,
     # after RedirectMiddleware (600): a redirected request gets its own validators
     "webrace.middlewares.recrawl.RecrawlMiddleware": 650,
+    # Scrapy's, with tldextract's bundled public suffix list (Scrapy's would download it on first use)
+    "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
+    "webrace.middlewares.cookies.CookiesMiddleware": 700,
 }
 SPIDER_MIDDLEWARES = {
     # depth is per URD and kept by the spider's frontier; Scrapy's counter would mislead

@@ -118,6 +118,12 @@ def _extractor() -> tldextract.TLDExtract:
     return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 
 
+def public_suffix(domain: str) -> bool:
+    """Whether ``domain`` is a public suffix, private ones included (``co.uk``, ``github.io``):
+    a name under which anyone may register, so a cookie set for it would reach other sites."""
+    return not _extractor()(domain.lower().rstrip("."), include_psl_private_domains=True).domain
+
+
 @lru_cache(maxsize=65536)
 def registered_domain(host: str) -> str:
     """The registrable domain of ``host`` (``www.cs.ucy.ac.cy`` -> ``ucy.ac.cy``).

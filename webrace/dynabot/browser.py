@@ -45,6 +45,7 @@ import time
 import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
+from html import escape
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -89,6 +90,7 @@ HEAVY = frozenset({"image", "font", "media"})  # resource types never fetched
 LONG_LIVED = frozenset({"eventsource", "websocket"})  # open for good: they do not keep the network busy
 QUIET = 0.5  # seconds without a request in flight: the network is idle
 IDLE_MAX = 10.0  # seconds a wait for the network to go idle lasts at most
+TYPE_WAIT = 4.0  # seconds a live form is typed into again until the page shows something
 KEPT = 20  # entries kept in each list of the state
 # Chromium's preferences for the browser's profile: no preconnecting or DNS prefetching to
 # hosts the page names (a navigation to another host opened a connection to it before any
@@ -167,23 +169,44 @@ def browser_settings(settings: Any) -> dict[str, Any]:
     }
 
 
-def needs_browser(body: bytes | str, forms: Sequence[Any]) -> bool:
-    """Whether a page should be loaded in the browser: it has scripts (``<script>`` elements
-    with a ``src`` or some code, of a type browsers run) and no usable form without them
-    (``forms``: the forms DynaBot could use, after its form filter)."""
-    if forms:
-        return False
+def scripts(body: bytes | str) -> int:
+    """How many ``<script>`` elements of a page a browser would run (with a ``src`` or some
+    code, of a JavaScript type; JSON-LD and templates are data)."""
+    if not (body.strip() if isinstance(body, (bytes, str)) else body):
+        return 0
     try:
         root = lxml.html.document_fromstring(body)
     except (etree.ParserError, ValueError):
-        return False
+        return 0
+    count = 0
     for script in root.iter("script"):
         kind = (script.get("type") or "").strip().lower().split(";")[0]
         if kind and kind != "module" and "javascript" not in kind and "ecmascript" not in kind:
-            continue  # JSON-LD, templates...: data, not code
+            continue
         if (script.get("src") or "").strip() or (script.text or "").strip():
-            return True
-    return False
+            count += 1
+    return count
+
+
+def needs_browser(body: bytes | str, forms: Sequence[Any]) -> bool:
+    """Whether a page should be loaded in the browser: it has scripts (:func:`scripts`) and no
+    usable form without them (``forms``: the forms DynaBot could use, after its form filter)."""
+    return not forms and scripts(body) > 0
+
+
+def built_by_scripts(markup: str, values: Sequence[str | None], page_markup: str = "") -> int:
+    """Whether an answer without results is one its scripts are still to write, as Sphinx's
+    ``search.html?q=...`` (it reads the query from its URL, loads its index and lists the
+    pages found): the page has scripts and its HTML does not reflect the values sent, none
+    of which it holds more often than ``page_markup`` (the form's page: a word of the site's
+    own menus is no echo). The number of its scripts, or 0."""
+    answer, page = markup.lower(), page_markup.lower()
+    sent = {v.strip().lower() for v in values if isinstance(v, str) and len(v.strip()) >= 2}
+    for value in sent:
+        for form in {value, escape(value, quote=True)}:
+            if answer.count(form) > page.count(form):
+                return 0
+    return scripts(markup) if sent else 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,7 +223,8 @@ def render_request(url: str, **request_kwargs: Any) -> Request:
     document's), ``idle`` (the network went quiet in time), ``requests`` (made by the page),
     ``aborted`` (``{"url", "reason", "type"}``: reason "other host", "other origin",
     "robots" or "scheme"), ``heavy`` (images, fonts, media aborted), ``dialogs``, ``errors``
-    (uncaught script errors), ``popups``."""
+    (uncaught script errors), ``popups``; ``named``: the fields of live forms that had no
+    name and were given one (see ``_NAME_LIVE``)."""
     session = _Session("render")
     _load()
     return _browser_request(url, session, [PageMethod(_render, session)] if PageMethod else [], request_kwargs)
@@ -219,9 +243,12 @@ def probe_request(url: str, form_index: int, assignment: Mapping[str, Any], butt
     browser), ``submitter``, ``submitted``, ``navigated`` (the submission loaded a new
     document), ``blocked`` (the part of ``aborted`` that came after the submission) and
     ``problem`` (why it was not submitted: no such form, parameter, option or button; the
-    response is then the page as loaded). A submission whose navigation is aborted (another
-    host, or robots.txt) fails with ``IgnoreRequest`` and ``meta["webrace_ignored"]`` =
-    "other_host" or "robots"."""
+    response is then the page as loaded). A live form (no ``action``, no submit button: a
+    search dialog) is typed into (key events fired) and answered as it is when the page
+    wrote something outside the form meanwhile (``typed``), else submitted; its fields
+    without a name are named first (``named``, as :func:`render_request` names them). A
+    submission whose navigation is aborted (another host, or robots.txt) fails with
+    ``IgnoreRequest`` and ``meta["webrace_ignored"]`` = "other_host" or "robots"."""
     session = _Session("probe")
     values = {str(name): _json_value(value) for name, value in assignment.items()}
     _load()
@@ -486,7 +513,33 @@ async def browser_headers(*, browser_type_name: str, playwright_request: Any,
 async def _render(page: Any, session: _Session) -> None:
     session.ready(page)
     session.state["idle"] = await session.idle()
+    await _name_live_fields(page, session)
     await session.finish(page)
+
+
+async def _typed(page: Any, session: _Session, fill: dict[str, Any]) -> bool:
+    """Whether the page wrote something outside a live form once it was typed into (the
+    state's ``typed``). A search dialog listens only once its index is built, which takes no
+    request: the form is typed into again while nothing shows, for TYPE_WAIT seconds at most."""
+    deadline = time.monotonic() + min(TYPE_WAIT, session.timeout / 4)
+    session.state["typed"] = False
+    with suppress(PlaywrightError):
+        while True:
+            session.state["idle"] = await session.idle()
+            if await page.evaluate(_TYPED):
+                session.state["typed"] = True
+                break
+            if time.monotonic() >= deadline:
+                break
+            await page.evaluate(_FILL, fill)
+    return session.state["typed"]
+
+
+async def _name_live_fields(page: Any, session: _Session) -> None:
+    with suppress(PlaywrightError):  # the page navigated by itself meanwhile
+        named = await page.evaluate(_NAME_LIVE)
+        if named:
+            session.state["named"] = named[:KEPT]
 
 
 async def _probe(page: Any, session: _Session, form_index: int, values: dict[str, Any],
@@ -496,6 +549,7 @@ async def _probe(page: Any, session: _Session, form_index: int, values: dict[str
     state.update(form=form_index, filled=[], invalid=[], submitter=None, submitted=False, navigated=False,
                  blocked=[], problem=None)
     await session.idle()
+    await _name_live_fields(page, session)
     try:
         result = await page.evaluate(_FILL, {"index": form_index, "values": values, "button": button})
     except PlaywrightError as exc:  # the page navigated by itself meanwhile
@@ -506,6 +560,12 @@ async def _probe(page: Any, session: _Session, form_index: int, values: dict[str
         state["idle"] = True
         await session.finish(page)
         return
+    if result.get("live") and await _typed(page, session, {"index": form_index, "values": values, "button": button}):
+        await session.finish(page)
+        return
+    if result.get("live"):  # nothing written as one types: the page answers a submission, if anything
+        with suppress(PlaywrightError):
+            await page.evaluate(_SUBMIT, form_index)
     state["submitted"] = True
     session.submitted_at = session.last_activity = time.monotonic()
     before = session.navigations
@@ -519,6 +579,34 @@ async def _probe(page: Any, session: _Session, form_index: int, values: dict[str
 
 
 _SIZE = "() => document.documentElement ? document.documentElement.outerHTML.length : 0"
+_TYPED = "() => window.__webraceTyped || 0"  # changes to the page since the live form was typed into
+_SUBMIT = """index => {
+  const form = document.querySelectorAll('form')[index];
+  if (form) setTimeout(() => form.requestSubmit ? form.requestSubmit() : form.submit(), 0);
+}"""
+
+# A live form (no action, no submit button: a search dialog whose results the page's scripts
+# write as one types, MkDocs') may have fields without a name, which no submission would send
+# and no probe could address: each is named after its id ("#mkdocs-search-query") or its
+# place ("#form0.field1"), in the DOM the crawler reads and in the page a probe fills. (A
+# search box in no form stays out: a script filtering what the page already shows looks the
+# same, webrace.demo.scripted's look-alike.)
+_NAME_LIVE = """() => {
+  const named = [];
+  const typed = el => el.tagName === 'TEXTAREA' || (el.tagName === 'INPUT' && ['text', 'search'].includes(el.type));
+  document.querySelectorAll('form').forEach((form, f) => {
+    const listed = Array.from(form.elements);
+    const submits = listed.filter(el => el.type === 'submit' || el.type === 'image');
+    if (form.hasAttribute('action') || submits.length) return;
+    listed.forEach((el, i) => {
+      if (typed(el) && !el.name) {
+        el.name = '#' + (el.id || `form${f}.field${i}`);
+        named.push(el.name);
+      }
+    });
+  });
+  return named;
+}"""
 _EMPTY = "() => document.documentElement.replaceChildren()"
 
 
@@ -534,8 +622,17 @@ _FILL = """({index, values, button}) => {
   const listed = Array.from(form.elements);
   const isButton = el => el.tagName === 'BUTTON' ||
     (el.tagName === 'INPUT' && ['submit', 'image', 'reset', 'button'].includes(el.type));
+  const live = !form.hasAttribute('action') && !listed.some(el => el.type === 'submit' || el.type === 'image');
+  if (live) {  // what the page writes as one types, outside the form, is counted
+    window.__webraceTyped = 0;
+    new MutationObserver(changes => {
+      window.__webraceTyped += changes.filter(c => !form.contains(c.target)).length;
+    }).observe(document.body || document.documentElement, {childList: true, subtree: true, characterData: true});
+  }
   const fire = el => {
+    if (live) el.dispatchEvent(new KeyboardEvent('keydown', {bubbles: true, key: 'Unidentified'}));
     el.dispatchEvent(new Event('input', {bubbles: true}));
+    if (live) el.dispatchEvent(new KeyboardEvent('keyup', {bubbles: true, key: 'Unidentified'}));
     el.dispatchEvent(new Event('change', {bubbles: true}));
   };
   const caption = el => (el.tagName === 'BUTTON' ? el.textContent : el.value || el.alt || '')
@@ -593,6 +690,7 @@ _FILL = """({index, values, button}) => {
   if (problems.length) return {problem: problems.join('; '), filled};
   const invalid = listed.filter(el => el.willValidate && !el.validity.valid).map(el => el.name || el.type);
   form.noValidate = true;  // sent as filled, as DynaBot sends forms without the browser
+  if (live) return {filled, invalid, submitter: 'typed', live: true};
   setTimeout(() => {
     if (submitter) submitter.click();
     else if (form.requestSubmit) form.requestSubmit();

@@ -1,5 +1,5 @@
 """``scrapy crawl dynabot -a scd=FILE -a seeds=FILE [-a frontier=trace|randomwalk|linkhint]
-[-a hints=blast,sequence]``: DynaBot (seed 004, chapter II).
+[-a hints=blast,sequence] [-a sites=any|DOMAIN,...]``: DynaBot (seed 004, chapter II).
 
 Every page the frontier yields is a candidate source: its forms are analysed, the service
 class description's probing templates are turned into probes (``webrace.dynabot.analyzer``),
@@ -15,7 +15,11 @@ statistics of the seed's Tables 2-5 are logged and written to
 
 Frontiers (section 2.5): ``trace`` analyses the seed list in order and follows no link;
 ``randomwalk`` follows the links of every page, in random order; ``linkhint`` follows them
-too, URLs containing a hint word first (deepest first among them).
+too, URLs containing a hint word first (deepest first among them). Both stay on the seeds'
+sites (``-a sites=`` adds others, or ``any``), fetch pages only (no JSON, CSV, images...: by
+extension before the request, by Content-Type once its headers arrive) and analyse a source
+once however many sort orders, pages or formats link to it, and a form the site repeats on
+every page (its search box) once (``webrace.dynabot.links``).
 """
 
 from __future__ import annotations
@@ -31,8 +35,8 @@ from typing import Any
 import lxml.html
 import scrapy
 from scrapy import signals
-from scrapy.exceptions import IgnoreRequest, NotConfigured
-from scrapy.http import Response, TextResponse
+from scrapy.exceptions import IgnoreRequest, NotConfigured, StopDownload
+from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.task import deferLater
@@ -57,6 +61,7 @@ from webrace.dynabot.analyzer import (
 from webrace.dynabot.answers import MAX_MARKUP, refinements, said
 from webrace.dynabot.browser import needs_browser
 from webrace.dynabot.forms import Form, Parameter, Upload, analyze_forms, form_data, form_request
+from webrace.dynabot.links import NOT_PAGES, Sites, form_key, html_media, source_key
 from webrace.dynabot.stats import format_report, report
 from webrace.items import ServiceProfile, ServiceTrace
 from webrace.middlewares.exclusion import IGNORED
@@ -107,7 +112,7 @@ def read_seeds(path: str) -> tuple[list[str], list[str]]:
 
 
 def check_arguments(scd: str | None, seeds: str | None, frontier: str,
-                    max_pages: str | int | None = None) -> tuple[ServiceClass, list[str]]:
+                    max_pages: str | int | None = None, sites: str = "") -> tuple[ServiceClass, list[str]]:
     """The service class and seed URLs, or ValueError with every problem (one per line)."""
     problems = []
     service = None
@@ -132,6 +137,7 @@ def check_arguments(scd: str | None, seeds: str | None, frontier: str,
         problems.append(f"unknown frontier {frontier!r}: expected one of {', '.join(FRONTIERS)}")
     if max_pages is not None and not str(max_pages).isdigit():
         problems.append(f"-a max_pages={max_pages}: expected a whole number of pages")
+    problems.extend(Sites.problems(sites))
     if problems:
         raise ValueError("\n".join(problems))
     assert service is not None  # noqa: S101 - for the type checker: no service class is among `problems`
@@ -166,6 +172,7 @@ class Source:
     before: list[dict] = field(default_factory=list)  # their states, for the profile
     browser: bool = False  # its form exists only in the browser (built by scripts)
     browser_requests: int = 0  # requests made through the browser
+    scripted: str = ""  # why answers built by scripts were not shown in the browser
 
     def summary(self) -> str:
         if not self.answered:
@@ -180,13 +187,19 @@ class DynaBotSpider(scrapy.Spider):
     custom_settings = {"METAREFRESH_ENABLED": False}
     def __init__(self, scd: str | None = None, seeds: str | None = None, frontier: str = "trace",
                  hints: str = "", max_pages: str | int | None = None, seed: str | int | None = None,
-                 **kwargs: Any) -> None:
+                 sites: str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         try:
-            self.service, self.seeds = check_arguments(scd, seeds, frontier, max_pages)
+            self.service, self.seeds = check_arguments(scd, seeds, frontier, max_pages, sites)
         except ValueError as exc:
             raise NotConfigured(f"dynabot: {exc}") from None
         self.frontier = frontier
+        self.sites = Sites(self.seeds, sites)
+        if frontier != "trace" and not self.sites.any:
+            # Scrapy's OffsiteMiddleware drops the rest, redirects off the sites included
+            self.allowed_domains = self.sites.domains
+        self.source_keys = {source_key(url) for url in self.seeds}  # sources requested or analysed
+        self.form_keys: set[tuple] = set()  # forms analysed on a page of a link frontier
         self.hints = [h.strip().lower() for h in hints.split(",") if h.strip()]
         self.max_pages_arg = max_pages
         self.random = random.Random(seed)  # noqa: S311 - probe order, reproducible from -a seed; no secret
@@ -194,7 +207,7 @@ class DynaBotSpider(scrapy.Spider):
         self.pages = 0
         self.page_statuses: Counter = Counter()
         self.page_types: Counter = Counter()
-        self.links = LinkExtractor(deny_extensions=[])
+        self.links = LinkExtractor(deny_extensions=NOT_PAGES)
         # what a person fills in when querying a member (user="true" in any probing template)
         self.user_arguments = {a.name for e in self.service.examples for a in e.arguments if a.user}
 
@@ -217,7 +230,8 @@ class DynaBotSpider(scrapy.Spider):
         spider.max_wait = settings.getfloat("WEBRACE_DYNABOT_MAX_REFRESH_WAIT")
         spider.max_response = settings.getint("WEBRACE_DYNABOT_MAX_RESPONSE_BYTES")
         spider.browser_budget = settings.getint("WEBRACE_DYNABOT_BROWSER_PROBES")
-        why_not = browser.available(settings) if browser_wanted(settings) else "off (WEBRACE_DYNABOT_BROWSER)"
+        why_not = (browser.available(settings) if browser_wanted(settings)
+                   else "off (-s WEBRACE_DYNABOT_BROWSER=auto turns it on)")
         if why_not and str(settings.get("WEBRACE_DYNABOT_BROWSER")).lower() in ("true", "1"):
             raise NotConfigured(f"dynabot: WEBRACE_DYNABOT_BROWSER is on but the browser cannot run: {why_not}")
         spider.browser_off = why_not  # None: the browser mode is on
@@ -225,6 +239,7 @@ class DynaBotSpider(scrapy.Spider):
         spider.max_pages = (int(spider.max_pages_arg) if spider.max_pages_arg
                             else settings.getint("WEBRACE_DYNABOT_MAX_PAGES"))
         crawler.signals.connect(spider.closed_report, signal=signals.spider_closed)
+        crawler.signals.connect(spider.headers_received, signal=signals.headers_received)
         return spider
 
     # -- the frontier ------------------------------------------------------------------------
@@ -237,7 +252,14 @@ class DynaBotSpider(scrapy.Spider):
     def page_request(self, url: str, depth: int, priority: int) -> scrapy.Request:
         self.pages += 1
         return scrapy.Request(url, callback=self.parse_page, errback=self.page_failed, priority=priority,
-                              cb_kwargs={"depth": depth})
+                              cb_kwargs={"depth": depth}, meta={"dynabot": "page"})
+
+    def headers_received(self, headers: Any, body_length: int, request: scrapy.Request, spider: Any) -> None:
+        """A frontier page that is not HTML is not downloaded further: it has no form and no link."""
+        if request.meta.get("dynabot") == "page" and self.frontier != "trace" \
+                and not html_media(headers.get("Content-Type")):
+            self.crawler.stats.inc_value("dynabot/pages_not_html")
+            raise StopDownload(fail=False)
 
     def _priority(self, url: str, depth: int) -> int:
         if self.frontier == "randomwalk":
@@ -248,7 +270,8 @@ class DynaBotSpider(scrapy.Spider):
         return 0
 
     def follow_links(self, response: Response, depth: int):
-        if self.frontier == "trace" or not isinstance(response, TextResponse):
+        """The links of an HTML page to pages of the seeds' sites, a source not requested yet each."""
+        if self.frontier == "trace" or not isinstance(response, HtmlResponse):
             return
         for link in self.links.extract_links(response):
             if self.pages >= self.max_pages:
@@ -258,7 +281,31 @@ class DynaBotSpider(scrapy.Spider):
                 url = normalize(link.url)
             except BadURL:
                 continue
-            yield self.page_request(url, depth + 1, self._priority(url, depth + 1))
+            key = source_key(url)
+            if not self.sites.allows(url):
+                self.crawler.stats.inc_value("dynabot/links_offsite")
+            elif key in self.source_keys:
+                self.crawler.stats.inc_value("dynabot/links_same_source")
+            else:
+                self.source_keys.add(key)
+                yield self.page_request(url, depth + 1, self._priority(url, depth + 1))
+
+    @staticmethod
+    def _form_key(form: Form) -> tuple:
+        return form_key(form.method, form.action, (p.name for p in form.parameters))
+
+    def _fresh_source(self, response: Response) -> bool:
+        """Whether a frontier page is a source not analysed yet: a redirect may end on one
+        another link requested (another sort order of the same table, its canonical URL)."""
+        first = (response.meta.get("redirect_urls") or [response.url])[0]
+        key = source_key(response.url)
+        if self.frontier == "trace" or key == source_key(first):
+            return True
+        if key in self.source_keys:
+            self.crawler.stats.inc_value("dynabot/pages_same_source")
+            return False
+        self.source_keys.add(key)
+        return True
 
     # -- a candidate source ----------------------------------------------------------------------
 
@@ -269,15 +316,19 @@ class DynaBotSpider(scrapy.Spider):
             self.page_statuses[response.status] += 1
             media = (response.headers.get("Content-Type") or b"").decode("latin-1").split(";")[0].strip() or "none"
             self.page_types[media] += 1
+            fresh = self._fresh_source(response)  # asked before its own links are counted
             yield from self.follow_links(response, depth)
+            if not fresh:
+                return
             source = Source(response.url, [], [], time.monotonic(), response.request.priority)
         elif source.done:
             return
         else:
             media = (response.headers.get("Content-Type") or b"").decode("latin-1").split(";")[0].strip() or "none"
-        if response.status >= 400 or not isinstance(response, TextResponse):
+        if response.status >= 400 or not isinstance(response, TextResponse) or not html_media(
+                response.headers.get("Content-Type")):
             if self.frontier == "trace" or source.preludes:
-                reason = f"HTTP {response.status}" if response.status >= 400 else f"not a text page ({media})"
+                reason = f"HTTP {response.status}" if response.status >= 400 else f"not an HTML page ({media})"
                 yield self.trace(source, "error" if response.status >= 400 else "no-form", reason)
             return
         forms = analyze_forms(response.body, response.url, response.encoding)
@@ -302,6 +353,14 @@ class DynaBotSpider(scrapy.Spider):
                 usable.append(form)
             else:
                 source.skipped["form posts to another site"] += 1
+        if self.frontier != "trace" and not source.preludes and usable:
+            # a site's search box on every page is one source: probed from the first page it is on
+            fresh = [f for f in usable if self._form_key(f) not in self.form_keys]
+            self.form_keys.update(self._form_key(f) for f in fresh)
+            if not fresh:
+                self.crawler.stats.inc_value("dynabot/pages_with_known_forms")
+                return
+            usable = fresh
         source.plan = plan_probes(usable, self.service, self.per_form, self.per_source, self.use_hints)
         source.kept_forms = {p.form.index for p in source.plan}
         source.next_probe = 0
@@ -455,6 +514,8 @@ class DynaBotSpider(scrapy.Spider):
             source.skipped["unusable"] += 1
             self._told(source, f"not submitted in the browser: {problem}")
             return list(self.send_next(source))
+        if source.browser and hops == 0 and (response.meta.get(browser.STATE) or {}).get("typed"):
+            self._told(source, "typed into, not submitted: the page answers as one types")
         markup, text, forms = self._read(response)
         if response.status >= 400:
             source.answered[f"HTTP {response.status}"] += 1
@@ -464,7 +525,8 @@ class DynaBotSpider(scrapy.Spider):
         step = next_step(self.service, path[-1][0], response.url, markup, text, forms, values, submitted)
         if step.kind == "result":
             states = [*source.before, *({"vertex": vertex, "url": url} for vertex, url in path)]
-            states.append({"vertex": step.vertex.name, "url": response.url})
+            states.append({"vertex": step.vertex.name, "url": response.url,
+                           **({"browser": True} if browser.STATE in response.meta else {})})
             extracted = extract(self.service, step.vertex, markup, text, values)
             self._told(source, f"result ({step.vertex.name}) at {response.url}")
             return [self.profile(source, probe, example, states, step.vertex.type, extracted),
@@ -499,6 +561,8 @@ class DynaBotSpider(scrapy.Spider):
             for offset, link in enumerate(step.links):
                 request = scrapy.Request(link, **self._probe_kwargs(source, probe, [*path, *follow], None, hops + 1))
                 source.pending.insert(offset, (request, path))
+        elif (request := self._render_answer(source, response, markup, values, probe, path, submitted, hops)):
+            source.pending.insert(0, (request, path))
         else:
             source.answered["page"] += 1
             self._refine(source, probe, example, markup)
@@ -507,6 +571,29 @@ class DynaBotSpider(scrapy.Spider):
 
             await maybe_deferred_to_future(deferLater(reactor, wait, lambda: None))
         return list(self.send_next(source))
+
+    def _render_answer(self, source: Source, response: Response, markup: str, values: dict, probe: Probe,
+                       path: list, submitted: Form | None, hops: int) -> scrapy.Request | None:
+        """The answer again, in the browser, when its results are still to be written by its
+        scripts (``browser.built_by_scripts``: Sphinx's search page); None when it is not such
+        an answer, or cannot be shown (told in the trace's reason)."""
+        if browser.STATE in response.meta or response.request.method != "GET" or not isinstance(
+                response, HtmlResponse):
+            return None
+        count = browser.built_by_scripts(markup[:MAX_MARKUP], [values.get(a) for a in probe.arguments],
+                                         source.page_markup)
+        if not count:
+            return None
+        what = f"the answer is built by scripts ({count} <script> elements, no results in its HTML)"
+        if self.browser_off or source.browser_requests >= self.browser_budget:
+            source.scripted = what + ("; browser mode " + self.browser_off if self.browser_off
+                                      else f"; browser budget ({self.browser_budget}) spent")
+            self._told(source, source.scripted)
+            return None
+        source.browser_requests += 1
+        self._told(source, what + ": shown in the browser")
+        kwargs = self._probe_kwargs(source, probe, path, submitted, hops)
+        return browser.render_request(response.url, **kwargs)
 
     def _fill(self, form: Form, example) -> tuple[dict, Any]:
         """What to send with a form met on the way (a format page, a wizard's next step): the
@@ -583,6 +670,8 @@ class DynaBotSpider(scrapy.Spider):
 
     def trace(self, source: Source, outcome: str, reason: str = "") -> ServiceTrace:
         source.done = True
+        if outcome != "match" and source.scripted and source.scripted not in reason:
+            reason = f"{reason}; {source.scripted}" if reason else source.scripted
         item = ServiceTrace(
             kind="trace", source=source.url, outcome=outcome,
             forms=[{"index": f.index, "action": f.action, "method": f.method, "parameters": len(f.parameters),

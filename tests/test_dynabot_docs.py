@@ -1,0 +1,113 @@
+"""DynaBot on documentation sites whose search runs in JavaScript, as real software built them:
+Python's documentation (Sphinx: ``search.html?q=`` is empty as served, searchtools.js writes the
+results) and MkDocs' (a search dialog with an unnamed field, answered as one types), from
+Debian's ``python3.11-doc`` and ``mkdocs-doc`` (``python bench/realapps/install.py --apps
+pythondocs,mkdocs`` installs them), each served as static files on 127.0.0.1."""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from webrace.dynabot import browser
+
+pytestmark = pytest.mark.xdist_group("dynabot_browser")  # one worker drives Chromium at a time
+
+ROOT = Path(__file__).resolve().parent.parent
+SPHINX = Path("/usr/share/doc/python3.11-doc/html")
+MKDOCS = Path("/usr/share/doc/mkdocs/html")
+UNAVAILABLE = browser.available()
+needs_chromium = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"browser mode unavailable: {UNAVAILABLE}")
+needs_docs = pytest.mark.skipif(not (SPHINX / "search.html").exists() or not (MKDOCS / "index.html").exists(),
+                                reason="needs Debian's python3.11-doc and mkdocs-doc (apt-get install python3.11-doc "
+                                       "mkdocs-doc, or python bench/realapps/install.py --apps pythondocs,mkdocs)")
+
+
+class Docs:
+    """A directory served on a free port of 127.0.0.1, every request path kept."""
+
+    def __init__(self, root: Path) -> None:
+        self.requests: list[str] = []
+        docs = self
+
+        class Handler(SimpleHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:
+                docs.requests.append(self.path)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def docs() -> Iterator[dict[str, Docs]]:
+    served = {"sphinx": Docs(SPHINX), "mkdocs": Docs(MKDOCS)}
+    try:
+        yield served
+    finally:
+        for site in served.values():
+            site.close()
+
+
+def crawl(project, docs: dict[str, Docs], *settings: str) -> tuple[object, dict[str, dict]]:
+    """The shipped keyword-search class, probing with a word both sites hold ("theme")."""
+    scd = (ROOT / "serviceclasses" / "keyword_search.xml").read_text(encoding="utf-8")
+    project.write("theme.xml", scd.replace("<value>crawler</value>", "<value>theme</value>"))
+    project.write("seeds.txt", docs["sphinx"].url + "\n" + docs["mkdocs"].url + "\n")
+    out = project.root / "out.jsonl"
+    done = project.scrapy("crawl", "dynabot", "-a", "scd=theme.xml", "-a", "seeds=seeds.txt", "-O", str(out),
+                          "-s", "DOWNLOAD_DELAY=0", "-s", "WEBRACE_DELAY_FACTOR=0", "-s", "TELNETCONSOLE_ENABLED=False",
+                          "-s", "LOG_LEVEL=INFO", *settings, timeout=300)
+    found: dict[str, dict] = {}
+    for line in out.read_text().splitlines() if out.exists() else []:
+        item = json.loads(line)
+        name = "sphinx" if item["source"] == docs["sphinx"].url else "mkdocs"
+        found.setdefault(name, {})[item["kind"]] = item
+    return done, found
+
+
+@needs_docs
+@needs_chromium
+def test_a_sphinx_search_page_and_a_mkdocs_search_dialog_are_found_in_browser_mode(docs, project):
+    done, found = crawl(project, docs)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    # Sphinx: the form is plain, its answer written by searchtools.js: shown in the browser
+    sphinx = found["sphinx"]
+    assert sphinx["trace"]["outcome"] == "match", sphinx["trace"]
+    assert "the answer is built by scripts" in sphinx["trace"]["steps"][0]["answer"]
+    assert sphinx["profile"]["states"][-1] == {"vertex": "results", "url": docs["sphinx"].url + "search.html?q=theme",
+                                               "browser": True}
+    assert any("data-score" in r["text"] for r in sphinx["profile"]["extracted"])  # written by searchtools.js
+    assert "/searchindex.js" in docs["sphinx"].requests
+    # MkDocs: the dialog's field has no name; typed into, answered without a submission
+    mkdocs = found["mkdocs"]
+    assert mkdocs["trace"]["outcome"] == "match", mkdocs["trace"]
+    assert mkdocs["profile"]["fields"] == [["#mkdocs-search-query", "theme"]]
+    assert "typed into, not submitted" in mkdocs["trace"]["steps"][-1]["answer"]
+    assert mkdocs["profile"]["states"][-1]["url"] == docs["mkdocs"].url
+    assert any('href="./user-guide/configuration.html#theme"' in r["text"] for r in mkdocs["profile"]["extracted"])
+    assert not [path for path in docs["mkdocs"].requests if "?" in path]  # nothing was submitted
+
+
+@needs_docs
+def test_without_the_browser_the_reason_says_the_answer_is_built_by_scripts(docs, project):
+    done, found = crawl(project, docs, "-s", "WEBRACE_DYNABOT_BROWSER=False")
+    assert done.returncode == 0, done.stderr[-3000:]
+    trace = found["sphinx"]["trace"]
+    assert trace["outcome"] == "no-match" and "profile" not in found["sphinx"]
+    assert "the answer is built by scripts (" in trace["reason"]
+    assert "<script> elements, no results in its HTML); browser mode off (-s WEBRACE_DYNABOT_BROWSER=auto" \
+        in trace["reason"]
+    assert "browser mode off" in found["mkdocs"]["trace"]["reason"]
