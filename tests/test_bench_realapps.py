@@ -7,11 +7,15 @@ from pathlib import Path
 
 import pytest
 
+# bench/ on the path only while realapps is imported: its other modules (bench/rules.py...) would
+# shadow the project's packages of the same name for every test that runs after this one
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-
-from realapps import logs  # noqa: E402
-from realapps.apps import APPS  # noqa: E402
-from realapps.serve import load_truth, load_truth_apps, matches  # noqa: E402
+try:
+    from realapps import logs
+    from realapps.apps import APPS
+    from realapps.serve import load_truth, load_truth_apps, matches
+finally:
+    del sys.path[0]
 
 LINES = [  # what each server writes for one request
     ('INFO:     127.0.0.1:52458 - "GET /p/packages?_search=library HTTP/1.1" 200 OK', "GET", "/p/packages"),
