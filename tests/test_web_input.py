@@ -342,9 +342,15 @@ def _form(sweep: Sweep, endpoint: str, data: st.DataObject, actor: Actor) -> dic
         if value is not None:
             form[name] = value
     form.update(data.draw(mostly(st.just({}), st.dictionaries(TEXT, VALUE, max_size=2)), label="extra fields"))
-    encoding = data.draw(mostly(st.just("urlencoded"), st.sampled_from(["multipart", "broken"])), label="encoding")
+    encoding = data.draw(mostly(st.just("urlencoded"), st.sampled_from(["multipart", "broken", "nameless part"])),
+                         label="encoding")
     if encoding == "multipart":
         return {"data": form, "content_type": "multipart/form-data"}
+    if encoding == "nameless part":  # as a script may send it; werkzeug keys it None
+        fields = [(k, v) for k, values in form.items() for v in (values if isinstance(values, list) else [values])]
+        parts = [f'--B\r\nContent-Disposition: form-data; name="{quote(k)}"\r\n\r\n{v}\r\n' for k, v in fields]
+        body = "".join(parts) + "--B\r\nContent-Disposition: form-data\r\n\r\nx\r\n--B--\r\n"
+        return {"data": body.encode("utf-8", "surrogatepass"), "content_type": "multipart/form-data; boundary=B"}
     body = urlencode(form, doseq=True)
     if encoding == "broken":
         body += data.draw(st.sampled_from(["&%ff=%fe", "&urd_xml=%", "&url=%zz", "&&==&", "&csrf_token=%00"]))
@@ -536,3 +542,17 @@ def test_a_missing_id_is_named_in_one_line(sweep):
     answer = _api(sweep, "DELETE", "/api/v1/owners/alice/sentinels/" + quote("a\r\nSet-Cookie: x=1", safe=""))
     assert answer.status_code == 404
     assert answer.get_json() == {"error": "alice has no sentinel 'a\\r\\nSet-Cookie: x=1'"}
+
+
+NAMELESS = b'--B\r\nContent-Disposition: form-data\r\n\r\nx\r\n--B--\r\n'
+
+
+@pytest.mark.parametrize("actor", ["nobody", "alice-session"])
+@pytest.mark.parametrize("path", ["/login", "/logout", "/owner/alice/sentinels", "/owner/alice/urds"])
+def test_a_multipart_form_part_without_a_name_answers_400(sweep, actor, path):
+    before = sweep.state()
+    sweep.errors.clear()
+    answer = sweep.actor(actor).client.post(path, data=NAMELESS, content_type="multipart/form-data; boundary=B")
+    assert answer.status_code == 400 and not sweep.errors
+    assert "a form field without a name" in answer.get_data(as_text=True)
+    assert sweep.state() == before

@@ -6,14 +6,16 @@ CSRF token in an ``X-CSRFToken`` header). Without either: 401. Errors are ``{"er
 
     GET    /api/v1/me
     GET    /api/v1/owners                                   (admin)
-    GET    /api/v1/owners/NAME/acis?page=N
+    GET    /api/v1/owners/NAME/acis?page=N                  (N from 1 to 1,000,000)
     GET    /api/v1/owners/NAME/notifications
     GET    /api/v1/owners/NAME/notifications/ID             (with the diff's segments and HTML)
     GET    /api/v1/owners/NAME/urds
     POST   /api/v1/owners/NAME/urds                         (body: the URD XML)
     DELETE /api/v1/owners/NAME/urds/ID
     GET    /api/v1/owners/NAME/sentinels
-    POST   /api/v1/owners/NAME/sentinels                    (body: JSON url, type, where, ...)
+    POST   /api/v1/owners/NAME/sentinels                    (body: a JSON object of strings: url, type,
+                                                             where, pattern, every (or a number of seconds),
+                                                             on, ignore (or a list of rules))
     DELETE /api/v1/owners/NAME/sentinels/ID
 """
 

@@ -17,10 +17,11 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from flask import Flask, Response, jsonify, render_template
+from flask import Flask, Request, Response, jsonify, render_template
 from flask.json.provider import DefaultJSONProvider
 from flask_wtf.csrf import CSRFError
-from werkzeug.exceptions import HTTPException, SecurityError, ServiceUnavailable
+from werkzeug.exceptions import BadRequest, HTTPException, SecurityError, ServiceUnavailable
+from werkzeug.formparser import FormDataParser
 
 from webrace import __version__
 from webrace.backends import RedisUnavailable
@@ -50,11 +51,27 @@ class BoundedJSON(DefaultJSONProvider):
         return super().loads(s, **kwargs)
 
 
+class NamedFieldsParser(FormDataParser):
+    """Werkzeug's form parser, refusing a multipart part without a name: werkzeug keeps it
+    under the key None, on which Flask-WTF's CSRF check fails (a 500 for anyone's POST)."""
+
+    def parse(self, *args: Any, **kwargs: Any) -> Any:
+        stream, form, files = super().parse(*args, **kwargs)
+        if None in form or None in files:
+            raise BadRequest("a form field without a name")
+        return stream, form, files
+
+
+class WebRequest(Request):
+    form_data_parser_class = NamedFieldsParser
+
+
 def create_app(settings: Any, host: str = "127.0.0.1") -> Flask:
     """The app over the stores ``settings`` name, answering the Host names allowed for ``host``."""
     web = WebConfig.from_settings(settings, host)
     app = Flask(__name__)
     app.json = BoundedJSON(app)
+    app.request_class = WebRequest
     app.config.update(
         WEBRACE_SETTINGS=settings,
         WEBRACE_WEB=web,
