@@ -31,7 +31,7 @@ def compile_pattern(text: str) -> Any:
         return re2.compile(text, options=_OPTIONS)
     except re2.error as exc:
         reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else exc
-        raise PatternError(f"not a valid regular expression for RE2 ({reason}; RE2 has no backreferences or "
+        raise PatternError(f"not a valid regular expression for RE2 ({str(reason)[:120]}; RE2 has no backreferences or "
                            "lookaround)") from None
 
 

@@ -193,12 +193,14 @@ def check_location(where: str) -> None:
         try:
             HTMLTranslator().css_to_xpath(expression)
         except SelectorError as exc:
-            raise ValueError(f"not a CSS selector: {expression!r}: {exc}") from None
+            raise ValueError(f"not a CSS selector: {expression[:80]!r}: {exc}") from None
+        except RecursionError:  # cssselect recurses per nested :is() and per combinator
+            raise ValueError(f"not a CSS selector: {expression[:80]!r}: nested too deeply") from None
     else:
         try:
             etree.XPath(expression)
         except etree.XPathSyntaxError as exc:
-            raise ValueError(f"not an XPath expression: {expression!r}: {exc}") from None
+            raise ValueError(f"not an XPath expression: {expression[:80]!r}: {exc}") from None
 
 
 # -- edit scripts ------------------------------------------------------------------------

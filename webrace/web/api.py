@@ -6,14 +6,16 @@ CSRF token in an ``X-CSRFToken`` header). Without either: 401. Errors are ``{"er
 
     GET    /api/v1/me
     GET    /api/v1/owners                                   (admin)
-    GET    /api/v1/owners/NAME/acis?page=N
+    GET    /api/v1/owners/NAME/acis?page=N                  (N from 1 to 1,000,000)
     GET    /api/v1/owners/NAME/notifications
     GET    /api/v1/owners/NAME/notifications/ID             (with the diff's segments and HTML)
     GET    /api/v1/owners/NAME/urds
     POST   /api/v1/owners/NAME/urds                         (body: the URD XML)
     DELETE /api/v1/owners/NAME/urds/ID
     GET    /api/v1/owners/NAME/sentinels
-    POST   /api/v1/owners/NAME/sentinels                    (body: JSON url, type, where, ...)
+    POST   /api/v1/owners/NAME/sentinels                    (body: a JSON object of strings: url, type,
+                                                             where, pattern, every (or a number of seconds),
+                                                             on, ignore (or a list of rules))
     DELETE /api/v1/owners/NAME/sentinels/ID
 """
 
@@ -25,9 +27,9 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from flask import Blueprint, abort, g, jsonify, request
+from flask import Blueprint, abort, current_app, g, jsonify, request
 
-from webrace.names import canonical_owner
+from webrace.names import canonical_owner, owner_name_problem
 from webrace.web import owners, profile
 from webrace.web.accounts import open_accounts
 from webrace.web.auth import config, may_see, settings
@@ -51,7 +53,10 @@ def owner_api(view: Callable) -> Callable:
     def guarded(name: str, **kwargs: Any) -> Any:
         if not may_see(name):
             abort(403, "this is another owner's data")
-        return view(canonical_owner(name) or name, **kwargs)
+        owner = canonical_owner(name)
+        if owner is None:  # an admin may see any owner, but this is none
+            abort(404, owner_name_problem(name))
+        return view(owner, **kwargs)
     return guarded
 
 
@@ -80,8 +85,11 @@ def all_owners() -> Any:
 @blueprint.route("/owners/<name>/acis")
 @owner_api
 def acis(name: str) -> Any:
-    number = request.args.get("page", "1")
-    page = owners.acis(settings(), name, int(number) if number.isdigit() else 1, config().page_size)
+    try:
+        number = owners.page_number(request.args.get("page"))
+    except ValueError as exc:
+        abort(400, str(exc))
+    page = owners.acis(settings(), name, number, config().page_size)
     return jsonify(acis=[asdict(a) for a in page.items], page=page.number, more=page.more)
 
 
@@ -96,7 +104,7 @@ def notifications(name: str) -> Any:
 def notification(name: str, note_id: str) -> Any:
     found = owners.notification(settings(), name, note_id)
     if found is None:
-        abort(404, f"{name} has no notification {note_id}")
+        abort(404, f"{name} has no notification {note_id[:80]!r}")
     note, segments = found
     return jsonify(notification=note, diff=[list(s) for s in segments], diff_html=owners.segments_html(segments))
 
@@ -117,7 +125,7 @@ def urds(name: str) -> Any:
 @owner_api
 def remove_urd(name: str, urd_id: str) -> Any:
     if not profile.remove_urd(settings(), name, urd_id):
-        abort(404, f"{name} has no URD {urd_id}")
+        abort(404, f"{name} has no URD {urd_id[:80]!r}")
     return jsonify(removed=urd_id)
 
 
@@ -127,13 +135,8 @@ def sentinels(name: str) -> Any:
     if request.method == "GET":
         rows = profile.sentinels(settings(), name)
         return jsonify(sentinels=[{**json.loads(s.to_json()), "next_due": due, "seen": seen} for s, due, seen in rows])
-    form = request.get_json(silent=True)
-    if not isinstance(form, dict):
-        abort(400, "expected a JSON object: url, type, where, pattern, every, on, ignore")
-    fields = {k: "\n".join(v) if k == "ignore" and isinstance(v, list) else str(v) for k, v in form.items()
-              if v is not None}
     try:
-        added = profile.add_sentinel(settings(), name, fields)
+        added = profile.add_sentinel(settings(), name, profile.sentinel_fields(_json_body()))
     except profile.ProfileError as exc:
         return _refused(exc)
     return jsonify(added=added.id), 201
@@ -143,8 +146,19 @@ def sentinels(name: str) -> Any:
 @owner_api
 def remove_sentinel(name: str, sentinel_id: str) -> Any:
     if not profile.remove_sentinel(settings(), name, sentinel_id):
-        abort(404, f"{name} has no sentinel {sentinel_id}")
+        abort(404, f"{name} has no sentinel {sentinel_id[:80]!r}")
     return jsonify(removed=sentinel_id)
+
+
+def _json_body() -> Any:
+    """The request's JSON (parsed by the app's provider, which bounds its nesting); 400 saying
+    why when there is none."""
+    if not request.is_json:
+        abort(400, f"expected a JSON object (Content-Type: application/json): {', '.join(profile.SENTINEL_FIELDS)}")
+    try:
+        return current_app.json.loads(request.get_data(cache=False))
+    except ValueError as exc:  # not JSON, not UTF-8, nested too deep
+        abort(400, f"the body is not JSON: {exc}")
 
 
 def _urd_dict(urd: Any) -> dict[str, Any]:

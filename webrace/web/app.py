@@ -13,13 +13,17 @@ Content-Security-Policy; the stored pages a stricter one of their own (``pages``
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from flask import Flask, Response, jsonify, render_template, request
+from flask import Flask, Request, Response, jsonify, render_template, request
+from flask.json.provider import DefaultJSONProvider
 from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFError
-from werkzeug.exceptions import HTTPException, SecurityError, ServiceUnavailable
+from werkzeug.exceptions import BadRequest, HTTPException, SecurityError, ServiceUnavailable
+from werkzeug.formparser import FormDataParser
 
 from webrace import __version__
 from webrace.backends import RedisUnavailable
@@ -29,12 +33,47 @@ from webrace.web.config import WebConfig
 
 APP_CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
            "frame-ancestors 'none'; base-uri 'none'")
+MAX_JSON_DEPTH = 64  # arrays and objects in one another in a request's JSON body
+_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]')  # possessive: linear on an unclosed string
+_LEVEL = {"[": 1, "{": 1, "]": -1, "}": -1}  # a string token counts 0
+
+
+class BoundedJSON(DefaultJSONProvider):
+    """Flask's JSON, refusing a body nested deeper than ``MAX_JSON_DEPTH`` before parsing it:
+    Python's parser recurses per level, so 100,000 ``[`` would end in a RecursionError (a 500)."""
+
+    def loads(self, s: str | bytes, **kwargs: Any) -> Any:
+        if isinstance(s, bytes | bytearray):
+            s = bytes(s).decode(json.detect_encoding(s), "surrogatepass")  # as json.loads does
+        depth = 0
+        for token in _STRING_OR_BRACKET.finditer(s):
+            depth += _LEVEL.get(token.group(), 0)
+            if depth > MAX_JSON_DEPTH:
+                raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
+        return super().loads(s, **kwargs)
+
+
+class NamedFieldsParser(FormDataParser):
+    """Werkzeug's form parser, refusing a multipart part without a name: werkzeug keeps it
+    under the key None, on which Flask-WTF's CSRF check fails (a 500 for anyone's POST)."""
+
+    def parse(self, *args: Any, **kwargs: Any) -> Any:
+        stream, form, files = super().parse(*args, **kwargs)
+        if None in form or None in files:
+            raise BadRequest("a form field without a name")
+        return stream, form, files
+
+
+class WebRequest(Request):
+    form_data_parser_class = NamedFieldsParser
 
 
 def create_app(settings: Any, host: str = "127.0.0.1") -> Flask:
     """The app over the stores ``settings`` name, answering the Host names allowed for ``host``."""
     web = WebConfig.from_settings(settings, host)
     app = Flask(__name__)
+    app.json = BoundedJSON(app)
+    app.request_class = WebRequest
     app.config.update(
         WEBRACE_SETTINGS=settings,
         WEBRACE_WEB=web,

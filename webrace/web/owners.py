@@ -19,6 +19,7 @@ from webrace.sentinels.diff import diff_html, notification_diff
 from webrace.store.objects import ObjectCorrupt, ObjectMissing
 
 MAX_NOTIFICATIONS = 200  # listed on an owner's page, newest first
+MAX_PAGE = 1_000_000  # the highest page number asked for (?page=): a longer number is refused, not converted
 _MEDIA = {"html": "text/html", "xhtml": "application/xhtml+xml", "xml": "application/xml", "text": "text/plain"}
 _HEAD = re.compile(rb"<head(\s[^>]*)?>", re.IGNORECASE)
 
@@ -38,6 +39,17 @@ class StoredUnavailable(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+def page_number(text: str | None) -> int:
+    """The page ``?page=`` asks for (1 when it is absent or empty); a ValueError of one line
+    when it is not a number from 1 to ``MAX_PAGE`` (``int()`` of 5,000 digits would raise,
+    and ``"²".isdigit()`` is true)."""
+    if not text:
+        return 1
+    if not (text.isascii() and text.isdigit() and len(text) <= len(str(MAX_PAGE))) or not 1 <= int(text) <= MAX_PAGE:
+        raise ValueError(f"page: expected a number from 1 to {MAX_PAGE:,}, not {text[:20]!r}")
+    return int(text)
 
 
 def acis(settings: Any, owner: str, page: int = 1, size: int = 50) -> Page:

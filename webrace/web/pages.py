@@ -23,7 +23,7 @@ from typing import Any
 from flask import Blueprint, Response, abort, flash, g, redirect, render_template, request, url_for
 
 from webrace.annotation.feed import atom_feed
-from webrace.names import canonical_owner
+from webrace.names import canonical_owner, owner_name_problem
 from webrace.records.sentinel import ON, TYPES
 from webrace.web import owners, profile
 from webrace.web.accounts import MAX_PASSWORD, open_accounts
@@ -64,7 +64,10 @@ def owner_view(view: Callable) -> Callable:
             return _to_login()
         if not may_see(name):
             abort(403, "These pages belong to another owner.")
-        return view(canonical_owner(name) or name, **kwargs)
+        owner = canonical_owner(name)
+        if owner is None:  # an admin may see any owner, but this is none
+            abort(404, owner_name_problem(name))
+        return view(owner, **kwargs)
     return guarded
 
 
@@ -124,8 +127,11 @@ def all_owners() -> Any:
 @blueprint.route("/owner/<name>/")
 @owner_view
 def owner_page(name: str) -> Any:
-    number = request.args.get("page", "1")
-    page = owners.acis(settings(), name, int(number) if number.isdigit() else 1, config().page_size)
+    try:
+        number = owners.page_number(request.args.get("page"))
+    except ValueError as exc:
+        abort(400, str(exc))
+    page = owners.acis(settings(), name, number, config().page_size)
     notes = owners.notifications(settings(), name)
     return render_template("owner.html", owner=name, page=page, notes=notes)
 
@@ -157,7 +163,7 @@ def _feed(name: str) -> Response:
 def notification(name: str, note_id: str) -> Any:
     found = owners.notification(settings(), name, note_id)
     if found is None:
-        abort(404, f"{name} has no notification {note_id}.")
+        abort(404, f"{name} has no notification {note_id[:80]!r}.")
     note, segments = found
     return render_template("notification.html", owner=name, note=note, diff=owners.segments_html(segments))
 
@@ -167,7 +173,7 @@ def notification(name: str, note_id: str) -> Any:
 def stored(aci_id: str) -> Any:
     item = owners.aci(settings(), aci_id)
     if item is None or not may_see(item.owner):  # the same answer: another owner's ACI is none of ours
-        abort(404, f"No ACI {aci_id}.")
+        abort(404, f"No ACI {aci_id[:80]!r}.")
     try:
         content_type, body = owners.stored_version(settings(), item)
     except owners.StoredUnavailable as exc:
@@ -221,7 +227,7 @@ def add_urds(name: str) -> Any:
 def edit_urd(name: str, urd_id: str) -> Any:
     current = profile.urd(settings(), name, urd_id)
     if current is None:
-        abort(404, f"{name} has no URD {urd_id}.")
+        abort(404, f"{name} has no URD {urd_id[:80]!r}.")
     if request.method == "GET":
         return render_template("urd_edit.html", owner=name, urd=current, urd_xml=current.to_xml())
     xml = request.form.get("urd_xml", "")
@@ -237,7 +243,7 @@ def edit_urd(name: str, urd_id: str) -> Any:
 @owner_view
 def remove_urd(name: str, urd_id: str) -> Any:
     if not profile.remove_urd(settings(), name, urd_id):
-        abort(404, f"{name} has no URD {urd_id}.")
+        abort(404, f"{name} has no URD {urd_id[:80]!r}.")
     flash(f"Removed URD {urd_id}")
     return redirect(url_for("pages.profile_page", name=name))
 
@@ -258,7 +264,7 @@ def add_sentinel(name: str) -> Any:
 def edit_sentinel(name: str, sentinel_id: str) -> Any:
     current = profile.sentinel(settings(), name, sentinel_id)
     if current is None:
-        abort(404, f"{name} has no sentinel {sentinel_id}.")
+        abort(404, f"{name} has no sentinel {sentinel_id[:80]!r}.")
     if request.method == "GET":
         form = {"url": current.url, "type": current.type, "where": current.where or "",
                 "pattern": current.pattern or "", "every": f"{current.every // 1000}s", "on": current.on,
@@ -277,7 +283,7 @@ def edit_sentinel(name: str, sentinel_id: str) -> Any:
 @owner_view
 def remove_sentinel(name: str, sentinel_id: str) -> Any:
     if not profile.remove_sentinel(settings(), name, sentinel_id):
-        abort(404, f"{name} has no sentinel {sentinel_id}.")
+        abort(404, f"{name} has no sentinel {sentinel_id[:80]!r}.")
     flash(f"Removed sentinel {sentinel_id}")
     return redirect(url_for("pages.profile_page", name=name))
 
@@ -329,6 +335,6 @@ def remove_channel(name: str, channel_id: str) -> Any:
         abort(404, "Delivery is not installed.")
     with open_channels(settings()) as store:
         if not store.remove(name, channel_id):
-            abort(404, f"{name} has no channel {channel_id}.")
+            abort(404, f"{name} has no channel {channel_id[:80]!r}.")
     flash(f"Removed channel {channel_id}")
     return redirect(url_for("pages.profile_page", name=name))

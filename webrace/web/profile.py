@@ -27,6 +27,7 @@ from webrace.web.config import setting
 SOURCE = "pasted"  # the name problems give the pasted XML, turned into "line N"
 MAX_FIELD = 2048  # characters in one sentinel form field
 MAX_IGNORE = 20  # ignore rules of one sentinel
+SENTINEL_FIELDS = ("url", "type", "where", "pattern", "every", "on", "ignore")  # the form's, and the API's JSON
 _AT_LINE = re.compile(rf"{SOURCE}:(\d+|\?)")
 
 
@@ -116,7 +117,7 @@ def sentinel(settings: Any, owner: str, sentinel_id: str) -> Sentinel | None:
 def sentinel_from_form(settings: Any, owner: str, form: Mapping[str, str]) -> Sentinel:
     """A checked sentinel from the form's fields (url, type, where, pattern, every, on,
     ignore: one rule a line), as `scrapy sentinel add` checks its options."""
-    fields = {k: (form.get(k) or "").strip() for k in ("url", "type", "where", "pattern", "every", "on", "ignore")}
+    fields = {k: (form.get(k) or "").strip() for k in SENTINEL_FIELDS}
     too_long = [k for k, v in fields.items() if len(v) > MAX_FIELD]
     if too_long:
         raise ProfileError([f"{k}: longer than {MAX_FIELD} characters" for k in too_long])
@@ -134,6 +135,31 @@ def sentinel_from_form(settings: Any, owner: str, form: Mapping[str, str]) -> Se
                     fields["on"] or "any", ignore, every, tick, now_millis())
     except SentinelError as exc:
         raise ProfileError([str(exc)]) from None
+
+
+def sentinel_fields(data: Any) -> dict[str, str]:
+    """The form fields of a sentinel given as JSON (the API): an object of ``SENTINEL_FIELDS``,
+    each a string or null (absent); ``every`` may be a number (seconds) and ``ignore`` a list
+    of strings (a rule each). Anything else is a :class:`ProfileError` naming the field."""
+    if not isinstance(data, dict):
+        raise ProfileError([f"expected a JSON object with the fields {', '.join(SENTINEL_FIELDS)}"])
+    unknown = [k for k in data if k not in SENTINEL_FIELDS]
+    if unknown:
+        raise ProfileError([f"unknown field {unknown[0][:40]!r}: expected {', '.join(SENTINEL_FIELDS)}"])
+    fields = {}
+    for key, value in data.items():
+        if key == "every" and isinstance(value, int | float) and not isinstance(value, bool):
+            value = str(value)
+        elif key == "ignore" and isinstance(value, list):
+            if not all(isinstance(rule, str) and "\n" not in rule and "\r" not in rule for rule in value):
+                raise ProfileError(["ignore: expected a list of strings (one rule each, without line breaks)"])
+            value = "\n".join(value)
+        if value is not None and not isinstance(value, str):
+            kind = "a string or a number of seconds" if key == "every" else "a string"
+            raise ProfileError([f"{key}: expected {kind}, not {type(value).__name__}"])
+        if value is not None:
+            fields[key] = value
+    return fields
 
 
 def add_sentinel(settings: Any, owner: str, form: Mapping[str, str], replacing: str | None = None) -> Sentinel:
