@@ -152,6 +152,7 @@ BODY = {
     "pages.login": "form", "pages.logout": "form", "pages.add_urds": "form", "pages.edit_urd": "form",
     "pages.remove_urd": "form", "pages.add_sentinel": "form", "pages.edit_sentinel": "form",
     "pages.remove_sentinel": "form", "pages.add_channel": "form", "pages.remove_channel": "form",
+    "pages.new_feed_url": "form", "pages.revoke_feed_url": "form", "pages.token_feed": None,
     "pages.home": None, "pages.all_owners": None, "pages.owner_page": None, "pages.feed": None,
     "pages.notification": None, "pages.stored": None, "pages.old_stored_link": None, "pages.profile_page": None,
     "api.me": None, "api.all_owners": None, "api.acis": None, "api.notifications": None, "api.notification": None,
@@ -161,7 +162,7 @@ BODY = {
 
 # each path parameter: what exists now (the owner's first), or anything
 PATH_VALUES = {"name": "owners", "urd_id": "urds", "sentinel_id": "sentinels", "note_id": "notes",
-               "aci_id": "acis", "channel_id": "channels", "filename": "static"}
+               "aci_id": "acis", "channel_id": "channels", "filename": "static", "token": "feed_tokens"}
 RAW_SEGMENTS = ("%ff", "%00", "%2e%2e", "%c0%ae", "%2F", "..", ".", "%", "%zz", "a%0d%0aSet-Cookie:x=1")
 
 ACTORS = ("alice-session", "alice-token", "bob-session", "bob-token", "root-session", "nobody", "forged")
@@ -192,6 +193,7 @@ class Sweep:
             for name, password in PASSWORDS.items():
                 accounts.add(name, password, admin=name == "root")
             tokens = {name: accounts.new_token(name) for name in OWNERS}
+            self.feed_tokens = [accounts.new_feed_token(name) for name in OWNERS]  # secret feed URLs
         self.actors = {key: Actor(self.app.test_client(), None if key in ("nobody", "forged") else key.split("-")[0])
                        for key in ACTORS}
         for key in ("alice-token", "bob-token"):
@@ -257,6 +259,8 @@ class Sweep:
             return [owner or "alice", "alice", "bob", "root", "carol"]
         if kind == "static":
             return ["style.css"]
+        if kind == "feed_tokens":  # shown once, kept hashed: the ones made at the start (maybe revoked since)
+            return self.feed_tokens
         found = {"urds": [(u.owner, u.id) for u in state["urds"]],
                  "sentinels": [(s.owner, s.id) for s, _, _ in state["sentinels"]],
                  "notes": [(o, n["id"]) for o, notes in state["notes"].items() for n in notes],
