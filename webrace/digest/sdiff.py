@@ -179,6 +179,27 @@ def select(root: Any, where: str) -> list[Any]:
     return [el for el in found if hasattr(el, "tag")]
 
 
+MAX_CSS_DEPTH = 64  # nested brackets plus combinators: cssselect recurses per each
+
+
+def _css_depth(expression: str) -> int:
+    """How deep cssselect would recurse on ``expression``, bounded from above: the deepest
+    bracket nesting plus the number of combinators (whitespace, ``>``, ``+``, ``~``). Checked
+    before parsing, so the answer does not depend on the interpreter's recursion limit."""
+    depth = deepest = combinators = 0
+    previous = ""
+    for char in expression.strip():
+        if char in "([":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in ")]":
+            depth -= 1
+        elif char in ">+~" or (char.isspace() and not previous.isspace()):
+            combinators += 1
+        previous = char
+    return deepest + combinators
+
+
 def check_location(where: str) -> None:
     """Raise ValueError with a clear message when ``where`` is not a usable selector."""
     from lxml import etree
@@ -190,6 +211,8 @@ def check_location(where: str) -> None:
         from cssselect import HTMLTranslator
         from cssselect.parser import SelectorError
 
+        if _css_depth(expression) > MAX_CSS_DEPTH:
+            raise ValueError(f"not a CSS selector: {expression[:80]!r}: nested too deeply") from None
         try:
             HTMLTranslator().css_to_xpath(expression)
         except SelectorError as exc:
