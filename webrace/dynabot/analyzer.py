@@ -36,6 +36,7 @@ from w3lib.html import get_meta_refresh, strip_html5_whitespace
 from scd import Argument, Example, Match, ServiceClass, Vertex, is_form_type
 from webrace.dynabot.answers import class_words, fits, specific, words
 from webrace.dynabot.forms import TEXT_KINDS, Form, Parameter, base_url
+from webrace.dynabot.sideeffects import is_mail
 from webrace.urls import in_scope
 
 # what people click to send a form, and what they do not
@@ -59,6 +60,7 @@ class Probe:
     button: Parameter | None
     score: float
     why: str = ""  # why this probe was chosen, for the trace
+    control: bool = False  # the control probe of a claim: a value that cannot match (webrace.dynabot.evidence)
 
     def key(self) -> tuple:
         """What makes two probes the same request: form, values sent, button."""
@@ -124,7 +126,7 @@ def accepts(argument: Argument, parameter: Parameter) -> bool:
         return bool(choose_option(argument, parameter))
     if parameter.kind == "file":  # a long text can be uploaded as a file, where nothing else takes it
         return argument.required and (not argument.input_types or _full(argument.input_types, "textarea"))
-    if parameter.kind == "password":
+    if parameter.kind == "password" or is_mail(parameter):  # never credentials, never an address to write to
         return False
     if argument.input_types:
         return _full(argument.input_types, parameter.kind)
