@@ -176,6 +176,9 @@ WEBRACE_DYNABOT_MAX_PAGES = 200
 WEBRACE_DYNABOT_MAX_POSTS_PER_SITE = 10
 # Result objects (resultType) a profile lists at most (its "extracted").
 WEBRACE_DYNABOT_MAX_EXTRACTED = 20
+# Words of a start page (its most frequent) tried as probe values after the command line's
+# (-a probe=...) and the probing template's own, where the argument's type takes them.
+WEBRACE_DYNABOT_SITE_WORDS = 2
 # Order probes by the probing templates' hints, fill optional arguments and read the answers
 # to choose the next probe (False: the seed's plain Algorithm 2, parameters in page order; the
 # benchmark's baseline).

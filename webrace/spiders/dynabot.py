@@ -62,6 +62,7 @@ from webrace.dynabot.evidence import Answer, Evidence, echoed, judge, mask_in_ta
 from webrace.dynabot.forms import Form, Parameter, Upload, analyze_forms, form_data, form_request
 from webrace.dynabot.sideeffects import classify
 from webrace.dynabot.stats import format_report, report
+from webrace.dynabot.values import PROBE, parse_values, site_words, vary
 from webrace.items import ServiceProfile, ServiceTrace
 from webrace.middlewares.exclusion import IGNORED
 from webrace.urls import BadURL, normalize
@@ -203,6 +204,11 @@ class DynaBotSpider(scrapy.Spider):
             self.service, self.seeds = check_arguments(scd, seeds, frontier, max_pages)
         except ValueError as exc:
             raise NotConfigured(f"dynabot: {exc}") from None
+        # -a probe=V,... and -a ARGUMENT=V,...: probe values tried before the class's (webrace.dynabot.values)
+        names = {a.name for e in self.service.examples for a in e.arguments} | {PROBE}
+        self.given_values, problems = parse_values(self.service, {k: v for k, v in kwargs.items() if k in names})
+        if problems:
+            raise NotConfigured("dynabot: " + "\n".join(problems))
         self.frontier = frontier
         self.hints = [h.strip().lower() for h in hints.split(",") if h.strip()]
         self.max_pages_arg = max_pages
@@ -247,6 +253,7 @@ class DynaBotSpider(scrapy.Spider):
         spider.use_hints = settings.getbool("WEBRACE_DYNABOT_USE_HINTS")
         spider.max_posts = settings.getint("WEBRACE_DYNABOT_MAX_POSTS_PER_SITE")
         spider.max_extracted = settings.getint("WEBRACE_DYNABOT_MAX_EXTRACTED")
+        spider.site_words = settings.getint("WEBRACE_DYNABOT_SITE_WORDS")
         spider.max_pages = (int(spider.max_pages_arg) if spider.max_pages_arg
                             else settings.getint("WEBRACE_DYNABOT_MAX_PAGES"))
         crawler.signals.connect(spider.closed_report, signal=signals.spider_closed)
@@ -323,6 +330,10 @@ class DynaBotSpider(scrapy.Spider):
             return
         usable = self._usable(source, forms, response.url)
         source.plan = plan_probes(usable, self.service, self.per_form, self.per_source, self.use_hints)
+        if self.use_hints:  # each probe with the command line's values, the class's, the site's own words
+            words = site_words(response.text[:MAX_MARKUP], self.site_words, [a.value for e in self.service.examples
+                                                                            for a in e.arguments])
+            source.plan = vary(source.plan, self.service, self.given_values, words)
         source.kept_forms = {p.form.index for p in source.plan}
         source.next_probe = 0
         if not source.plan:
