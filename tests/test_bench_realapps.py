@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+sys.path.append(str(Path(__file__).resolve().parent.parent / "bench"))  # appended: bench/rules.py must not hide rules/
 
 from realapps import logs  # noqa: E402
 from realapps.apps import APPS  # noqa: E402

@@ -13,7 +13,7 @@ import pytest
 from conftest import Project
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.append(str(ROOT / "bench"))  # appended: bench/rules.py must not hide the rules package
 
 from realapps.serve import RealApps, installed  # noqa: E402
 

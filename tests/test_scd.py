@@ -470,8 +470,19 @@ def test_a_keyword_search_result_page_lists_links_followed_by_the_keywords(keywo
     assert values == {"keywords": "crawler"}
     match = tc.find("ResultList", SEARCH_PAGE, values)
     assert match.elements["url"] == ["http://a.example/", "http://b.example/scrapy", "http://c.example/"]
-    assert match.elements["keywords"] == ["Crawler", "crawler", "crawler"]
+    assert match.elements["keywords"] == ["crawler", "crawler", "crawler"]  # the first in its link's own text
     assert tc.find("ResultList", SEARCH_PAGE, {"keywords": "sailing"}) is None
+
+
+def test_a_result_is_a_link_whose_text_or_the_text_after_it_holds_the_keywords(keyword_search):
+    tc = keyword_search.recognizer()
+    titles = '<a href="/r/1">European nightcrawler</a> 1,720 bp <a href="/r/2">Night crawler</a> 658 bp'
+    assert [m.elements["url"] for m in tc.find_all("SearchResult", titles, {"keywords": "crawler"})] == [
+        ["/r/1"], ["/r/2"]]
+    # the nearest link before the keywords is the result's, not a menu's further up
+    page = '<a href="/home">Home</a> <h2>Results</h2> <a href="/r/3">Report</a> about crawlers'
+    assert tc.find("SearchResult", page, {"keywords": "crawler"}).elements["url"] == ["/r/3"]
+    assert tc.find("SearchResult", '<a href="/search?q=crawler">next</a> page', {"keywords": "crawler"}) is None
 
 
 def test_a_single_result_is_not_a_result_list(keyword_search):
