@@ -61,8 +61,7 @@ def test_a_comment_widget_is_never_posted_to(apps, project):
     """Isso's demo page: its script builds the comment box; shown in the browser (when there is
     one), its own scripts' POSTs (a comment counter) are not sent either."""
     mark = apps.marks()["isso"]
-    items = crawl(project, [apps.running["isso"].url("/demo/")], "keyword_search")
-    apps.stop()  # the log is complete
+    items = crawl(project, [apps.running["isso"].url("/demo/")], "keyword_search")  # gunicorn logs at once
     (trace,) = [i for i in items if i["kind"] == "trace"]
     assert trace["outcome"] in ("no-form", "no-match") and trace["submissions"] == 0
     assert apps.posts("isso", mark) == {}

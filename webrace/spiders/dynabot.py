@@ -462,14 +462,19 @@ class DynaBotSpider(scrapy.Spider):
         """The next follow-up of the current probe, else a claim's control probe, else the next
         probe, else the verdict."""
         while not source.done:
-            if source.claim is not None and not source.pending:
-                if source.claim.control is None:  # over the budget too: a claim is not left unchecked
+            if source.claim is not None:  # over the budget too: a claim is not left unchecked
+                if source.claim.control is None:
                     sent = self._control(source)
                     if sent:
                         yield from sent
                         return
-                    continue
-                self._blocked(source, "its control probe's pages ended without an answer")
+                elif source.pending:  # the control probe's pages (bounded by the hop limit)
+                    request, _ = source.pending.pop(0)
+                    source.requests += 1
+                    yield request
+                    return
+                else:
+                    self._blocked(source, "its control probe's pages ended without an answer")
                 continue
             if source.requests >= self.per_source:
                 yield self.trace(source, "no-match", f"probe budget ({self.per_source}) spent; " + source.summary())
@@ -674,17 +679,8 @@ class DynaBotSpider(scrapy.Spider):
         if step.vertex is not None and step.vertex.name == path[-1][0] and step.kind == "links":
             # the same "still running" page again: poll as a person would, waiting longer each time
             wait = max(wait, min(self.max_wait, POLL_WAIT * 2 ** min(hops, 4)))
-        if step.kind == "form":
-            form = step.forms[0]
-            verdict = classify(form, post_query=step.vertex.post, allow=step.vertex.allow)
-            if not verdict.query:  # an answer's form is submitted only if it is a query too
-                self.crawler.stats.inc_value(f"dynabot/forms_left_alone/{verdict.kind}")
-                self._told(source, f"its form {form.index} ({form.method} {form.action}) left alone: {verdict.reason}")
-                step = Step("none")
-            elif not self._may_post(form.method, form.action):
-                self._told(source, f"its form {form.index} not submitted: the site's POST cap ({self.max_posts}) "
-                                   "is reached")
-                step = Step("none")
+        if step.kind == "form" and hops < self.max_hops and not self._may_submit(source, step):
+            step = Step("none")  # an answer's form is submitted only if it is a query, within the POST cap
         if step.kind in ("form", "links") and hops >= self.max_hops:
             source.hop_limits += 1
             self._told(source, f"gave up after {hops} intermediate pages")
@@ -714,6 +710,21 @@ class DynaBotSpider(scrapy.Spider):
 
             await maybe_deferred_to_future(deferLater(reactor, wait, lambda: None))
         return list(self.send_next(source))
+
+    def _may_submit(self, source: Source, step: Step) -> bool:
+        """Whether the form an answer shows (an intermediate HTMLform vertex) may be submitted:
+        a query at that vertex (webrace.dynabot.sideeffects), within the site's POST cap."""
+        form = step.forms[0]
+        verdict = classify(form, post_query=step.vertex.post, allow=step.vertex.allow)
+        if not verdict.query:
+            self.crawler.stats.inc_value(f"dynabot/forms_left_alone/{verdict.kind}")
+            self._told(source, f"its form {form.index} ({form.method} {form.action}) left alone: {verdict.reason}")
+            return False
+        if not self._may_post(form.method, form.action):
+            self._told(source, f"its form {form.index} not submitted: the site's POST cap ({self.max_posts}) "
+                               "is reached")
+            return False
+        return True
 
     def _step(self, source: Source, vertex: str, url: str, markup: str, text: str, forms: list[Form],
               values: dict[str, str], submitted: Form | None) -> Step:
