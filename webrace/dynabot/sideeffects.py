@@ -26,7 +26,6 @@ from urllib.parse import unquote, urlsplit
 from webrace.dynabot.forms import SUBMIT_KINDS, Form, Parameter
 
 QUERY = "query"
-TOLERABLE = frozenset({"email", "upload"})  # what a class may allow in its query forms (scd: allow="...")
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SEPARATORS = re.compile(r"[^a-z0-9]+")
@@ -39,19 +38,15 @@ def _words(*texts: str) -> str:
     return " " + " ".join(_SEPARATORS.split(joined)).strip() + " "
 
 
-def _any(pattern: str) -> re.Pattern:
-    return re.compile(pattern)
-
-
 # Fields (their name, id, label, placeholder; autocomplete tokens apart)
-_MAIL = _any(r" (e ?mail|email|emails|mail|mailto) ")
-_MESSAGE = _any(r" (message|messages|msg|comment|comments|body|feedback|remarks?|description|reply|review|"
+_MAIL = re.compile(r" (e ?mail|email|emails|mail|mailto) ")
+_MESSAGE = re.compile(r" (message|messages|msg|comment|comments|body|feedback|remarks?|description|reply|review|"
                 r"enquiry|inquiry|complaint|testimonial) ")
-_PAYMENT = _any(r" (card ?number|credit ?card|debit ?card|cvv|cvc|csc|cc ?(number|num|exp|csc)|iban|bic|"
+_PAYMENT = re.compile(r" (card ?number|credit ?card|debit ?card|cvv|cvc|csc|cc ?(number|num|exp|csc)|iban|bic|"
                 r"expiry|expiration|billing|payment) ")
-_ADDRESS = _any(r" (street|address|addresses|addr|zip|zip ?code|zipcode|postal ?code|post ?code|postcode|"
+_ADDRESS = re.compile(r" (street|address|addresses|addr|zip|zip ?code|zipcode|postal ?code|post ?code|postcode|"
                 r"shipping) ")
-_PERSONAL = _any(r" (real ?name|full ?name|first ?name|last ?name|surname|given ?name|family ?name|your name|"
+_PERSONAL = re.compile(r" (real ?name|full ?name|first ?name|last ?name|surname|given ?name|family ?name|your name|"
                  r"phone|telephone|mobile|birthday|date of birth|birth ?date|username|user ?name|login|submitter) ")
 _AUTOCOMPLETE = {  # https://html.spec.whatwg.org/#autofill-field: token prefix -> what the field asks for
     "email": "mail", "current-password": "password", "new-password": "password", "one-time-code": "password",
@@ -63,21 +58,21 @@ _AUTOCOMPLETE = {  # https://html.spec.whatwg.org/#autofill-field: token prefix 
 
 # What a form presents itself as (action, buttons, the form's attributes, its heading)
 _KINDS = (
-    ("login", _any(r" (log ?in|logon|log ?on|sign ?in|signin|login|authenticate|forgot password|"
+    ("login", re.compile(r" (log ?in|logon|log ?on|sign ?in|signin|login|authenticate|forgot password|"
                    r"reset password) ")),
-    ("sign-up", _any(r" (sign ?up|signup|register|registration|registering|create (an |my |your )?account|"
+    ("sign-up", re.compile(r" (sign ?up|signup|register|registration|registering|create (an |my |your )?account|"
                      r"join (us|now)|enrol|enroll) ")),
-    ("contact", _any(r" (contact|contact us|feedback|enquiry|inquiry|get in touch|send (us )?(a |your )?message|"
+    ("contact", re.compile(r" (contact|contact us|feedback|enquiry|inquiry|get in touch|send (us )?(a |your )?message|"
                      r"write to us) ")),
-    ("comment", _any(r" (comment|comments|add comment|reply|guestbook|post (a )?(comment|reply|review)|"
+    ("comment", re.compile(r" (comment|comments|add comment|reply|guestbook|post (a )?(comment|reply|review)|"
                      r"leave a (comment|reply|review)|write a review) ")),
-    ("order", _any(r" (order|orders|checkout|check out|cart|basket|buy|purchase|pay|payment|donate|donation|"
-                   r"add to cart|book now) ")),
-    ("subscription", _any(r" (subscribe|subscription|unsubscribe|newsletter|mailing list|notify me) ")),
-    ("ticket", _any(r" (new ?ticket|newticket|create ticket|new issue|create issue|open (an |a )?issue|"
+    ("order", re.compile(r" (place (an |your )?order|order now|your order|order form|orders|checkout|check out|"
+                         r"cart|basket|buy|purchase|pay|payment|donate|donation|add to cart|book now) ")),
+    ("subscription", re.compile(r" (subscribe|subscription|unsubscribe|newsletter|mailing list|notify me) ")),
+    ("ticket", re.compile(r" (new ?ticket|newticket|create ticket|new issue|create issue|open (an |a )?issue|"
                     r"report (a )?bug|file (a )?(ticket|bug|issue)) ")),
-    ("submission", _any(r" (deposit|submit (your |a |new )?(entry|record|manuscript|article|story|link)) ")),
-    ("change", _any(r" (delete|remove|purge|publish|save changes) ")),
+    ("submission", re.compile(r" (deposit|submit (your |a |new )?(entry|record|manuscript|article|story|link)) ")),
+    ("change", re.compile(r" (delete|remove|purge|publish|save changes) ")),
 )
 
 
@@ -203,7 +198,7 @@ def presented(form: Form) -> list[tuple[str, str]]:
 
 def classify(form: Form, *, post_query: bool = False, allow: frozenset[str] = frozenset()) -> Verdict:
     """May DynaBot submit ``form``? ``post_query``: the service class calls a POST form at this
-    vertex a query; ``allow``: the fields of :data:`TOLERABLE` its query forms may carry."""
+    vertex a query; ``allow``: the fields its query forms may carry ("email", "upload")."""
     fields, words = _fields(form, allow), presented(form)
     if fields or words:
         # a password field says what the form is; else what the form says of itself; else its fields

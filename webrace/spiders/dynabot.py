@@ -1,5 +1,5 @@
 """``scrapy crawl dynabot -a scd=FILE -a seeds=FILE [-a frontier=trace|randomwalk|linkhint]
-[-a hints=blast,sequence]``: DynaBot (seed 004, chapter II).
+[-a hints=blast,sequence] [-a probe=V,...] [-a ARGUMENT=V,...]``: DynaBot (seed 004, chapter II).
 
 Every page the frontier yields is a candidate source: its forms are analysed, the service
 class description's probing templates are turned into probes (``webrace.dynabot.analyzer``),
@@ -7,6 +7,14 @@ and the probes are sent one after the other (a source is left at its first match
 ordinary Scrapy requests, so robots.txt, per-host politeness and the user agent apply to
 them as to any request. Each response is matched against the control flow graph, following
 intermediate pages (a second form, a link to the results) until a result vertex.
+
+Only queries are submitted (``webrace.dynabot.sideeffects``): a form with side effects
+(contact, comment, sign-up, log-in, order...) is left alone and the trace says why, POST
+forms only where the class says they are queries, within a per-site cap. A result is claimed
+only when a control probe, the same request with a value that cannot match, gets an answer
+that differs as the class expects (``webrace.dynabot.evidence``). Typed-in values come from
+``-a`` (``-a keywords=...``, ``-a probe=...``), the class, then the start page's own words
+(``webrace.dynabot.values``).
 
 Items: a ``ServiceProfile`` (``kind: "profile"``) per member found, with exactly how to
 query it, and a ``ServiceTrace`` (``kind: "trace"``) per analysed source. At the end the
@@ -160,6 +168,7 @@ class Source:
     page_markup: str = ""  # the start page: what an answer says is what it adds to it
     refine: list[Probe] = field(default_factory=list)  # probes the answers suggested, best first
     sent: set = field(default_factory=set)  # Probe.key() of every probe sent
+    requests_sent: set = field(default_factory=set)  # (method, URL, body) of every probe sent
     steps: list[dict] = field(default_factory=list)  # per probe: why it was sent, what came back
     answered: Counter = field(default_factory=Counter)  # "page", "HTTP 500", failures: how probes were answered
     hop_limits: int = 0  # probes whose intermediate pages reached the hop limit
@@ -504,10 +513,10 @@ class DynaBotSpider(scrapy.Spider):
                 yield self.trace(source, "no-match", f"the site's POST cap ({self.max_posts}, "
                                  "WEBRACE_DYNABOT_MAX_POSTS_PER_SITE) is reached; " + source.summary())
                 return
+            source.sent.add(probe.key())
             request = self._probe_request(source, probe)
             if request is None:
                 continue
-            source.sent.add(probe.key())
             yield request
             return
 
@@ -526,6 +535,12 @@ class DynaBotSpider(scrapy.Spider):
             source.skipped["unusable"] += 1
             logger.debug("probe not sent: %s", exc)
             return None
+        if not source.browser:  # (a browser probe's request is its page: the form is filled there)
+            sent = (request.method, request.url, request.body)
+            if sent in source.requests_sent and not probe.control:  # another form of the page sends the same
+                source.skipped["same request as an earlier probe"] += 1
+                return None
+            source.requests_sent.add(sent)
         source.requests += 1
         source.submissions += 1
         if not probe.control:
