@@ -51,6 +51,8 @@ class Vertex:
     origin: bool = False
     result: bool = False
     result_type: str | None = None
+    post: bool = False  # an HTMLform vertex whose POST forms are queries (GET forms always are)
+    allow: frozenset[str] = frozenset()  # "email", "upload": fields its query forms may carry
 
 
 @dataclass(frozen=True)
@@ -105,13 +107,37 @@ class ServiceClass:
     controlflow: ControlFlow
     examples: list[Example]
     source: str = ""
+    noresults: tuple[str, ...] = ()  # patterns of an answer that says nothing was found (<noresults>)
     _recognizer: list = field(default_factory=list, init=False, repr=False, compare=False)
 
     def recognizer(self) -> TypeCompiler:
-        """The (shared) TypeCompiler of this class's types."""
+        """The (shared) TypeCompiler of this class's types (and of its "no results" patterns)."""
         if not self._recognizer:
-            self._recognizer.append(TypeCompiler(self))
+            self._recognizer.append(TypeCompiler({**self.types, **noresult_types(self.noresults)}))
         return self._recognizer[0]
+
+    def no_results(self, text: str, values: dict[str, str] | None = None) -> str | None:
+        """What ``text`` says that one of the ``<noresults>`` patterns describes ("No matches
+        found."), or None."""
+        recognizer = self.recognizer()
+        for name in noresult_types(self.noresults):
+            found = recognizer.find(name, text, values)
+            if found is not None:
+                return found.text
+        return None
+
+    def query_vertices(self) -> list[Vertex]:
+        """The HTMLform vertices: where forms are submitted."""
+        return [v for v in self.controlflow.vertices.values() if is_form_type(v.type)]
+
+
+NORESULTS = "noresults:"  # the names of the "no results" patterns as types of the recogniser
+
+
+def noresult_types(patterns: tuple[str, ...]) -> dict[str, TypeDef]:
+    """The ``<noresults>`` patterns as atomic types (``noresults:1``...), so they run as types do."""
+    return {f"{NORESULTS}{n}": TypeDef(f"{NORESULTS}{n}", "string", pattern, (), 0)
+            for n, pattern in enumerate(patterns, 1)}
 
 
 class SCDError(ValueError):
@@ -191,12 +217,13 @@ class _Builder:
         argument_names = {_text(a.find("name")) for a in root.iterfind("examples/example/arguments/argument")}
         types_ok = self.check_types(types, argument_names)
         controlflow = self.controlflow(flow_element, types)
-        compiler = TypeCompiler(types) if types_ok else None
+        noresults = self.noresults(root.find("noresults"), argument_names)
+        compiler = TypeCompiler({**types, **noresult_types(noresults)}) if types_ok else None
         examples = [self.example(e, types, compiler) for e in raw_examples]
         if self.problems:
             raise SCDError(self.problems)
         name = root.get("name") or controlflow.name or Path(self.source).stem
-        service_class = ServiceClass(name, types, controlflow, examples, self.source)
+        service_class = ServiceClass(name, types, controlflow, examples, self.source, noresults)
         if compiler is not None:
             service_class._recognizer.append(compiler)
         return service_class
@@ -307,13 +334,38 @@ class _Builder:
             if name not in state:
                 visit(name)
 
+    def noresults(self, element: etree._Element | None, argument_names: set[str | None]) -> tuple[str, ...]:
+        """The ``<noresults>`` patterns, each checked as a type's pattern is."""
+        if element is None:
+            return ()
+        patterns = []
+        for node in element.iterfind("pattern"):
+            pattern = node.text or ""
+            if not pattern.strip():
+                self.problem(node.sourceline, "noresults: an empty pattern would match every answer")
+                continue
+            try:
+                check_pattern(pattern)
+            except PatternError as exc:
+                self.problem(node.sourceline, f"noresults: pattern {pattern!r}: {exc}")
+                continue
+            for argument in sorted(pattern_arguments(pattern) - argument_names):
+                self.problem(node.sourceline, f"noresults: pattern {pattern!r} refers to {{arg:{argument}}}, "
+                                              "which no probing template defines")
+            patterns.append(pattern)
+        return tuple(patterns)
+
     # -- control flow
 
     def controlflow(self, node: etree._Element, types: dict[str, TypeDef]) -> ControlFlow:
         vertices: dict[str, Vertex] = {}
         lines: dict[str, int] = {}
         for v in node.iterfind("vertices/vertex"):
-            vertex = Vertex(v.get("name"), v.get("type"), _bool(v, "origin"), _bool(v, "result"), v.get("resultType"))
+            vertex = Vertex(v.get("name"), v.get("type"), _bool(v, "origin"), _bool(v, "result"), v.get("resultType"),
+                            _bool(v, "post"), frozenset((v.get("allow") or "").split()))
+            if (vertex.post or vertex.allow) and not is_form_type(vertex.type):
+                self.problem(v.sourceline, f"vertex {vertex.name!r}: post and allow describe forms; its type is "
+                                           f"{vertex.type!r}, not HTMLform")
             if vertex.name in vertices:
                 self.problem(v.sourceline, f"vertex {vertex.name!r} is already defined at line {lines[vertex.name]}")
                 continue

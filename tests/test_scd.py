@@ -470,8 +470,19 @@ def test_a_keyword_search_result_page_lists_links_followed_by_the_keywords(keywo
     assert values == {"keywords": "crawler"}
     match = tc.find("ResultList", SEARCH_PAGE, values)
     assert match.elements["url"] == ["http://a.example/", "http://b.example/scrapy", "http://c.example/"]
-    assert match.elements["keywords"] == ["Crawler", "crawler", "crawler"]
+    assert match.elements["keywords"] == ["crawler", "crawler", "crawler"]  # the first in its link's own text
     assert tc.find("ResultList", SEARCH_PAGE, {"keywords": "sailing"}) is None
+
+
+def test_a_result_is_a_link_whose_text_or_the_text_after_it_holds_the_keywords(keyword_search):
+    tc = keyword_search.recognizer()
+    titles = '<a href="/r/1">European nightcrawler</a> 1,720 bp <a href="/r/2">Night crawler</a> 658 bp'
+    assert [m.elements["url"] for m in tc.find_all("SearchResult", titles, {"keywords": "crawler"})] == [
+        ["/r/1"], ["/r/2"]]
+    # the nearest link before the keywords is the result's, not a menu's further up
+    page = '<a href="/home">Home</a> <h2>Results</h2> <a href="/r/3">Report</a> about crawlers'
+    assert tc.find("SearchResult", page, {"keywords": "crawler"}).elements["url"] == ["/r/3"]
+    assert tc.find("SearchResult", '<a href="/search?q=crawler">next</a> page', {"keywords": "crawler"}) is None
 
 
 def test_a_single_result_is_not_a_result_list(keyword_search):
@@ -499,3 +510,69 @@ def test_the_scanned_text_is_capped():
     tc = TypeCompiler({"Word": TypeDef("Word", "string", "needle")}, max_text=1000)
     assert tc.find("Word", "x" * 999 + "needle") is None
     assert tc.find("Word", "x" * 994 + "needle").start == 994
+
+
+# -- query forms and "no results" (issue 43) ----------------------------------------------------------
+
+
+def with_noresults(path: Path, *patterns: str) -> Path:
+    body = "".join(f"<pattern>{p}</pattern>" for p in patterns)
+    path.write_text(path.read_text().replace("</examples>", f"</examples>\n  <noresults>{body}</noresults>"))
+    return path
+
+
+def test_a_form_vertex_says_whether_its_post_forms_are_queries_and_what_they_may_carry(tmp_path):
+    path = scd_file(tmp_path)
+    path.write_text(path.read_text().replace('origin="true"/>', 'origin="true" post="true" allow="upload email"/>'))
+    start = load_scd(path).controlflow.vertices["start"]
+    assert start.post and start.allow == {"email", "upload"}
+    plain = load_scd(scd_file(tmp_path)).controlflow.vertices["start"]
+    assert not plain.post and plain.allow == frozenset()
+
+
+def test_allow_takes_only_the_fields_a_query_form_may_carry(tmp_path):
+    path = scd_file(tmp_path)
+    path.write_text(path.read_text().replace('origin="true"/>', 'origin="true" allow="password"/>'))
+    assert "t.xml:" in load_error(path) and "password" in load_error(path)
+
+
+def test_post_on_a_vertex_that_is_not_a_form_is_refused(tmp_path):
+    path = scd_file(tmp_path)
+    path.write_text(path.read_text().replace('result="true"/>', 'result="true" post="true"/>'))
+    assert "vertex 'end': post and allow describe forms" in load_error(path)
+
+
+def test_noresults_patterns_find_what_an_empty_answer_says_with_the_probes_value(tmp_path):
+    sc = load_scd(with_noresults(scd_file(tmp_path), "(?i:no results)", "nothing matches {arg:w}"))
+    assert sc.no_results("Sorry, No Results here") == "No Results"
+    assert sc.no_results("nothing matches abc", {"w": "abc"}) == "nothing matches abc"
+    assert sc.no_results("12 results for abc", {"w": "abc"}) is None
+
+
+@pytest.mark.parametrize(("pattern", "reason"), [
+    ("(unclosed", "noresults: pattern '(unclosed'"),
+    ("none for {arg:nope}", "refers to {arg:nope}, which no probing template defines"),
+    ("  ", "an empty pattern would match every answer"),
+])
+def test_bad_noresults_patterns_are_refused_with_file_and_line(tmp_path, pattern, reason):
+    message = load_error(with_noresults(scd_file(tmp_path), pattern))
+    assert reason in message and "t.xml:" in message
+
+
+@pytest.mark.parametrize(("name", "answer"), [
+    ("keyword_search", "No matches found."),
+    ("keyword_search", '0 rows where search matches "zqxjvbw"'),
+    ("keyword_search", "Your search - zqxjvbw - did not match any documents."),
+    ("nucleotide_blast", " ***** No hits found *****"),
+    ("protein_blast", " ***** No hits found *****"),
+])
+def test_the_shipped_classes_know_what_their_empty_answers_say(name, answer):
+    assert load_scd(SERVICECLASSES / f"{name}.xml").no_results(answer)
+
+
+def test_the_shipped_classes_say_which_post_forms_are_queries():
+    for name in ("nucleotide_blast", "protein_blast"):
+        vertices = load_scd(SERVICECLASSES / f"{name}.xml").controlflow.vertices
+        assert vertices["start"].post and vertices["format"].post and vertices["start"].allow == {"email", "upload"}
+    start = load_scd(SERVICECLASSES / "keyword_search.xml").controlflow.vertices["start"]
+    assert start.post and start.allow == frozenset()

@@ -31,6 +31,9 @@ BASE = "http://www.site.test/dir/page.html"
     ("http://site.test:8080/%7Euser/", "http://site.test:8080/~user/"),
     ("  /spaced.html \n", "http://www.site.test/spaced.html"),
     ("http://[::1]:8000/x", "http://[::1]:8000/x"),
+    # ";" separators (gitweb) stay separators; an escaped one stays data
+    ("/cgi-bin/gitweb.cgi?p=webrace.git;a=summary", "http://www.site.test/cgi-bin/gitweb.cgi?a=summary;p=webrace.git"),
+    ("/find?q=a%3Bb", "http://www.site.test/find?q=a%3Bb"),
 ])
 def test_normalize_resolves_and_canonicalises(href, expected):
     assert normalize(href, BASE) == expected

@@ -61,6 +61,9 @@ class ServiceProfile(scrapy.Item):
     extracted = scrapy.Field()  # the result vertex's resultType objects: [{"text", "elements"}]
     empty = scrapy.Field()  # True: the page matched but held no resultType object (an empty result)
     probes = scrapy.Field()  # requests sent to the source after its start page
+    # what backs the claim: {"control": argument -> the nonsense value sent (None: no value to replace),
+    # "reason", "no_results": what the control's answer said} (webrace.dynabot.evidence)
+    evidence = scrapy.Field()
 
 
 class ServiceTrace(scrapy.Item):
@@ -69,7 +72,9 @@ class ServiceTrace(scrapy.Item):
     kind = scrapy.Field()  # "trace"
     source = scrapy.Field()  # the start URL
     outcome = scrapy.Field()  # "match", "no-match", "no-form" or "error"
-    forms = scrapy.Field()  # [{"index", "action", "method", "parameters", "kept"}] (kept: passed the form filter)
+    # [{"index", "action", "method", "parameters", "kept", "submissions", "left_alone"}] (kept: passed the form
+    # filter; left_alone: why the form is never submitted, webrace.dynabot.sideeffects)
+    forms = scrapy.Field()
     parameters = scrapy.Field()  # form parameters on the page, in all
     probes = scrapy.Field()  # requests sent after the start page (form submissions and followed links)
     submissions = scrapy.Field()  # form submissions among them

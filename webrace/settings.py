@@ -176,6 +176,14 @@ WEBRACE_DYNABOT_MAX_PROBES_PER_FORM = 20
 WEBRACE_DYNABOT_MAX_PROBES_PER_SOURCE = 60
 WEBRACE_DYNABOT_MAX_HOPS = 8
 WEBRACE_DYNABOT_MAX_PAGES = 200
+# POSTs DynaBot sends to one site (host:port) in a crawl at most, probes and their control probes
+# included; forms with side effects are never submitted at all (webrace.dynabot.sideeffects).
+WEBRACE_DYNABOT_MAX_POSTS_PER_SITE = 10
+# Result objects (resultType) a profile lists at most (its "extracted").
+WEBRACE_DYNABOT_MAX_EXTRACTED = 20
+# Words of a start page (its most frequent) tried as probe values after the command line's
+# (-a probe=...) and the probing template's own, where the argument's type takes them.
+WEBRACE_DYNABOT_SITE_WORDS = 2
 # Order probes by the probing templates' hints, fill optional arguments and read the answers
 # to choose the next probe (False: the seed's plain Algorithm 2, parameters in page order; the
 # benchmark's baseline).

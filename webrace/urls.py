@@ -88,7 +88,13 @@ def normalize(href: str, base: str | None = None, max_length: int = DEFAULT_MAX_
     netloc = parts.netloc
     if port is not None and port == DEFAULT_PORTS[scheme]:
         netloc = netloc.rsplit(":", 1)[0]
-    url = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
+    query = parts.query
+    raw_query = urlsplit(absolute).query
+    if ";" in raw_query and "&" not in raw_query and "%3b" not in raw_query.lower():
+        # a query written with ";" separators (gitweb's ?p=x;a=summary): canonicalize_url would
+        # send it as one parameter, "%3B" and all, which such servers do not read
+        query = urlsplit(canonicalize_url(f"http://x/?{raw_query.replace(';', '&')}")).query.replace("&", ";")
+    url = urlunsplit((parts.scheme, netloc, parts.path or "/", query, ""))
     if len(url) > max_length:
         raise BadURL("too_long", url)
     return url

@@ -236,18 +236,41 @@ def hostile_body() -> bytes:
     return f"<html><body><pre>\n{body}</pre></body></html>".encode()
 
 
+# The documents of the demo search engines: a result holds every word of the query, so a word
+# no document has finds nothing (what a real engine answers, and what a control probe expects).
+DOCUMENTS = (
+    (101, "How a web crawler finds pages", "A web crawler starts from seed pages and follows their links, "
+          "breadth first or by a priority of its own."),
+    (108, "Polite crawling", "A polite web crawler reads robots.txt, waits between two requests to one host "
+          "and names itself in its User-Agent."),
+    (115, "Re-crawling with conditional requests", "A crawler that saw a page before sends If-Modified-Since "
+          "and If-None-Match, and the server answers 304 when nothing changed."),
+    (122, "Search engines and their indexes", "The crawler of a search engine feeds its index; the engine "
+          "answers each query from the index, not from the web."),
+    (129, "Focused crawling", "A focused web crawler follows the links likeliest to lead to pages on its topic "
+          "and leaves the others."),
+    (136, "The Deep Web", "Pages behind search forms are the Deep Web: a crawler reaches them only by "
+          "filling the forms in."),
+    (143, "Archiving the web", "WARC files keep what a web crawler fetched: requests, responses and their "
+          "headers, as they were."),
+    (150, "Nucleotide sequences", "BLAST compares a nucleotide sequence with the sequences of a database and "
+          "reports the alignments it finds."),
+    (157, "Protein databases", "Swiss-Prot and PDB hold protein sequences; blastp searches them with a protein "
+          "query."),
+    (164, "Link analysis", "Links between pages tell a search engine which pages matter: many links from "
+          "pages that matter make a page matter."),
+)
+
+
 def search_results(query: str) -> list[tuple[int, str, str]]:
-    """(doc number, title, snippet) of the five results for a keyword query; none for an empty one."""
-    words = query.split()
+    """(doc number, title, snippet) of the first five documents holding every word of a keyword
+    query (any case); none for an empty query or a word no document has."""
+    words = query.lower().split()
     if not words:
         return []
-    first = zlib.crc32(" ".join(words).lower().encode()) % 900 + 100
-    results = []
-    for n in range(5):
-        doc = first + 7 * n
-        snippet = f"... {n + 1} of many pages on {' '.join(words)}: how {words[0]} relates to {words[-1]} ..."
-        results.append((doc, f"Title {doc}", snippet))
-    return results
+    found = [(doc, title, f"... {text} ...") for doc, title, text in DOCUMENTS
+             if all(word in f"{title} {text}".lower() for word in words)]
+    return found[:5]
 
 
 # ---------------------------------------------------------------------------------------------

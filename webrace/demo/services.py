@@ -46,9 +46,12 @@ login             username + password                                    none
 contact           any text: "Thank you for your message"                 none
 about             no form at all                                         none
 broken            textarea ``sequence``, the action answers 500          none
-search-get        GET ``q``: 5 results with snippets                     keyword_search
-search-post       POST ``query`` + select ``lang``: 5 results            keyword_search
+search-get        GET ``q``: up to 5 results with snippets holding the   keyword_search
+                  words, "No results" for a word no document has
+search-post       POST ``query`` + select ``lang``: as search-get        keyword_search
 search-none       GET ``q``: always "No results"                         none
+search-echo       GET ``q``: five "results" holding whatever was asked   none
+                  (a nonsense word too: no control probe backs it)
 scripted-blastn   none in the HTML: a script builds it (textarea         nucleotide_blast
                   ``seq``, select ``db``) and sends it with fetch() to
                   a JSON API, writing the report into the page
@@ -598,14 +601,14 @@ class Broken(Service):
 
 
 class KeywordSearch(Service):
-    """A search engine: five results, each a link and a snippet with the query's words;
-    ``answers=False``: always "No results"."""
+    """A search engine over ten documents (servicekit.DOCUMENTS): up to five results, each a link
+    and a snippet holding the query's words, or "No results"; ``answers=False``: always "No results"."""
 
     pages = {"": "start", "results": "results"}
 
-    def __init__(self, method: str = "GET", field: str = "q", answers: bool = True) -> None:
+    def __init__(self, method: str = "GET", field: str = "q", answers: bool = True, echo: bool = False) -> None:
         super().__init__()
-        self.method, self.field, self.answers = method, field, answers
+        self.method, self.field, self.answers, self.echo = method, field, answers, echo
         self.title = "Document search" if answers else "Archive lookup"
 
     def start(self, request: Request) -> str:
@@ -620,11 +623,13 @@ class KeywordSearch(Service):
         expect_method(request, self.method)
         query = arg(request, self.field)
         found = search_results(query) if self.answers else []
+        if self.echo and query.strip():  # five "results" made of whatever was asked
+            found = [(200 + n, f"Page {n + 1}", f"... everything about {query} ...") for n in range(5)]
         if not found:
             return f"<p>No results for <b>{escape(query)}</b>.</p>"
         items = "".join(f'<li><a href="/doc/{doc}">{escape(title)}</a>\n<p class="snippet">{escape(snippet)}</p></li>\n'
                         for doc, title, snippet in found)
-        return f"<p>Results 1-5 for <b>{escape(query)}</b></p>\n<ol>\n{items}</ol>"
+        return f"<p>Results 1-{len(found)} for <b>{escape(query)}</b></p>\n<ol>\n{items}</ol>"
 
 
 class Hostile(Service):
@@ -688,6 +693,7 @@ SERVICES = (
     Listing("search-get", KeywordSearch, "keyword_search"),
     Listing("search-post", lambda: KeywordSearch("POST", "query"), "keyword_search"),
     Listing("search-none", lambda: KeywordSearch(answers=False), None),
+    Listing("search-echo", lambda: KeywordSearch(echo=True), None),
     Listing("scripted-blastn", scripted("ScriptedBlast"), "nucleotide_blast"),
     Listing("scripted-news", scripted("ScriptedNews"), None),
     Listing("hostile", Hostile, None, listed=False),
@@ -820,7 +826,7 @@ def announce(base: str, seeds: Path | None) -> list[str]:
         seeds.write_text("".join(f"{base}/{s.name}/\n" for s in listed), encoding="utf-8")
         lines += [f"seeds: {seeds.resolve()} ({len(listed)} start pages)",
                   f"From the WebRACE repository: scrapy crawl dynabot -a scd=serviceclasses/nucleotide_blast.xml "
-                  f"-a seeds={seeds.resolve()} -O services.jsonl"]
+                  f"-a seeds={seeds.resolve()} -s WEBRACE_DYNABOT_MAX_POSTS_PER_SITE=100 -O services.jsonl"]
     return lines
 
 

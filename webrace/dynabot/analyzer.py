@@ -36,6 +36,7 @@ from w3lib.html import get_meta_refresh, strip_html5_whitespace
 from scd import Argument, Example, Match, ServiceClass, Vertex, is_form_type
 from webrace.dynabot.answers import class_words, fits, specific, words
 from webrace.dynabot.forms import TEXT_KINDS, Form, Parameter, base_url
+from webrace.dynabot.sideeffects import is_mail
 from webrace.urls import in_scope
 
 # what people click to send a form, and what they do not
@@ -59,6 +60,7 @@ class Probe:
     button: Parameter | None
     score: float
     why: str = ""  # why this probe was chosen, for the trace
+    control: bool = False  # the control probe of a claim: a value that cannot match (webrace.dynabot.evidence)
 
     def key(self) -> tuple:
         """What makes two probes the same request: form, values sent, button."""
@@ -124,7 +126,7 @@ def accepts(argument: Argument, parameter: Parameter) -> bool:
         return bool(choose_option(argument, parameter))
     if parameter.kind == "file":  # a long text can be uploaded as a file, where nothing else takes it
         return argument.required and (not argument.input_types or _full(argument.input_types, "textarea"))
-    if parameter.kind == "password":
+    if parameter.kind == "password" or is_mail(parameter):  # never credentials, never an address to write to
         return False
     if argument.input_types:
         return _full(argument.input_types, parameter.kind)
@@ -270,10 +272,72 @@ def _form_probes(form: Form, number: int, example: Example, use_hints: bool = Tr
                 why.append(f"{argument.name}->{parameter.name} ({_reason(argument, parameter, hint)})")
                 break
         axes = [[(p.name, v) for v in values] for p, values in iterate]
-        for choice in itertools.product(*axes):
-            assignment = {**fixed, **dict(choice)}
-            told = "; ".join(why + [f"{name}={value} (next option)" for name, value in choice])
-            yield Probe(form, number, dict(arguments), assignment, button, score, f"plan: {told}")
+        typed = [p for p in chosen if p.kind in TEXT_KINDS]
+        settings = filter_settings(form, typed[0], taken) if use_hints and typed else []
+        for rank, (extra, said) in enumerate(settings or [({}, "")]):
+            for choice in itertools.product(*axes):
+                assignment = {**fixed, **extra, **dict(choice)}
+                told = "; ".join(why + ([said] if said else []) + [f"{name}={value} (next option)"
+                                                                   for name, value in choice])
+                yield Probe(form, number, dict(arguments), assignment, button, score - rank / 100, f"plan: {told}")
+
+
+# A filter row (a column, an operator, a value), as people fill one: the column chosen when the
+# form's default is a placeholder ("- column -": the server drops a filter without one), a
+# "contains" operator when the default compares the whole value ("=").
+_CONTAINS = re.compile(r"^\s*(contains|icontains|includes|has|has words?|like|matches|match|~)\s*$", re.I)
+_PLACEHOLDER = re.compile(r"^[\W_]*$|^[\W_]*(column|field|attribute|property|choose|select|pick|please)\b", re.I)
+_ALL = re.compile(r"\b(any|all|every)\b", re.I)
+_COLUMN = re.compile(r"(?:^|[_\-.\[])(?:col|column|field|attr|attribute|property|searchby|search_by|where)"
+                     r"(?:[_\-.\]]|$)", re.I)
+_GROUP = re.compile(r"^(.*?[A-Za-z0-9])[_\-.\[\]]+[A-Za-z0-9]+\]?$")
+TEXT_COLUMNS = ("description", "summary", "text", "content", "body", "abstract", "title", "subject", "name",
+                "keywords", "comment", "message", "note")  # columns that hold words, likeliest first
+FILTER_COLUMNS = 3  # columns tried, at most, for a filter whose form names none
+
+
+def _prefix(name: str) -> str | None:
+    """A field's group: its name without its last word (``_filter`` for ``_filter_value``)."""
+    group = _GROUP.match(name)
+    return group.group(1) if group else None
+
+
+def filter_settings(form: Form, field: Parameter, taken: set[str]) -> list[tuple[dict[str, str], str]]:
+    """The selects that decide what the text ``field`` filters, set as a person would: each
+    alternative (a column to try) with its reason; [] when nothing needs setting. The selects
+    are those of the field's own group (``_filter_column`` and ``_filter_op`` for
+    ``_filter_value``) and those named like a column (``field``, ``searchby``)."""
+    prefix = _prefix(field.name)
+    others = {_prefix(p.name) for p in form.text_inputs() if p.name != field.name} - {None}  # other filter rows
+    selects = [p for p in form.parameters if p.kind == "select" and p.name and not p.disabled and not p.multiple
+               and p.name not in taken and p.name != field.name
+               and ((prefix and _prefix(p.name) == prefix)
+                    or (_COLUMN.search(p.name) and _prefix(p.name) not in others))]
+    fixed: dict[str, str] = {}
+    said: list[str] = []
+    columns: list[tuple[str, str]] = []
+    column_name = ""
+    for select in selects:
+        usable = [o for o in select.options if not o.disabled]
+        current = next((o for o in usable if o.selected), None)
+        contains = next((o for o in usable if _CONTAINS.match(o.value) or _CONTAINS.match(o.label)), None)
+        if contains is not None:
+            if current is None or not (_CONTAINS.match(current.value) or _CONTAINS.match(current.label)):
+                fixed[select.name] = contains.value
+                said.append(f"{select.name}={contains.value} (an operator: "
+                            f"{current.label if current else 'none'!r} compares whole values)")
+            continue
+        if current is not None and not current.value.strip() and _PLACEHOLDER.match(current.label) \
+                and not _ALL.search(current.label) and not columns:
+            choices = [o for o in usable if o.value.strip()]
+            choices.sort(key=lambda o: next((n for n, c in enumerate(TEXT_COLUMNS) if c in o.value.lower()
+                                             or c in o.label.lower()), len(TEXT_COLUMNS)))
+            columns = [(o.value, o.label) for o in choices[:FILTER_COLUMNS]]
+            column_name = select.name
+            said.append(f"a column for the filter (its default {current.label!r} applies none)")
+    if not columns:
+        return [(fixed, "; ".join(said))] if fixed else []
+    return [({**fixed, column_name: value}, f"{column_name}={value}: " + "; ".join(said)) for value, _ in columns]
 
 
 def picked_scores(options: list[list[tuple[float, Parameter]]],

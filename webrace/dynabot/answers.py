@@ -15,7 +15,8 @@ change to the probe just answered:
 - the sequence sent in FASTA form, when the answer asks for FASTA;
 - a required argument moved into another field that the answer names ("no sequence given");
 - an empty text field the answer names filled in (with the template's argument whose hints
-  name it, an e-mail address for an e-mail field, else a neutral word).
+  name it, else a neutral word); never a field for an e-mail address
+  (:func:`webrace.dynabot.sideeffects.is_mail`): a service would write to it.
 
 Every refinement carries its reason, for the trace. The caller drops refinements it has sent
 already (:meth:`Probe.key`), so no identical probe goes out twice.
@@ -32,6 +33,7 @@ from lxml import etree
 
 from scd import Argument, Example, ServiceClass
 from webrace.dynabot.forms import TEXT_KINDS, Form, Parameter
+from webrace.dynabot.sideeffects import is_mail
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -269,7 +271,9 @@ def _text_changes(probe, example: Example, heard: set[str]):
     for parameter in form.parameters:
         if parameter.disabled or not parameter.name or parameter.name in probe.assignment:
             continue
-        if parameter.kind not in TEXT_KINDS | {"email", "url", "tel", "number"} or (parameter.value or "").strip():
+        if parameter.kind not in TEXT_KINDS | {"url", "number"} or (parameter.value or "").strip():
+            continue
+        if is_mail(parameter):
             continue
         named = _field_words(parameter) & heard
         if not named:
@@ -294,10 +298,6 @@ def _filler(parameter: Parameter, example: Example) -> tuple[str, str]:
     for argument in example.arguments:
         if not argument.required and specific(argument) and _hinted(argument, parameter):
             return argument.value, f"the argument {argument.name}"
-    if parameter.kind == "email" or "mail" in parameter.name.lower():
-        for argument in example.arguments:
-            if "@" in argument.value:
-                return argument.value, f"the argument {argument.name}"
     if parameter.kind == "number":
         return "1", "a number"
     return FILLER, "a neutral word"

@@ -18,6 +18,8 @@ requests are ordinary Scrapy requests up to the handler: the downloader middlewa
 
 What a page may do is narrower than in a desktop browser:
 
+- a page shown writes nothing: its scripts' POSTs (and other writes) before DynaBot submits
+  a form are aborted (a comment widget's counter, a visit log);
 - no request leaves the page's own host, and a request to another origin of that host, one
   robots.txt disallows (the page's origin, checked with the crawl's robots.txt rules) and
   images, fonts and media are aborted before they are sent; so are WebSockets to another
@@ -320,6 +322,7 @@ class _Session:
         self.last_activity = time.monotonic()
         self.navigations = 0  # documents committed in the main frame
         self.submitted_at: float | None = None
+        self.filling = False  # the probe's form is being filled and submitted: its writes may go
         self.blocked_navigation: tuple[str, str] | None = None  # (url, reason) of an aborted main-frame document
 
     # -- the guard --------------------------------------------------------------------------
@@ -328,6 +331,7 @@ class _Session:
         self.origin = _origin(url)
         self.inflight, self.last_activity = set(), time.monotonic()
         self.navigations, self.submitted_at, self.blocked_navigation, self.too_big = 0, None, None, 0
+        self.filling = False
         await page.route("**", self._route)  # after scrapy-playwright's: runs first
         await page.route_web_socket(lambda _url: True, self._websocket)
         await _guard_context(page.context)
@@ -345,10 +349,12 @@ class _Session:
         self.page = None
         self.inflight = set()
 
-    def refusal(self, url: str, resource_type: str) -> str | None:
+    def refusal(self, url: str, resource_type: str, method: str = "GET") -> str | None:
         """Why a request of the page is not sent (None: it is)."""
         if resource_type in HEAVY:
             return "heavy"
+        if method.upper() not in ("GET", "HEAD", "OPTIONS") and not self.filling:
+            return "write"  # a page shown is no form submitted: its scripts' POSTs (counters, logs) are not sent
         scheme, host, port = _origin(url)
         if scheme in ("data", "blob", "about"):
             return None
@@ -375,7 +381,7 @@ class _Session:
                 self.state["blocked"].append(entry)
 
     async def _route(self, route: Any, request: Any) -> None:
-        reason = self.refusal(request.url, request.resource_type)
+        reason = self.refusal(request.url, request.resource_type, request.method)
         if reason is None:
             with suppress(PlaywrightError):  # the page closed meanwhile
                 await route.fallback()  # scrapy-playwright's handler: headers, then the network
@@ -550,6 +556,7 @@ async def _probe(page: Any, session: _Session, form_index: int, values: dict[str
                  blocked=[], problem=None)
     await session.idle()
     await _name_live_fields(page, session)
+    session.filling = True  # set before the evaluation: its submission may reach the route before it returns
     try:
         result = await page.evaluate(_FILL, {"index": form_index, "values": values, "button": button})
     except PlaywrightError as exc:  # the page navigated by itself meanwhile

@@ -62,6 +62,9 @@ class Parameter:
     multiple: bool = False  # a multiple select, or a checkbox group of several members
     label: str = ""  # associated <label> text (a group: its fieldset legend); buttons: their caption
     disabled: bool = False  # never sent (a group: all its members are)
+    id: str = ""  # the control's id (a group: its first member's)
+    placeholder: str = ""  # what the empty field shows
+    autocomplete: str = ""  # the autocomplete tokens, lower-case ("email", "current-password", "cc-number")
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,8 @@ class Form:
     parameters: tuple[Parameter, ...]  # document order; a radio or checkbox group at its first member
     buttons: tuple[Parameter, ...]  # submit, image, reset and button controls
     encoding: str = "utf-8"  # what the values are encoded with when sent
+    attributes: str = ""  # the <form> element's id, name and class, what a page calls its form
+    heading: str = ""  # the nearest heading or legend before the form (or its first inside): what it is for
 
     def text_inputs(self) -> list[Parameter]:
         """The parameters a free-text argument (a sequence, a keyword) can be typed into."""
@@ -214,8 +219,34 @@ def _form(index, form, controls, labels, url, base, encoding) -> Form:
         parameters=tuple(_parameters(controls, labels)),
         buttons=tuple(_button(el, labels) for el in controls if _kind(el) in BUTTON_KINDS),
         encoding=_accept_charset(form) or encoding,
+        attributes=" ".join(filter(None, (form.get(a) for a in ("id", "name", "class"))))[:300],
+        heading=_heading(form),
     )
 
+
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "legend"})
+_LAST_HEADING = etree.XPath("(descendant-or-self::*[self::h1 or self::h2 or self::h3 or self::h4 or self::h5 or "
+                            "self::h6 or self::legend])[last()]")
+_HEADING_LEVELS = 6  # ancestors of the form looked through for a heading before it
+_HEADING_SIBLINGS = 8  # preceding siblings looked at per level: "near" the form, and bounded on huge pages
+
+
+def _heading(form) -> str:
+    """The heading a reader sees for the form: the nearest heading before it in its section (the
+    closest preceding sibling of the form, or of one of its ancestors, that is or holds a heading),
+    else the first heading inside it."""
+    node = form
+    for _ in range(_HEADING_LEVELS):
+        if node is None:
+            break
+        for n, sibling in enumerate(node.itersiblings(preceding=True)):
+            if n >= _HEADING_SIBLINGS:
+                break
+            if isinstance(sibling.tag, str) and (found := _LAST_HEADING(sibling)):
+                return _text(found[0])[:200]
+        node = node.getparent()
+    inside = next(form.iter(*_HEADINGS), None)
+    return _text(inside)[:200] if inside is not None else ""
 
 def _accept_charset(form) -> str | None:
     for token in (form.get("accept-charset") or "").replace(",", " ").split():
@@ -269,7 +300,13 @@ def _single(el, labels) -> Parameter:
         value = el.get("value") or ""
         if kind in _NO_NEWLINES:
             value = value.replace("\r", "").replace("\n", "")
-    return Parameter(el.get("name") or "", kind, value, label=labels.get(el, ""), disabled=_disabled(el))
+    return Parameter(el.get("name") or "", kind, value, label=labels.get(el, ""), disabled=_disabled(el), **_marks(el))
+
+
+def _marks(el) -> dict[str, str]:
+    """What a control says of itself besides its name: id, placeholder, autocomplete."""
+    return {"id": el.get("id") or "", "placeholder": " ".join((el.get("placeholder") or "").split())[:200],
+            "autocomplete": " ".join((el.get("autocomplete") or "").lower().split())[:200]}
 
 
 def _group(kind, name, members, labels) -> Parameter:
@@ -290,7 +327,7 @@ def _group(kind, name, members, labels) -> Parameter:
         label = _text(legend) if legend is not None else ""
     sent = [o.value for o in options if o.selected and not o.disabled]
     return Parameter(name, kind, sent[0] if sent else None, options, multiple=kind == "checkbox" and len(members) > 1,
-                     label=label, disabled=all(o.disabled for o in options))
+                     label=label, disabled=all(o.disabled for o in options), **_marks(members[0]))
 
 
 def _beside(el) -> str:
@@ -313,7 +350,7 @@ def _select(el, labels) -> Parameter:
     options = tuple(Option(o.value, o.label, on, o.disabled) for o, on in zip(found, marked, strict=True))
     sent = [o.value for o in options if o.selected and not o.disabled]
     return Parameter(el.get("name") or "", "select", sent[0] if sent else None, options, multiple,
-                     labels.get(el, ""), _disabled(el))
+                     labels.get(el, ""), _disabled(el), **_marks(el))
 
 
 def _option(opt) -> Option:
@@ -332,7 +369,7 @@ def _button(el, labels) -> Parameter:
     else:
         caption = el.get("value") or el.get("alt") or ""
     return Parameter(el.get("name") or "", kind, el.get("value") or "", label=labels.get(el) or caption,
-                     disabled=_disabled(el))
+                     disabled=_disabled(el), **_marks(el))
 
 
 def _disabled(el) -> bool:

@@ -1,5 +1,6 @@
 """``scrapy crawl dynabot -a scd=FILE -a seeds=FILE [-a frontier=trace|randomwalk|linkhint]
-[-a hints=blast,sequence] [-a sites=any|DOMAIN,...]``: DynaBot (seed 004, chapter II).
+[-a hints=blast,sequence] [-a sites=any|DOMAIN,...] [-a probe=V,...] [-a ARGUMENT=V,...]``:
+DynaBot (seed 004, chapter II).
 
 Every page the frontier yields is a candidate source: its forms are analysed, the service
 class description's probing templates are turned into probes (``webrace.dynabot.analyzer``),
@@ -7,6 +8,14 @@ and the probes are sent one after the other (a source is left at its first match
 ordinary Scrapy requests, so robots.txt, per-host politeness and the user agent apply to
 them as to any request. Each response is matched against the control flow graph, following
 intermediate pages (a second form, a link to the results) until a result vertex.
+
+Only queries are submitted (``webrace.dynabot.sideeffects``): a form with side effects
+(contact, comment, sign-up, log-in, order...) is left alone and the trace says why, POST
+forms only where the class says they are queries, within a per-site cap. A result is claimed
+only when a control probe, the same request with a value that cannot match, gets an answer
+that differs as the class expects (``webrace.dynabot.evidence``). Typed-in values come from
+``-a`` (``-a keywords=...``, ``-a probe=...``), the class, then the start page's own words
+(``webrace.dynabot.values``).
 
 Items: a ``ServiceProfile`` (``kind: "profile"``) per member found, with exactly how to
 query it, and a ``ServiceTrace`` (``kind: "trace"``) per analysed source. At the end the
@@ -29,8 +38,9 @@ import logging
 import random
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import lxml.html
 import scrapy
@@ -60,15 +70,19 @@ from webrace.dynabot.analyzer import (
 )
 from webrace.dynabot.answers import MAX_MARKUP, refinements, said
 from webrace.dynabot.browser import needs_browser
+from webrace.dynabot.evidence import MASK, Answer, Evidence, echoed, judge, mask_in_tags, nonsense, text_of
 from webrace.dynabot.forms import Form, Parameter, Upload, analyze_forms, form_data, form_request
 from webrace.dynabot.links import NOT_PAGES, Sites, form_key, html_media, source_key
+from webrace.dynabot.sideeffects import classify
 from webrace.dynabot.stats import format_report, report
+from webrace.dynabot.values import PROBE, parse_values, site_words, vary
 from webrace.items import ServiceProfile, ServiceTrace
 from webrace.middlewares.exclusion import IGNORED
 from webrace.urls import BadURL, normalize
 from webrace.userfiles import UserFileTooLarge, read_bounded
 
 logger = logging.getLogger(__name__)
+EXTRACT_SLACK = 5  # results read per result kept: those the control's answer shows too are dropped
 
 FRONTIERS = ("trace", "randomwalk", "linkhint")
 HTTP_ERRORS = list(range(400, 600))  # probes read error answers too: they say what is wrong
@@ -164,6 +178,7 @@ class Source:
     page_markup: str = ""  # the start page: what an answer says is what it adds to it
     refine: list[Probe] = field(default_factory=list)  # probes the answers suggested, best first
     sent: set = field(default_factory=set)  # Probe.key() of every probe sent
+    requests_sent: set = field(default_factory=set)  # (method, URL, body) of every probe sent
     steps: list[dict] = field(default_factory=list)  # per probe: why it was sent, what came back
     answered: Counter = field(default_factory=Counter)  # "page", "HTTP 500", failures: how probes were answered
     hop_limits: int = 0  # probes whose intermediate pages reached the hop limit
@@ -173,11 +188,27 @@ class Source:
     browser: bool = False  # its form exists only in the browser (built by scripts)
     browser_requests: int = 0  # requests made through the browser
     scripted: str = ""  # why answers built by scripts were not shown in the browser
+    left_alone: dict[int, str] = field(default_factory=dict)  # form index -> why it is never submitted
+    claim: Claim | None = None  # a result waiting for its control probe's answer
+    blocked: list[str] = field(default_factory=list)  # claims a control probe did not back, and why
 
     def summary(self) -> str:
         if not self.answered:
-            return "no probe was answered"
+            return "no other answer" if self.blocked else "no probe was answered"
         return "answers: " + ", ".join(f"{n} {'pages' if k == 'page' else k}" for k, n in sorted(self.answered.items()))
+
+
+@dataclass
+class Claim:
+    """A probe's answer that matched a result vertex, waiting for the control probe that backs it
+    (webrace.dynabot.evidence): the same request with a value that cannot match."""
+
+    probe: Probe
+    states: list[dict]
+    vertex: Any  # the result vertex matched
+    markup: str  # the hit's answer
+    values: dict[str, str]
+    control: Probe | None = None  # sent
 
 
 class DynaBotSpider(scrapy.Spider):
@@ -193,6 +224,11 @@ class DynaBotSpider(scrapy.Spider):
             self.service, self.seeds = check_arguments(scd, seeds, frontier, max_pages, sites)
         except ValueError as exc:
             raise NotConfigured(f"dynabot: {exc}") from None
+        # -a probe=V,... and -a ARGUMENT=V,...: probe values tried before the class's (webrace.dynabot.values)
+        names = {a.name for e in self.service.examples for a in e.arguments} | {PROBE}
+        self.given_values, problems = parse_values(self.service, {k: v for k, v in kwargs.items() if k in names})
+        if problems:
+            raise NotConfigured("dynabot: " + "\n".join(problems))
         self.frontier = frontier
         self.sites = Sites(self.seeds, sites)
         if frontier != "trace" and not self.sites.any:
@@ -210,6 +246,12 @@ class DynaBotSpider(scrapy.Spider):
         self.links = LinkExtractor(deny_extensions=NOT_PAGES)
         # what a person fills in when querying a member (user="true" in any probing template)
         self.user_arguments = {a.name for e in self.service.examples for a in e.arguments if a.user}
+        self.posts: Counter = Counter()  # site (host:port) -> POSTs sent
+        origins = [v for v in self.service.controlflow.origins() if v.type == "HTMLform"]
+        self.origin_post = any(v.post for v in origins)  # the start page's POST forms may be queries
+        self.origin_allow = frozenset().union(*(v.allow for v in origins))
+        # arguments whose values the result types look for: their echoes are no results
+        self.echo_arguments = set().union(*(echoed(self.service, v) for v in self.service.controlflow.results()))
 
     @classmethod
     def update_settings(cls, settings: Any) -> None:
@@ -236,6 +278,9 @@ class DynaBotSpider(scrapy.Spider):
             raise NotConfigured(f"dynabot: WEBRACE_DYNABOT_BROWSER is on but the browser cannot run: {why_not}")
         spider.browser_off = why_not  # None: the browser mode is on
         spider.use_hints = settings.getbool("WEBRACE_DYNABOT_USE_HINTS")
+        spider.max_posts = settings.getint("WEBRACE_DYNABOT_MAX_POSTS_PER_SITE")
+        spider.max_extracted = settings.getint("WEBRACE_DYNABOT_MAX_EXTRACTED")
+        spider.site_words = settings.getint("WEBRACE_DYNABOT_SITE_WORDS")
         spider.max_pages = (int(spider.max_pages_arg) if spider.max_pages_arg
                             else settings.getint("WEBRACE_DYNABOT_MAX_PAGES"))
         crawler.signals.connect(spider.closed_report, signal=signals.spider_closed)
@@ -347,12 +392,7 @@ class DynaBotSpider(scrapy.Spider):
             if self.frontier == "trace" or source.preludes:
                 yield self.trace(source, "no-form", "the page has no form" + self._browser_note(source, response, []))
             return
-        usable = []
-        for form in forms:
-            if same_site(form.action, response.url):
-                usable.append(form)
-            else:
-                source.skipped["form posts to another site"] += 1
+        usable = self._usable(source, forms, response.url)
         if self.frontier != "trace" and not source.preludes and usable:
             # a site's search box on every page is one source: probed from the first page it is on
             fresh = [f for f in usable if self._form_key(f) not in self.form_keys]
@@ -362,6 +402,10 @@ class DynaBotSpider(scrapy.Spider):
                 return
             usable = fresh
         source.plan = plan_probes(usable, self.service, self.per_form, self.per_source, self.use_hints)
+        if self.use_hints:  # each probe with the command line's values, the class's, the site's own words
+            words = site_words(response.text[:MAX_MARKUP], self.site_words, [a.value for e in self.service.examples
+                                                                            for a in e.arguments])
+            source.plan = vary(source.plan, self.service, self.given_values, words)
         source.kept_forms = {p.form.index for p in source.plan}
         source.next_probe = 0
         if not source.plan:
@@ -371,7 +415,7 @@ class DynaBotSpider(scrapy.Spider):
                 if (request := self._render(source, response, depth)) is not None:
                     yield request
                     return
-            if step is not None and source.preludes < MAX_PRELUDES:
+            if step is not None and source.preludes < MAX_PRELUDES and self._may_post(step[0].method, step[0].action):
                 form, assignment, button, why = step
                 request = form_request(form, assignment, button=button)
                 source.submissions += 1
@@ -380,11 +424,50 @@ class DynaBotSpider(scrapy.Spider):
             if usable or not forms:
                 reason = "no form can take the probing templates' required arguments" + self._browser_note(
                     source, response, kept)
+            elif source.left_alone:
+                reason = "no form is a query"
             else:
                 reason = "every form posts to another site: " + ", ".join(sorted({f.action for f in forms}))
-            yield self.trace(source, "no-match", reason)
+            yield self.trace(source, "no-match", reason + self._left_alone_note(source))
             return
         yield from self.send_next(source)
+
+    def _usable(self, source: Source, forms: list[Form], url: str) -> list[Form]:
+        """The forms DynaBot may submit: on the page's site, and queries, never forms with side
+        effects (webrace.dynabot.sideeffects); each one left alone is told, with why."""
+        usable = []
+        for form in forms:
+            if not same_site(form.action, url):
+                source.skipped["form posts to another site"] += 1
+                continue
+            verdict = classify(form, post_query=self.origin_post, allow=self.origin_allow)
+            if verdict.query:
+                usable.append(form)
+                continue
+            source.left_alone[form.index] = verdict.reason
+            self.crawler.stats.inc_value(f"dynabot/forms_left_alone/{verdict.kind}")
+            logger.info("dynabot: form %d of %s (%s %s) left alone: %s", form.index, url, form.method, form.action,
+                        verdict.reason)
+        return usable
+
+    @staticmethod
+    def _left_alone_note(source: Source) -> str:
+        if not source.left_alone:
+            return ""
+        return "; left alone: " + "; ".join(f"form {n}, {why}" for n, why in sorted(source.left_alone.items()))
+
+    def _may_post(self, method: str, url: str, reserve: int = 0) -> bool:
+        """Whether one more request may go to ``url``'s site: a POST within the per-site cap
+        (``reserve`` more kept back, for a control probe), counted; any other method."""
+        if method != "POST":
+            return True
+        site = urlsplit(url).netloc.lower()
+        if self.posts[site] + 1 + reserve > self.max_posts:
+            self.crawler.stats.inc_value("dynabot/posts_over_cap")
+            return False
+        self.posts[site] += 1
+        self.crawler.stats.inc_value("dynabot/posts")
+        return True
 
     def _render(self, source: Source, response: Response, depth: int) -> scrapy.Request | None:
         """The page again, through the browser, when it builds its form with scripts (browser mode)."""
@@ -448,8 +531,23 @@ class DynaBotSpider(scrapy.Spider):
         return None
 
     def send_next(self, source: Source):
-        """The next follow-up of the current probe, else the next probe, else the verdict."""
+        """The next follow-up of the current probe, else a claim's control probe, else the next
+        probe, else the verdict."""
         while not source.done:
+            if source.claim is not None:  # over the budget too: a claim is not left unchecked
+                if source.claim.control is None:
+                    sent = self._control(source)
+                    if sent:
+                        yield from sent
+                        return
+                elif source.pending:  # the control probe's pages (bounded by the hop limit)
+                    request, _ = source.pending.pop(0)
+                    source.requests += 1
+                    yield request
+                    return
+                else:
+                    self._blocked(source, "its control probe's pages ended without an answer")
+                continue
             if source.requests >= self.per_source:
                 yield self.trace(source, "no-match", f"probe budget ({self.per_source}) spent; " + source.summary())
                 return
@@ -474,27 +572,144 @@ class DynaBotSpider(scrapy.Spider):
                 yield self.trace(source, "no-match", f"browser budget ({self.browser_budget}) spent; "
                                  + source.summary())
                 return
-            kwargs = self._probe_kwargs(source, probe, [("start", source.form_page or source.url)], probe.form, 0)
-            try:
-                if source.browser:  # the form exists in the browser only: filled and submitted there
-                    kwargs["meta"] = {**kwargs["meta"], "download_maxsize": self.max_response}
-                    request = browser.probe_request(source.form_page, probe.form.index, probe.assignment,
-                                                    probe.button, **kwargs)
-                    source.browser_requests += 1
-                else:
-                    request = form_request(probe.form, probe.assignment, button=probe.button, **kwargs)
-            except ValueError as exc:
-                source.skipped["unusable"] += 1
-                logger.debug("probe not sent: %s", exc)
-                continue
+            if not self._may_post(probe.form.method, probe.form.action, reserve=1):
+                yield self.trace(source, "no-match", f"the site's POST cap ({self.max_posts}, "
+                                 "WEBRACE_DYNABOT_MAX_POSTS_PER_SITE) is reached; " + source.summary())
+                return
             source.sent.add(probe.key())
-            source.requests += 1
-            source.submissions += 1
-            source.per_form[probe.form.index] += 1
-            source.steps.append({"probe": len(source.steps) + 1, "form": probe.form.index,
-                                 "why": probe.why or "plan", "answer": ""})
+            request = self._probe_request(source, probe)
+            if request is None:
+                continue
             yield request
             return
+
+    def _probe_request(self, source: Source, probe: Probe) -> scrapy.Request | None:
+        """The request of a probe (in the browser when the form exists only there), counted."""
+        kwargs = self._probe_kwargs(source, probe, [("start", source.form_page or source.url)], probe.form, 0)
+        try:
+            if source.browser:  # the form exists in the browser only: filled and submitted there
+                kwargs["meta"] = {**kwargs["meta"], "download_maxsize": self.max_response}
+                request = browser.probe_request(source.form_page, probe.form.index, probe.assignment,
+                                                probe.button, **kwargs)
+                source.browser_requests += 1
+            else:
+                request = form_request(probe.form, probe.assignment, button=probe.button, **kwargs)
+        except ValueError as exc:
+            source.skipped["unusable"] += 1
+            logger.debug("probe not sent: %s", exc)
+            return None
+        if not source.browser:  # (a browser probe's request is its page: the form is filled there)
+            sent = (request.method, request.url, request.body)
+            if sent in source.requests_sent and not probe.control:  # another form of the page sends the same
+                source.skipped["same request as an earlier probe"] += 1
+                return None
+            source.requests_sent.add(sent)
+        source.requests += 1
+        source.submissions += 1
+        if not probe.control:
+            source.per_form[probe.form.index] += 1
+        source.steps.append({"probe": len(source.steps) + 1, "form": probe.form.index,
+                             "why": probe.why or "plan", "answer": ""})
+        return request
+
+    # -- control probes (webrace.dynabot.evidence) ----------------------------------------------
+
+    def _control_probe(self, claim: Claim) -> Probe | None:
+        """The claim's probe with each typed-in required argument replaced by a value that cannot
+        match; None when no argument was typed in (a choice among options has no nonsense value)."""
+        probe = claim.probe
+        example = self.service.examples[probe.example]
+        assignment, told = dict(probe.assignment), []
+        for argument in example.arguments:
+            name = probe.arguments.get(argument.name)
+            sent = assignment.get(name) if name else None
+            if not argument.required or argument.iterator or not isinstance(sent, str) or not sent.strip():
+                continue
+            assignment[name] = made = nonsense(sent, self.random, self._fits(argument, sent, probe.values(example)))
+            told.append(f"{argument.name}={made[:40]!r}")
+        if not told:
+            return None
+        return replace(probe, assignment=assignment, control=True,
+                       why="control: " + ", ".join(told) + " (a value that cannot match)")
+
+    def _fits(self, argument: Any, sent: str, values: dict[str, str]):
+        """What a control value for ``argument`` must be: an instance of its type, when the value
+        sent is one; else (a sequence sent as a FASTA record) anything: its shape is kept."""
+        recognizer = self.service.recognizer()
+        if argument.type not in recognizer.types and argument.type not in ("string", "integer", "float"):
+            return lambda value: True
+        if not recognizer.is_instance(argument.type, sent, values):
+            return lambda value: True
+        return lambda value: recognizer.is_instance(argument.type, value, {**values, argument.name: value})
+
+    def _control(self, source: Source) -> list:
+        """The claim's control probe request; or, when it cannot be sent, the claim decided
+        without it (its items; nothing when it is blocked)."""
+        claim = source.claim
+        assert claim is not None  # noqa: S101 - for the type checker: called with a claim only
+        control = self._control_probe(claim)
+        if control is None:
+            claim.control = claim.probe
+            return self._backed(source, claim, Evidence(True, "no typed-in value to replace: the result type alone "
+                                                               "backs it"))
+        claim.control = control
+        if not self._may_post(control.form.method, control.form.action):
+            self._blocked(source, f"its control probe would go over the site's POST cap ({self.max_posts})")
+            return []
+        request = self._probe_request(source, control)
+        if request is None:
+            self._blocked(source, "its control probe could not be built")
+            return []
+        return [request]
+
+    def _decide(self, source: Source, markup: str, what: str) -> list:
+        """The control probe's answer (``markup``; ``what`` it was): the claim backed (its items)
+        or blocked (the next probes)."""
+        claim = source.claim
+        assert claim is not None and claim.control is not None  # noqa: S101 - called for a control's answer only
+        source.pending.clear()  # the rest of the control's chain
+        control_values = claim.control.values(self.service.examples[claim.control.example])
+        evidence = judge(self.service, claim.vertex, Answer(claim.markup, claim.values),
+                         Answer(markup, control_values), self.max_extracted)
+        self._told(source, f"control ({what}): {'backs the claim' if evidence.backed else 'blocks the claim'}: "
+                           f"{evidence.reason}")
+        if evidence.backed:
+            return self._backed(source, claim, evidence, markup)
+        self._blocked(source, evidence.reason, tell=False)
+        return list(self.send_next(source))
+
+    def _backed(self, source: Source, claim: Claim, evidence: Evidence, control_markup: str) -> list:
+        probe = claim.probe
+        example = self.service.examples[probe.example]
+        masked = self._unechoed(claim.markup, claim.values)
+        # a "result" the control's answer shows too is the page's own (a menu entry holding the
+        # word): not an answer to the query, so it is not extracted
+        chrome = self._unechoed(control_markup, claim.values)
+        found = extract(self.service, claim.vertex, masked, text_of(masked), claim.values,
+                        limit=self.max_extracted * EXTRACT_SLACK)
+        extracted = [_shown_as_sent(r, masked, claim.markup)
+                     for r in ([r for r in found if r["text"] not in chrome] or found)[:self.max_extracted]]
+        control = None
+        if claim.control is not None and claim.control.control:
+            sent = claim.control.values(example)
+            control = {name: sent[name] for name in probe.arguments if sent.get(name) != claim.values.get(name)}
+        evidence_item = {"control": control, "reason": evidence.reason, "no_results": evidence.no_results}
+        return [self.profile(source, probe, example, claim.states, claim.vertex.type, extracted, evidence_item),
+                self.trace(source, "match")]
+
+    def _blocked(self, source: Source, reason: str, tell: bool = True) -> None:
+        source.claim = None
+        source.pending.clear()
+        source.blocked.append(reason)
+        self.crawler.stats.inc_value("dynabot/claims_blocked")
+        if tell:
+            self._told(source, f"claim not backed: {reason}")
+
+    def _unechoed(self, markup: str, values: dict[str, str]) -> str:
+        """The answer with the probe's values masked where a reader does not see them as text
+        (links' URLs, the search box): those echo the query, they are no results."""
+        echoes = [values[name] for name in self.echo_arguments if values.get(name)]
+        return mask_in_tags(markup, echoes) if echoes else markup
 
     def _probe_kwargs(self, source: Source, probe: Probe, path: list, submitted: Form | None, hops: int) -> dict:
         return {"callback": self.parse_probe, "errback": self.probe_failed, "dont_filter": True,
@@ -513,24 +728,30 @@ class DynaBotSpider(scrapy.Spider):
         if problem and hops == 0:  # the browser could not fill or submit the form: not an answer
             source.skipped["unusable"] += 1
             self._told(source, f"not submitted in the browser: {problem}")
+            if probe.control:
+                self._blocked(source, f"its control probe could not be submitted in the browser: {problem}")
             return list(self.send_next(source))
         if source.browser and hops == 0 and (response.meta.get(browser.STATE) or {}).get("typed"):
             self._told(source, "typed into, not submitted: the page answers as one types")
         markup, text, forms = self._read(response)
         if response.status >= 400:
+            if probe.control:  # the service refused the nonsense value: what the claim is judged on
+                return self._decide(source, markup, f"HTTP {response.status}")
             source.answered[f"HTTP {response.status}"] += 1
             self._told(source, f"HTTP {response.status}")
             self._refine(source, probe, example, markup)
             return list(self.send_next(source))
-        step = next_step(self.service, path[-1][0], response.url, markup, text, forms, values, submitted)
+        step = self._step(source, path[-1][0], response.url, markup, text, forms, values, submitted)
         if step.kind == "result":
+            self._told(source, f"result ({step.vertex.name}) at {response.url}")
+            if probe.control:
+                return self._decide(source, markup, f"a {step.vertex.name} page")
             states = [*source.before, *({"vertex": vertex, "url": url} for vertex, url in path)]
             states.append({"vertex": step.vertex.name, "url": response.url,
                            **({"browser": True} if browser.STATE in response.meta else {})})
-            extracted = extract(self.service, step.vertex, markup, text, values)
-            self._told(source, f"result ({step.vertex.name}) at {response.url}")
-            return [self.profile(source, probe, example, states, step.vertex.type, extracted),
-                    self.trace(source, "match")]
+            source.pending.clear()  # the rest of this probe's pages: its answer is found
+            source.claim = Claim(probe, states, step.vertex, markup, values)
+            return list(self.send_next(source))
         follow = [(step.vertex.name, response.url)] if step.vertex else []
         wait = 0.0
         moved = onward(markup, response.url, response.status,
@@ -544,9 +765,13 @@ class DynaBotSpider(scrapy.Spider):
         if step.vertex is not None and step.vertex.name == path[-1][0] and step.kind == "links":
             # the same "still running" page again: poll as a person would, waiting longer each time
             wait = max(wait, min(self.max_wait, POLL_WAIT * 2 ** min(hops, 4)))
+        if step.kind == "form" and hops < self.max_hops and not self._may_submit(source, step):
+            step = Step("none")  # an answer's form is submitted only if it is a query, within the POST cap
         if step.kind in ("form", "links") and hops >= self.max_hops:
             source.hop_limits += 1
             self._told(source, f"gave up after {hops} intermediate pages")
+            if probe.control:
+                return self._decide(source, markup, f"{hops} intermediate pages")
         elif step.kind == "form":
             form = step.forms[0]
             assignment, button = self._fill(form, example)
@@ -563,6 +788,8 @@ class DynaBotSpider(scrapy.Spider):
                 source.pending.insert(offset, (request, path))
         elif (request := self._render_answer(source, response, markup, values, probe, path, submitted, hops)):
             source.pending.insert(0, (request, path))
+        elif probe.control:  # neither a result nor a page on the way: the control's answer
+            return self._decide(source, markup, "no result")
         else:
             source.answered["page"] += 1
             self._refine(source, probe, example, markup)
@@ -594,6 +821,38 @@ class DynaBotSpider(scrapy.Spider):
         self._told(source, what + ": shown in the browser")
         kwargs = self._probe_kwargs(source, probe, path, submitted, hops)
         return browser.render_request(response.url, **kwargs)
+
+    def _may_submit(self, source: Source, step: Step) -> bool:
+        """Whether the form an answer shows (an intermediate HTMLform vertex) may be submitted:
+        a query at that vertex (webrace.dynabot.sideeffects), within the site's POST cap."""
+        form = step.forms[0]
+        verdict = classify(form, post_query=step.vertex.post, allow=step.vertex.allow)
+        if not verdict.query:
+            self.crawler.stats.inc_value(f"dynabot/forms_left_alone/{verdict.kind}")
+            self._told(source, f"its form {form.index} ({form.method} {form.action}) left alone: {verdict.reason}")
+            return False
+        if not self._may_post(form.method, form.action):
+            self._told(source, f"its form {form.index} not submitted: the site's POST cap ({self.max_posts}) "
+                               "is reached")
+            return False
+        return True
+
+    def _step(self, source: Source, vertex: str, url: str, markup: str, text: str, forms: list[Form],
+              values: dict[str, str], submitted: Form | None) -> Step:
+        """What the answer means (analyzer.next_step), its echoes of the query set aside: a page
+        that is a result only through the query repeated in its links or search box is none."""
+        masked = self._unechoed(markup, values)
+        if masked is markup:
+            return next_step(self.service, vertex, url, markup, text, forms, values, submitted)
+        step = next_step(self.service, vertex, url, masked, text_of(masked), forms, values, submitted)
+        if step.kind == "result":
+            return step
+        raw = next_step(self.service, vertex, url, markup, text, forms, values, submitted)
+        if raw.kind == "result":
+            self.crawler.stats.inc_value("dynabot/echoes_only")
+            self._told(source, "a result only through the query repeated in links or the search box: no result")
+            return Step("none")
+        return raw
 
     def _fill(self, form: Form, example) -> tuple[dict, Any]:
         """What to send with a form met on the way (a format page, a wizard's next step): the
@@ -633,6 +892,9 @@ class DynaBotSpider(scrapy.Spider):
         if not failure.check(IgnoreRequest):  # not sent (robots.txt, exclusions) is no answer
             source.answered[reason] += 1
         self._told(source, f"not answered: {reason}")
+        probe = failure.request.cb_kwargs.get("probe")
+        if probe is not None and probe.control and source.claim is not None and not source.done:
+            self._blocked(source, f"its control probe was not answered: {reason}")
         yield from self.send_next(source)
 
     @staticmethod
@@ -655,7 +917,7 @@ class DynaBotSpider(scrapy.Spider):
     # -- items -------------------------------------------------------------------------------------
 
     def profile(self, source: Source, probe: Probe, example: Any, states: list, result_type: str,
-                extracted: list) -> ServiceProfile:
+                extracted: list, evidence: dict | None = None) -> ServiceProfile:
         entries = form_data(probe.form, probe.assignment, button=probe.button)
         return ServiceProfile(
             kind="profile", source=source.url, service_class=self.service.name,
@@ -666,20 +928,26 @@ class DynaBotSpider(scrapy.Spider):
             user_arguments=[name for name in probe.arguments if name in self.user_arguments],
             fields=[[name, value.content if isinstance(value, Upload) else value] for name, value in entries],
             states=states, result_type=result_type, extracted=extracted, empty=not extracted,
-            probes=source.requests)
+            probes=source.requests, evidence=evidence)
 
     def trace(self, source: Source, outcome: str, reason: str = "") -> ServiceTrace:
         source.done = True
         if outcome != "match" and source.scripted and source.scripted not in reason:
             reason = f"{reason}; {source.scripted}" if reason else source.scripted
+        if source.blocked and outcome != "match":
+            reason = (f"{len(source.blocked)} result page(s) that no control probe backed: "
+                      + "; ".join(dict.fromkeys(source.blocked)) + "; " + reason)
+        if source.left_alone and "left alone:" not in reason:
+            reason += self._left_alone_note(source)
         item = ServiceTrace(
             kind="trace", source=source.url, outcome=outcome,
             forms=[{"index": f.index, "action": f.action, "method": f.method, "parameters": len(f.parameters),
-                    "kept": f.index in source.kept_forms, "submissions": source.per_form.get(f.index, 0)}
+                    "kept": f.index in source.kept_forms, "submissions": source.per_form.get(f.index, 0),
+                    "left_alone": source.left_alone.get(f.index)}
                    for f in source.forms],
             parameters=sum(len(f.parameters) for f in source.forms), probes=source.requests,
             submissions=source.submissions, skipped=dict(source.skipped), steps=source.steps,
-            seconds=round(time.monotonic() - source.started, 3), reason=reason)
+            seconds=round(time.monotonic() - source.started, 3), reason=reason.lstrip("; "))
         self.traces.append(dict(item))
         self.crawler.stats.inc_value(f"dynabot/outcome/{outcome}")
         return item
@@ -696,3 +964,20 @@ class DynaBotSpider(scrapy.Spider):
             (folder / "last-dynabot.json").write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
         except OSError as exc:
             logger.warning("could not write last-dynabot.json: %s", exc)
+
+
+def _shown_as_sent(result: dict, masked: str, markup: str) -> dict:
+    """An extracted result with the query's echoes it was read through (masked, same length)
+    put back as the answer has them: its link's URL as the server wrote it."""
+    if masked is markup or MASK not in result["text"]:
+        return result
+    start = masked.find(result["text"])
+    if start < 0:
+        return result
+    region, shown = masked[start:start + len(result["text"])], markup[start:start + len(result["text"])]
+
+    def unmasked(value: str) -> str:
+        at = region.find(value)
+        return shown[at:at + len(value)] if at >= 0 else value
+
+    return {"text": shown, "elements": {k: [unmasked(v) for v in vs] for k, vs in result["elements"].items()}}

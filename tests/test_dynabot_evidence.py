@@ -1,0 +1,147 @@
+"""Evidence that an answer depends on the query (webrace.dynabot.evidence): the control probe's
+value, echoes set aside, and the judgement, on answers saved from real applications
+(tests/fixtures/forms/) and real BLAST+ reports (tests/fixtures/blast/)."""
+
+from __future__ import annotations
+
+import random
+from html import escape
+from pathlib import Path
+
+import pytest
+
+from scd import load_scd
+from webrace.dynabot.evidence import MASK, Answer, judge, mask_in_tags, mask_shared, nonsense
+
+ROOT = Path(__file__).resolve().parent.parent
+FORMS = ROOT / "tests" / "fixtures" / "forms"
+BLAST = ROOT / "tests" / "fixtures" / "blast"
+KEYWORDS = load_scd(ROOT / "serviceclasses" / "keyword_search.xml")
+NUCLEOTIDE = load_scd(ROOT / "serviceclasses" / "nucleotide_blast.xml")
+RESULTS = KEYWORDS.controlflow.vertices["results"]
+SUMMARY = NUCLEOTIDE.controlflow.vertices["summary"]
+
+
+def page(name: str) -> str:
+    return (FORMS / f"{name}.html").read_text(encoding="utf-8")
+
+
+def keyword_answer(name: str, word: str) -> Answer:
+    return Answer(page(name), {"keywords": word})
+
+
+# -- the control probe's value ------------------------------------------------------------------------
+
+
+def test_a_nonsense_word_is_long_made_of_the_words_letters_and_not_the_word():
+    rng = random.Random(7)
+    for word in ("wiki", "library", "crawler"):
+        made = nonsense(word, rng)
+        assert len(made) >= 10 and made.isalpha() and word not in made.lower()
+        assert set(made) <= set(word) | set("qxz")
+
+
+def test_a_nonsense_sequence_stays_a_sequence_of_the_argument_type():
+    sequence = next(a for a in NUCLEOTIDE.examples[0].arguments if a.name == "sequence")
+    fits = lambda value: NUCLEOTIDE.recognizer().is_instance(sequence.type, value)  # noqa: E731
+    made = nonsense(sequence.value, random.Random(1), fits)
+    assert fits(made) and made != sequence.value and len(made) == len(sequence.value)
+
+
+def test_a_fasta_query_keeps_its_defline_and_its_bases():
+    made = nonsense(">query\nACGTTGCAACGT\nTTGACCAGT\n", random.Random(3))
+    defline, first, second = made.split("\n")[:3]
+    assert defline.startswith(">") and set(defline[1:]) <= set("query")
+    assert set(first + second) <= set("ACGT") and len(first) == 12 and len(second) == 9
+
+
+def test_the_control_value_is_the_same_for_the_same_seed():
+    assert nonsense("library", random.Random(5)) == nonsense("library", random.Random(5))
+
+
+# -- echoes -------------------------------------------------------------------------------------------
+
+
+def test_the_query_inside_links_scripts_and_the_search_box_is_masked_and_page_text_is_not():
+    markup = ('<title>wiki - Search</title><input name="q" value="wiki"><script>var q = "wiki";</script>'
+              '<!-- wiki --><a href="/search?q=wiki&page=2">next</a><p>The wiki holds pages.</p>')
+    masked = mask_in_tags(markup, ["wiki"])
+    assert masked.count("wiki") == 1 and "The wiki holds" in masked and MASK in masked
+    assert len(masked) == len(markup)
+
+
+def test_text_both_answers_show_around_their_own_word_is_masked():
+    hit = '<h3>490 rows where search matches "library" sorted by name</h3><p>a shared library for X</p>'
+    control = '<h3>0 rows where search matches "zqxjvbw" sorted by name</h3><p>Nothing</p>'
+    masked = mask_shared(hit, ["library"], control, ["zqxjvbw"])
+    assert "matches \"library\"" not in masked and "shared library for" in masked
+
+
+# -- the judgement, on real answers --------------------------------------------------------------------
+
+
+def test_datasettes_full_text_search_is_backed_by_its_zero_rows_answer():
+    evidence = judge(KEYWORDS, RESULTS, keyword_answer("datasette_fts_hit", "library"),
+                     keyword_answer("datasette_fts_nonsense", "zqxjvbw"))
+    assert evidence.backed and "0 rows" in evidence.no_results
+
+
+def test_datasettes_zero_rows_answer_with_the_word_in_its_links_is_no_hit():
+    # the issue's false match: 0 rows, and 15 "results" that were links repeating the query
+    evidence = judge(KEYWORDS, RESULTS, keyword_answer("datasette_fts_nonsense", "zqxjvbw"),
+                     keyword_answer("datasette_fts_hit", "library"))
+    assert not evidence.backed
+
+
+def test_a_filter_the_server_dropped_answers_the_whole_table_and_the_claim_is_blocked():
+    evidence = judge(KEYWORDS, RESULTS, keyword_answer("datasette_plain_nocolumn_hit", "library"),
+                     keyword_answer("datasette_plain_nocolumn_nonsense", "zqxjvbw"))
+    assert not evidence.backed and "do not depend on it" in evidence.reason
+
+
+def test_a_filter_with_its_column_set_is_backed():
+    evidence = judge(KEYWORDS, RESULTS, keyword_answer("datasette_plain_column_hit", "library"),
+                     keyword_answer("datasette_plain_column_nonsense", "zqxjvbw"))
+    assert evidence.backed
+
+
+def test_tracs_search_is_backed_by_no_matches_found():
+    evidence = judge(KEYWORDS, RESULTS, keyword_answer("trac_search_hit", "wiki"),
+                     keyword_answer("trac_search_nonsense", "zqxjvbw"))
+    assert evidence.backed and evidence.no_results == "No matches found"
+
+
+def engine(word: str) -> str:
+    """A search page that lists five results holding whatever it was asked."""
+    items = "".join(f'<li><a href="/doc/{n}">Title {n}</a><p>{n} of many pages on {escape(word)}</p></li>'
+                    for n in range(5))
+    return f"<p>Results for <b>{escape(word)}</b></p><ol>{items}</ol>"
+
+
+def test_a_nonsense_probe_that_gets_results_like_the_hits_blocks_the_claim():
+    evidence = judge(KEYWORDS, RESULTS, Answer(engine("crawler"), {"keywords": "crawler"}),
+                     Answer(engine("rrlcweaqzx"), {"keywords": "rrlcweaqzx"}))
+    assert not evidence.backed and "echo" in evidence.reason
+
+
+# -- BLAST: no {arg:} in its types; "No hits found" is what a nonsense sequence gets -------------------
+
+
+def blast_answer(name: str) -> Answer:
+    return Answer((BLAST / name).read_text(), {"sequence": "ACGT"})
+
+
+@pytest.mark.parametrize("nohits", ["blastn_nohits.txt", "blastn_nohits.html"])
+def test_a_blast_report_is_backed_by_no_hits_for_the_nonsense_sequence(nohits):
+    evidence = judge(NUCLEOTIDE, SUMMARY, blast_answer("blastn.txt"), blast_answer(nohits))
+    assert evidence.backed and "No hits found" in evidence.no_results
+
+
+def test_the_same_report_for_the_nonsense_sequence_blocks_the_claim():
+    evidence = judge(NUCLEOTIDE, SUMMARY, blast_answer("blastn.txt"), blast_answer("blastn.txt"))
+    assert not evidence.backed and "does not depend" in evidence.reason
+
+
+def test_an_empty_report_is_a_claim_the_class_makes_for_itself():
+    evidence = judge(NUCLEOTIDE, SUMMARY, blast_answer("blastn_nohits.txt"), blast_answer("blastn_nohits.txt"))
+    assert evidence.backed
