@@ -97,7 +97,7 @@ def test_a_sphinx_search_page_and_a_mkdocs_search_dialog_are_found_in_browser_mo
     assert mkdocs["profile"]["fields"] == [["#mkdocs-search-query", "theme"]]
     assert "typed into, not submitted" in mkdocs["trace"]["steps"][-1]["answer"]
     assert mkdocs["profile"]["states"][-1]["url"] == docs["mkdocs"].url
-    assert any('href="./user-guide/configuration.html#theme"' in r["text"] for r in mkdocs["profile"]["extracted"]), mkdocs["profile"]["extracted"][:3]
+    assert any('href="./user-guide/configuration.html#theme"' in r["text"] for r in mkdocs["profile"]["extracted"])
     assert not [path for path in docs["mkdocs"].requests if "?" in path]  # nothing was submitted
 
 
