@@ -27,9 +27,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from aiosmtpd.controller import Controller
 from scrapy.settings import Settings
-from test_delivery import Clock, Mailbox, _free_port, aci, mail_url, make_settings, run_command, store_items
+from test_delivery import (
+    Clock,
+    aci,
+    mail_url,
+    make_settings,
+    run_command,
+    smtp,  # noqa: F401 - the SMTP server fixture (aiosmtpd), shared
+    store_items,
+)
 
 from webrace.backends import open_delivery_store
 from webrace.backends.sealing import KEY_FILE
@@ -102,22 +109,6 @@ def recorder6() -> Iterator[Recorder]:
     yield recorder
     server.shutdown()
     server.server_close()
-
-
-@pytest.fixture(scope="module")
-def relay() -> Iterator[Mailbox]:
-    """An SMTP server on 127.0.0.1 (aiosmtpd) keeping every mail."""
-    box = Mailbox()
-    for _ in range(5):  # aiosmtpd needs a port number: a free one, another if it was taken meanwhile
-        box.port = _free_port()
-        controller = Controller(box, hostname="127.0.0.1", port=box.port)
-        try:
-            controller.start()
-            break
-        except OSError:
-            continue
-    yield box
-    controller.stop()
 
 
 class Resolver:
@@ -269,18 +260,18 @@ def test_the_metadata_address_is_refused_before_any_connection(tmp_path):
     assert channel.last_error.startswith(f"{REFUSED}169.254.169.254 is not a public address")
 
 
-def test_mail_to_a_loopback_relay_arrives_only_when_the_admin_allows_it(tmp_path, relay):
-    relay.mails.clear()
-    url = mail_url(relay)
+def test_mail_to_a_loopback_relay_arrives_only_when_the_admin_allows_it(tmp_path, smtp):  # noqa: F811
+    smtp.mails.clear()
+    url = mail_url(smtp)
     settings = settings_for(tmp_path)
     with pytest.raises(ChannelError, match="127.0.0.1 is not a public address"):
         check_url(url, ChannelPolicy.from_settings(settings))
     stored(settings, url)
     stats, channel = one_pass(settings)
-    assert relay.mails == [] and stats["delivery/refused"] == 1 and channel.last_error.startswith(REFUSED)
+    assert smtp.mails == [] and stats["delivery/refused"] == 1 and channel.last_error.startswith(REFUSED)
     stats, _ = one_pass(settings_for(tmp_path, WEBRACE_DELIVERY_ALLOW_HOSTS="127.0.0.1"))
-    assert stats["delivery/messages"] == 1 and len(relay.mails) == 1
-    with pytest.raises(ChannelError, match="10.0.0.1 is not a public address"):  # the relay named by ?smtp=
+    assert stats["delivery/messages"] == 1 and len(smtp.mails) == 1
+    with pytest.raises(ChannelError, match="10.0.0.1 is not a public address"):  # the smtp named by ?smtp=
         check_url(f"mailto://alice:pw@{PUBLIC}?smtp=10.0.0.1&to=alice@example.org",
                   ChannelPolicy.from_settings(settings))
 
