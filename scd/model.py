@@ -76,7 +76,8 @@ class ControlFlow:
 class Argument:
     """An input of a probing template. ``value`` is the text to enter (for an iterator
     argument: a regex over the option values to try in turn); ``name_hints`` are regexes
-    over form parameter names, ``input_types`` a regex over HTML input types."""
+    over form parameter names, ``input_types`` a regex over HTML input types; ``also`` the
+    template's further ``<value>`` elements (webrace.dynabot.values tries them in turn)."""
 
     name: str
     type: str
@@ -86,6 +87,7 @@ class Argument:
     iterator: bool = False
     name_hints: list[str] = field(default_factory=list)
     input_types: str | None = None
+    also: tuple[str, ...] = ()  # further values, tried in turn when the earlier ones found nothing
 
 
 @dataclass(frozen=True)
@@ -435,8 +437,12 @@ class _Builder:
         iterator = _bool(node, "iterator")
         if iterator:
             self.check_regex(value, value_element.sourceline, f"iterator argument {name!r}: value")
+        further = ((e.text or "").strip() for e in node.findall("value")[1:])
+        also = tuple(dict.fromkeys(v for v in further if v and v != value))
+        if also and iterator:
+            self.problem(value_element.sourceline, f"iterator argument {name!r}: one value (a regex over the options)")
         return Argument(name, type_name, value, _bool(node, "required"), _bool(node, "user"), iterator,
-                        [_text(h) for h in hints], _text(input_type))
+                        [_text(h) for h in hints], _text(input_type), also)
 
     def check_template_type(self, type_name: str, types: dict[str, TypeDef], line: int, what: str) -> None:
         if is_form_type(type_name):
@@ -470,6 +476,10 @@ class _Builder:
                         argument = replace(argument, value=squeezed)
                     else:
                         self.problem(line, f"argument {argument.name!r}: value {_short(argument.value)!r} is not "
+                                           f"an instance of type {argument.type!r}")
+                for other in argument.also:
+                    if not compiler.is_instance(argument.type, other, {**values, argument.name: other}):
+                        self.problem(line, f"argument {argument.name!r}: value {_short(other)!r} is not "
                                            f"an instance of type {argument.type!r}")
             except ValueError as exc:  # the type needs another argument's value
                 self.problem(line, f"argument {argument.name!r}: {exc}")

@@ -60,11 +60,12 @@ def docs() -> Iterator[dict[str, Docs]]:
             site.close()
 
 
-def crawl(project, docs: dict[str, Docs], *settings: str) -> tuple[object, dict[str, dict]]:
+def crawl(project, docs: dict[str, Docs], *settings: str, word: str = "theme",
+          names: tuple[str, ...] = ("sphinx", "mkdocs")) -> tuple[object, dict[str, dict]]:
     """The shipped keyword-search class, probing with a word both sites hold ("theme")."""
     scd = (ROOT / "serviceclasses" / "keyword_search.xml").read_text(encoding="utf-8")
-    project.write("theme.xml", scd.replace("<value>crawler</value>", "<value>theme</value>"))
-    project.write("seeds.txt", docs["sphinx"].url + "\n" + docs["mkdocs"].url + "\n")
+    project.write("theme.xml", scd.replace("<value>crawler</value>", f"<value>{word}</value>"))
+    project.write("seeds.txt", "".join(docs[name].url + "\n" for name in names))
     out = project.root / "out.jsonl"
     done = project.scrapy("crawl", "dynabot", "-a", "scd=theme.xml", "-a", "seeds=seeds.txt", "-O", str(out),
                           "-s", "DOWNLOAD_DELAY=0", "-s", "WEBRACE_DELAY_FACTOR=0", "-s", "TELNETCONSOLE_ENABLED=False",
@@ -72,7 +73,7 @@ def crawl(project, docs: dict[str, Docs], *settings: str) -> tuple[object, dict[
     found: dict[str, dict] = {}
     for line in out.read_text().splitlines() if out.exists() else []:
         item = json.loads(line)
-        name = "sphinx" if item["source"] == docs["sphinx"].url else "mkdocs"
+        name = next(name for name in docs if item["source"] == docs[name].url)
         found.setdefault(name, {})[item["kind"]] = item
     return done, found
 
@@ -111,3 +112,57 @@ def test_without_the_browser_the_reason_says_the_answer_is_built_by_scripts(docs
     assert "<script> elements, no results in its HTML); browser mode off (-s WEBRACE_DYNABOT_BROWSER=auto" \
         in trace["reason"]
     assert "browser mode off" in found["mkdocs"]["trace"]["reason"]
+
+
+@needs_docs
+@needs_chromium
+def test_a_word_of_the_sites_own_menus_sent_to_sphinx_is_answered_by_what_its_scripts_write(docs, project):
+    """Sent "python", search.html holds links followed by the word before any script runs (the
+    header's "Python 3.11 Documentation"): those are the menus, not the answer, which is read in
+    the browser; the nonsense probe's answer backs it."""
+    done, found = crawl(project, docs, word="python", names=("sphinx",))
+    assert done.returncode == 0, done.stderr[-3000:]
+    trace = found["sphinx"]["trace"]
+    assert trace["outcome"] == "match", trace
+    assert "what its HTML shows may be the site's own links): shown in the browser" in trace["steps"][0]["answer"]
+    assert found["sphinx"]["profile"]["states"][-1]["browser"] is True
+    assert all("data-score" in r["text"] for r in found["sphinx"]["profile"]["extracted"])  # searchtools.js' results
+
+
+SLOW_SEARCH = """<!doctype html><html><head><title>Finder</title></head><body><div id="results"></div>
+<script>
+const word = new URLSearchParams(location.search).get("q") || "";
+const box = document.getElementById("results");
+const start = Date.now();
+while (Date.now() - start < 800) {}  // building an index: the thread is busy, nothing is in flight
+let n = 0;
+const next = () => {  // then the results, one every 60 ms, as Sphinx writes its own
+  if (n++ < 25) { box.insertAdjacentHTML("beforeend", "<p>...</p>"); setTimeout(next, 60); return; }
+  box.innerHTML = word === "lantern"
+    ? [1, 2, 3].map(i => `<p><a href="/doc${i}.html">Doc ${i}</a> on the lantern, part ${i}</p>`).join("")
+    : "<p>Your search did not match any documents.</p>";
+};
+setTimeout(next, 0);
+</script></body></html>"""
+
+
+@needs_chromium
+def test_results_a_script_writes_after_the_network_is_quiet_are_read_once_the_page_settles(project, tmp_path):
+    """The answer's script spends 0.8 s of thread and then 1.5 s writing, with no request in
+    flight: the network is quiet long before the results are there."""
+    root = tmp_path / "finder"
+    root.mkdir()
+    (root / "index.html").write_text('<form action="search.html"><input name="q"><input type="submit"></form>'
+                                     "<p>Lantern notes and lantern parts.</p>")
+    (root / "search.html").write_text(SLOW_SEARCH)
+    site = Docs(root)
+    try:
+        done, found = crawl(project, {"finder": site}, word="lantern", names=("finder",))
+    finally:
+        site.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    trace = found["finder"]["trace"]
+    assert trace["outcome"] == "match", trace
+    assert [r["text"].split('"')[1] for r in found["finder"]["profile"]["extracted"]] == [
+        "/doc1.html", "/doc2.html", "/doc3.html"]
+    assert "did not match any" in found["finder"]["profile"]["evidence"]["no_results"]

@@ -17,7 +17,7 @@ sys.path.append(str(ROOT / "bench"))  # appended: bench/rules.py must not hide t
 
 from realapps.serve import RealApps, installed  # noqa: E402
 
-APPS = ["django", "datasette", "isso"]
+APPS = ["django", "datasette", "isso", "omega"]
 MISSING = [name for name in APPS if not installed(name)]
 pytestmark = [pytest.mark.skipif(bool(MISSING), reason=f"real apps not installed: {', '.join(MISSING)} "
                                                        "(python bench/realapps/install.py)"),
@@ -84,3 +84,16 @@ def test_a_filter_form_is_probed_with_its_column_set_and_the_full_text_search_is
     fts = profiles[datasette.url("/packages/packages")]
     assert dict(fts["fields"])["_search"] == "library" and "0 rows" in fts["evidence"]["no_results"]
     assert apps.posts("datasette", mark) == {}
+
+
+def test_a_search_page_that_shows_no_words_of_its_own_is_found_with_the_classs_further_values(apps, project):
+    """Xapian Omega's query page (an index of the Python docs) shows only "Omega Search" and its
+    own options: the class's value ("crawler") and the site's one word ("omega") find nothing,
+    the class's next value does, and the nonsense probe's "No documents match" backs it."""
+    items = crawl(project, [apps.running["omega"].url("/cgi-bin/omega/omega")], "keyword_search")
+    trace = next(i for i in items if i["kind"] == "trace")
+    assert trace["outcome"] == "match", trace
+    tried = [step["why"] for step in trace["steps"] if not step["why"].startswith("control")]
+    assert "P='omega' (a word of the site)" in tried[1] and "(the class's next value)" in tried[-1]
+    profile = next(i for i in items if i["kind"] == "profile")
+    assert "no documents match" in profile["evidence"]["no_results"].lower()

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from scd import load_scd
+from scd import SCDError, load_scd
 from webrace.dynabot.analyzer import filter_settings, plan_probes
 from webrace.dynabot.forms import analyze_forms, form_request
 from webrace.dynabot.values import parse_values, site_words, vary
@@ -97,11 +97,19 @@ def test_site_words_are_the_pages_frequent_content_words_not_its_menus():
     assert site_words("<p>once only</p>", 2) == []
 
 
-def test_each_planned_probe_gets_the_command_lines_values_the_class_then_the_sites_words():
+def test_each_planned_probe_gets_the_command_lines_values_the_class_the_sites_words_then_the_class_again():
     plan = plan_probes(real_forms("trac_wikistart", "http://127.0.0.1:8002/"), KEYWORDS)
     varied = vary(plan, KEYWORDS, {"keywords": ["wiki"]}, ["trac", "crawler", "Not A Word!"])
-    assert [p.assignment["q"] for p in varied] == ["wiki", "crawler", "trac", "Not A Word!"]
+    assert [p.assignment["q"] for p in varied] == ["wiki", "crawler", "trac", "Not A Word!", "example", "information"]
     assert "from -a keywords" in varied[0].why and "a word of the site" in varied[2].why
+    assert "the class's next value" in varied[4].why
+
+
+def test_a_classs_further_values_must_be_of_the_arguments_type():
+    text = (ROOT / "serviceclasses" / "keyword_search.xml").read_text().replace(
+        "<value>information</value>", "<value>  </value><value>two\nlines</value>")  # a Keywords value is one line
+    with pytest.raises(SCDError, match=r"value 'two\\nlines' is not an instance of type 'Keywords'"):
+        load_scd(text.encode())
 
 
 def test_site_words_that_are_not_of_the_arguments_type_are_not_tried():

@@ -92,6 +92,7 @@ HEAVY = frozenset({"image", "font", "media"})  # resource types never fetched
 LONG_LIVED = frozenset({"eventsource", "websocket"})  # open for good: they do not keep the network busy
 QUIET = 0.5  # seconds without a request in flight: the network is idle
 IDLE_MAX = 10.0  # seconds a wait for the network to go idle lasts at most
+SETTLE_MAX = 5.0  # seconds a wait for the page's scripts to stop writing lasts at most
 TYPE_WAIT = 4.0  # seconds a live form is typed into again until the page shows something
 KEPT = 20  # entries kept in each list of the state
 # Chromium's preferences for the browser's profile: no preconnecting or DNS prefetching to
@@ -452,9 +453,22 @@ class _Session:
             raise BrowserError("the page's guard (webrace.dynabot.browser.guard_page) was not installed: "
                                "see the warning scrapy-playwright logged")
 
+    async def settle(self, page: Any) -> bool:
+        """Wait until the page's scripts have written nothing for QUIET seconds (at most
+        SETTLE_MAX, and an eighth of the request's time); whether it happened. The network going
+        quiet is not enough: Sphinx's search loads its index, spends seconds of script on it,
+        then writes its results one by one from timers, with no request in flight."""
+        limit = min(SETTLE_MAX, self.timeout / 8)
+        try:
+            return bool(await page.evaluate(_SETTLE, [QUIET * 1000, limit * 1000]))
+        except PlaywrightError:  # navigating: the load wait covers it
+            return False
+
     async def finish(self, page: Any) -> None:
-        """The final URL, and the DOM's size: one over the limit is emptied here, before it
-        is serialized and sent, and the request fails (in the handler)."""
+        """The final URL once the page's scripts have settled, and the DOM's size: one over the
+        limit is emptied here, before it is serialized and sent, and the request fails (in the
+        handler)."""
+        self.state["settled"] = await self.settle(page)
         self.state["url"] = page.url
         if not self.max_size:
             return
@@ -585,6 +599,28 @@ async def _probe(page: Any, session: _Session, form_index: int, values: dict[str
     await session.finish(page)
 
 
+# Resolves once no node or text of the document has changed, and the main thread has not been
+# busy, for `quiet` ms (true), or after `limit` ms (false). A check that runs late found the
+# thread busy with a script (an index being built): that counts as the page still working.
+_SETTLE = """([quiet, limit]) => new Promise(resolve => {
+  const step = Math.min(50, quiet);
+  const start = performance.now();
+  let last = start, expected = start + step;
+  const observer = new MutationObserver(() => { last = performance.now(); });
+  observer.observe(document, {childList: true, subtree: true, characterData: true});
+  const check = () => {
+    const now = performance.now();
+    if (now - expected > 2 * step) last = now;
+    if (now - last >= quiet || now - start >= limit) {
+      observer.disconnect();
+      resolve(now - last >= quiet);
+    } else {
+      expected = now + step;
+      setTimeout(check, step);
+    }
+  };
+  setTimeout(check, step);
+})"""
 _SIZE = "() => document.documentElement ? document.documentElement.outerHTML.length : 0"
 _TYPED = "() => window.__webraceTyped || 0"  # changes to the page since the live form was typed into
 _SUBMIT = """index => {

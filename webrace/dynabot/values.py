@@ -9,7 +9,9 @@ tried with, in turn:
    against the argument's type when DynaBot starts;
 2. the template's own value;
 3. the site's own words: the most frequent content words of the start page's text (not its
-   forms, scripts or styles), those that are instances of the argument's type.
+   forms, scripts or styles), those that are instances of the argument's type;
+4. the template's further values (``<value>`` repeated: general words most collections hold,
+   for a search page that shows no words of its own, as Xapian Omega's).
 
 :func:`vary` turns a plan into probes that carry those values, each planned probe with every
 value before the next planned probe.
@@ -114,7 +116,8 @@ def _without_menus(markup: str) -> str:
 def vary(plan: Sequence[Any], service: ServiceClass, given: Mapping[str, list[str]],
          words: Sequence[str] = ()) -> list[Any]:
     """Each planned probe (analyzer.Probe) with each typed-in argument's values in turn: the
-    command line's, the template's own, then the site's words that fit the argument's type."""
+    command line's, the template's own, the site's words that fit the argument's type, then
+    the template's further values."""
     recognizer = service.recognizer()
     varied, seen = [], set()
     for probe in plan:
@@ -128,6 +131,7 @@ def vary(plan: Sequence[Any], service: ServiceClass, given: Mapping[str, list[st
             choices = [(v, f"from -a {argument.name}") for v in given.get(argument.name, [])]
             choices.append((argument.value, ""))
             choices += [(w, "a word of the site") for w in words if _fits(recognizer, argument, w)]
+            choices += [(v, "the class's next value") for v in argument.also]
             break
         else:
             choices, field = [(None, "")], None

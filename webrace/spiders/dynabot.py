@@ -403,8 +403,8 @@ class DynaBotSpider(scrapy.Spider):
             usable = fresh
         source.plan = plan_probes(usable, self.service, self.per_form, self.per_source, self.use_hints)
         if self.use_hints:  # each probe with the command line's values, the class's, the site's own words
-            words = site_words(response.text[:MAX_MARKUP], self.site_words, [a.value for e in self.service.examples
-                                                                            for a in e.arguments])
+            known = [v for e in self.service.examples for a in e.arguments for v in (a.value, *a.also)]
+            words = site_words(response.text[:MAX_MARKUP], self.site_words, known)
             source.plan = vary(source.plan, self.service, self.given_values, words)
         source.kept_forms = {p.form.index for p in source.plan}
         source.next_probe = 0
@@ -742,6 +742,13 @@ class DynaBotSpider(scrapy.Spider):
             self._refine(source, probe, example, markup)
             return list(self.send_next(source))
         step = self._step(source, path[-1][0], response.url, markup, text, forms, values, submitted)
+        if step.kind == "result" and not probe.control and (
+                request := self._render_answer(source, response, markup, values, probe, path, submitted, hops,
+                                           "what its HTML shows may be the site's own links")):
+            # its "results" may be the site's own menus (a word of the site sent to Sphinx's
+            # search): what the scripts write is the answer
+            source.pending.insert(0, (request, path))
+            return list(self.send_next(source))
         if step.kind == "result":
             self._told(source, f"result ({step.vertex.name}) at {response.url}")
             if probe.control:
@@ -800,7 +807,8 @@ class DynaBotSpider(scrapy.Spider):
         return list(self.send_next(source))
 
     def _render_answer(self, source: Source, response: Response, markup: str, values: dict, probe: Probe,
-                       path: list, submitted: Form | None, hops: int) -> scrapy.Request | None:
+                       path: list, submitted: Form | None, hops: int,
+                       shows: str = "no results in its HTML") -> scrapy.Request | None:
         """The answer again, in the browser, when its results are still to be written by its
         scripts (``browser.built_by_scripts``: Sphinx's search page); None when it is not such
         an answer, or cannot be shown (told in the trace's reason)."""
@@ -811,7 +819,7 @@ class DynaBotSpider(scrapy.Spider):
                                          source.page_markup)
         if not count:
             return None
-        what = f"the answer is built by scripts ({count} <script> elements, no results in its HTML)"
+        what = f"the answer is built by scripts ({count} <script> elements, {shows})"
         if self.browser_off or source.browser_requests >= self.browser_budget:
             source.scripted = what + ("; browser mode " + self.browser_off if self.browser_off
                                       else f"; browser budget ({self.browser_budget}) spent")
