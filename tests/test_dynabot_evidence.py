@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from scd import load_scd
-from webrace.dynabot.evidence import MASK, Answer, judge, mask_in_tags, mask_shared, nonsense
+from webrace.dynabot.evidence import MASK, Answer, judge, mask_in_tags, mask_shared, nonsense, page_results_only
 
 ROOT = Path(__file__).resolve().parent.parent
 FORMS = ROOT / "tests" / "fixtures" / "forms"
@@ -145,3 +145,20 @@ def test_the_same_report_for_the_nonsense_sequence_blocks_the_claim():
 def test_an_empty_report_is_a_claim_the_class_makes_for_itself():
     evidence = judge(NUCLEOTIDE, SUMMARY, blast_answer("blastn_nohits.txt"), blast_answer("blastn_nohits.txt"))
     assert evidence.backed
+
+
+HEADER = ('<div class="related"><a href="{home}">Lantern 3.1 Documentation</a> | '
+          '<a href="about.html">About the lantern docs</a></div>')
+
+
+def test_an_answer_whose_only_results_are_the_form_pages_own_links_is_the_sites_menus():
+    """Sent a word of the site's header, an answer still to be written by its scripts shows only
+    the header's links (linking home as "index.html" where the home page says "#")."""
+    vertex = KEYWORDS.controlflow.vertices["results"]
+    home = "<html><body>" + HEADER.format(home="#") + "<p>Welcome.</p></body></html>"
+    empty = "<html><body>" + HEADER.format(home="index.html") + '<div id="results"></div></body></html>'
+    found = empty.replace('<div id="results"></div>', '<ul><li><a href="wick.html">Wicks</a> for a lantern</li>'
+                                                       '<li><a href="oil.html">Oil</a> for a lantern</li></ul>')
+    assert page_results_only(KEYWORDS, vertex, empty, home, {"keywords": "lantern"})
+    assert not page_results_only(KEYWORDS, vertex, found, home, {"keywords": "lantern"})
+    assert not page_results_only(KEYWORDS, vertex, empty, home, {"keywords": "wick"})  # no result at all

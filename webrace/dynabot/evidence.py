@@ -38,6 +38,7 @@ MAX_OCCURRENCES = 5_000  # occurrences of a value looked at per answer
 _HIDDEN = ("script", "style", "textarea", "title")  # elements whose text a reader does not see as a result
 _TAG = re.compile(r"<(/?)([A-Za-z!?][^\s/>]*)")
 _DIGITS = re.compile(r"\d+")
+_ANY_TAG = re.compile(r"<[^>]*>")
 
 
 def nonsense(value: str, rng: random.Random, fits: Callable[[str], bool] = lambda _: True) -> str:
@@ -233,6 +234,18 @@ def _results(service: ServiceClass, vertex: Vertex, markup: str, values: dict[st
     found = recognizer.find_all(vertex.result_type, markup, values, limit=limit) or \
         recognizer.find_all(vertex.result_type, text_of(markup), values, limit=limit)
     return [" ".join(m.text.split()) for m in found]
+
+
+def page_results_only(service: ServiceClass, vertex: Vertex, markup: str, page_markup: str,
+                      values: dict[str, str], limit: int = 20) -> bool:
+    """Whether every result of an answer is one the form's own page shows too with the same
+    values: the site's menus and header holding the word sent (Sphinx's "Python 3.11
+    Documentation" when sent "python"), not an answer to it."""
+    def shown(results: list[str]) -> set[str]:  # as a reader sees them: a link to "#" on its own page
+        return {" ".join(_ANY_TAG.sub(" ", r).split()).lower() for r in results}
+
+    mine = _results(service, vertex, markup, values, limit)
+    return bool(mine) and shown(mine) <= shown(_results(service, vertex, page_markup, values, 10 * limit))
 
 
 def echoed(service: ServiceClass, vertex: Vertex) -> set[str]:

@@ -70,7 +70,17 @@ from webrace.dynabot.analyzer import (
 )
 from webrace.dynabot.answers import MAX_MARKUP, refinements, said
 from webrace.dynabot.browser import needs_browser
-from webrace.dynabot.evidence import MASK, Answer, Evidence, echoed, judge, mask_in_tags, nonsense, text_of
+from webrace.dynabot.evidence import (
+    MASK,
+    Answer,
+    Evidence,
+    echoed,
+    judge,
+    mask_in_tags,
+    nonsense,
+    page_results_only,
+    text_of,
+)
 from webrace.dynabot.forms import Form, Parameter, Upload, analyze_forms, form_data, form_request
 from webrace.dynabot.links import NOT_PAGES, Sites, form_key, html_media, source_key
 from webrace.dynabot.sideeffects import classify
@@ -742,11 +752,12 @@ class DynaBotSpider(scrapy.Spider):
             self._refine(source, probe, example, markup)
             return list(self.send_next(source))
         step = self._step(source, path[-1][0], response.url, markup, text, forms, values, submitted)
-        if step.kind == "result" and not probe.control and (
+        if step.kind == "result" and not probe.control and page_results_only(
+                self.service, step.vertex, markup, source.page_markup, values, self.max_extracted) and (
                 request := self._render_answer(source, response, markup, values, probe, path, submitted, hops,
-                                           "what its HTML shows may be the site's own links")):
-            # its "results" may be the site's own menus (a word of the site sent to Sphinx's
-            # search): what the scripts write is the answer
+                                               "its only results are the site's own links")):
+            # its "results" are the form page's own (a word of the site's menus sent to
+            # Sphinx's search): what the scripts write is the answer
             source.pending.insert(0, (request, path))
             return list(self.send_next(source))
         if step.kind == "result":
