@@ -68,6 +68,8 @@ class UrdSpider(scrapy.Spider):
         self.redis_io: RedisThread | None = None  # distributed: where the engine's Redis calls run
         self._flush_check: Any = None  # distributed, idle: whether held items can go, asked
         self._flush_answer: bool | None = None
+        # (round id, URL) -> the exception its callback raised, until an item of it is emitted
+        self.unemitted: dict[tuple[str, str], str] = {}
 
     @classmethod
     def update_settings(cls, settings: Any) -> None:
@@ -98,6 +100,7 @@ class UrdSpider(scrapy.Spider):
             crawler.signals.connect(spider.close_rules, signal=signals.spider_closed)
         crawler.signals.connect(spider.on_idle, signal=signals.spider_idle)
         crawler.signals.connect(spider.request_refused, signal=request_refused)
+        crawler.signals.connect(spider.page_failed, signal=signals.spider_error)
         return spider
 
     def on_opened(self, spider: scrapy.Spider) -> None:
@@ -189,6 +192,7 @@ class UrdSpider(scrapy.Spider):
             if self.engine.shared:  # its lease ends once the item is written (lease scheduler)
                 item._webrace_lease = (item["round"], node.url)
             self._keep_wanted(node, item)
+            self.unemitted.pop((item["round"], node.url), None)
             yield item
 
     def _keep_wanted(self, node: Node, item: Any) -> None:
@@ -265,11 +269,11 @@ class UrdSpider(scrapy.Spider):
                     if result.results:
                         yield result
                 self.recorder.enqueued(node, response.url, outcome.enqueued)
-        if self.delegation is not None:  # hosts resolved before the links are routed
+        if self.delegation is not None:  # hosts resolved before the links are routed (route: Redis thread)
             latency = response.meta.get("download_latency")
             if latency is not None and response.status != 304:
-                self.delegation.report(response.url, latency * 1000)
-            await self.delegation.prepare(node.links)
+                await self._call(self.delegation.report, response.url, latency * 1000)
+            await self.delegation.prepare(node.links, self._call)
         for out in self._emit(rnd, await self._call(self.engine.fetched, rnd, node, item)):
             yield out
 
@@ -379,6 +383,14 @@ class UrdSpider(scrapy.Spider):
         for out in self._emit(rnd, await self._call(self.engine.finish, rnd, node, FAILED)):
             yield out
 
+    def page_failed(self, failure: Failure, response: Response, spider: scrapy.Spider) -> None:
+        """A page's callback raised (a bug, or Redis gone while it ran): no item of it comes
+        from this worker unless the page comes back (a lease expiring); one that does not is
+        counted at the end (``webrace/unemitted``), and the crawl exits 1."""
+        context = response.request.meta.get("webrace") if spider is self and response is not None else None
+        if context:
+            self.unemitted[(context["round"], context["link"])] = type(failure.value).__name__
+
     def request_refused(self, request: scrapy.Request, reason: str) -> None:
         """The exclusion middleware refused a request of this crawl: its URL is ignored."""
         self.engine.tally.refused(request.url, f"ignored/{reason}")
@@ -404,6 +416,10 @@ class UrdSpider(scrapy.Spider):
         if current is not None:
             logger.info("Crawl ended during round %s (%s): last check of its URDs left unchanged",
                         current.id.rsplit("-", 1)[-1], reason)
+        if self.unemitted:
+            self.crawler.stats.set_value("webrace/unemitted", len(self.unemitted))
+            logger.error("%d fetched pages were not emitted: their processing failed (%s)", len(self.unemitted),
+                         ", ".join(sorted(set(self.unemitted.values()))))
         unreleased = self.engine.held()
         if unreleased:
             logger.warning("%d pages were fetched and stored but their items not emitted: other "
