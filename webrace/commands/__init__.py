@@ -13,15 +13,17 @@ import sys
 from typing import Any, TypeVar
 
 from webrace.backends.errors import RedisUnavailable
+from webrace.backends.outage import REDIS_DOWN, reason
 from webrace.datadir import DataDirUnusable
 from webrace.pipes import EXIT_CLOSED_PIPE, quiet_on_closed_pipe
 from webrace.safetext import printable
 from webrace.store.objects import ObjectStoreUnwritable
 
 # What the place a command runs in can get wrong (not the command's input, not our bug): one
-# `error:` line, exit status 1. Redis down or REDIS_URL wrong; a data directory that cannot be
-# made or a store file in it that cannot be opened; a body store that cannot be written.
-ENVIRONMENT_ERRORS = (RedisUnavailable, DataDirUnusable, ObjectStoreUnwritable)
+# `error:` line, exit status 1. Redis down (at start, or gone in the middle of the command) or
+# REDIS_URL wrong; a data directory that cannot be made or a store file in it that cannot be
+# opened; a body store that cannot be written.
+ENVIRONMENT_ERRORS = (*REDIS_DOWN, DataDirUnusable, ObjectStoreUnwritable)
 
 C = TypeVar("C", bound=type)
 
@@ -42,7 +44,9 @@ def ends_quietly_on_closed_pipe(cls: C) -> C:
             try:
                 run(self, args, opts)
             except ENVIRONMENT_ERRORS as exc:  # one line, never a traceback
-                print(f"error: {exc}", file=sys.stderr)
+                said = str(exc) if isinstance(exc, RedisUnavailable | DataDirUnusable | ObjectStoreUnwritable) \
+                    else f"Redis unreachable: {reason(exc)}"
+                print(f"error: {said}", file=sys.stderr)
                 self.exitcode = 1
 
     quiet_run.ends_quietly_on_closed_pipe = True

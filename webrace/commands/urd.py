@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
-import time
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -15,6 +16,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from webrace.backends import distributed, open_round_engine, open_urd_store
+from webrace.backends.outage import Outage, keep_going
 from webrace.commands import ends_quietly_on_closed_pipe
 from webrace.commands.deliver import MAX_INTERVAL_S
 
@@ -152,12 +154,14 @@ class Command(ScrapyCommand):
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = 1
             return
+        if not loop:
+            schedule_pass(engine)
+            return
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())  # a supervisor's stop: the pass in hand ends first
+        outage = Outage(lambda line: print(line, file=sys.stderr, flush=True))
         try:
-            while True:
-                schedule_pass(engine)
-                if not loop:
-                    return
-                time.sleep(interval)  # the loop's own pace, not synchronisation
+            keep_going(lambda: schedule_pass(engine), interval, outage, stop.wait)
         except KeyboardInterrupt:
             print("Stopped.")
 
