@@ -13,8 +13,8 @@ import sys
 from typing import Any, TypeVar
 
 from webrace.backends.errors import RedisUnavailable
-from webrace.backends.outage import REDIS_DOWN, reason
 from webrace.datadir import DataDirUnusable
+from webrace.outage import REDIS_DOWN, reason
 from webrace.pipes import EXIT_CLOSED_PIPE, quiet_on_closed_pipe
 from webrace.safetext import printable
 from webrace.store.objects import ObjectStoreUnwritable
@@ -23,7 +23,8 @@ from webrace.store.objects import ObjectStoreUnwritable
 # `error:` line, exit status 1. Redis down (at start, or gone in the middle of the command) or
 # REDIS_URL wrong; a data directory that cannot be made or a store file in it that cannot be
 # opened; a body store that cannot be written.
-ENVIRONMENT_ERRORS = (*REDIS_DOWN, DataDirUnusable, ObjectStoreUnwritable)
+REDIS_AWAY = (*REDIS_DOWN, RedisUnavailable)  # what a long-running command waits out (webrace/outage.py)
+ENVIRONMENT_ERRORS = (*REDIS_AWAY, DataDirUnusable, ObjectStoreUnwritable)
 
 C = TypeVar("C", bound=type)
 
@@ -93,5 +94,5 @@ def _number(value: Any) -> bool:
         return False
 
 
-__all__ = ["ENVIRONMENT_ERRORS", "EXIT_CLOSED_PIPE", "ends_quietly_on_closed_pipe", "quiet_on_closed_pipe",
-           "setting_problems"]
+__all__ = ["ENVIRONMENT_ERRORS", "EXIT_CLOSED_PIPE", "REDIS_AWAY", "ends_quietly_on_closed_pipe",
+           "quiet_on_closed_pipe", "setting_problems"]

@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from webrace.backends.errors import RedisUnavailable
-from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.commands import REDIS_AWAY, ends_quietly_on_closed_pipe
 from webrace.commands.aci import parse_since
+from webrace.outage import Outage, keep_going
 
 MAX_INTERVAL_S = 86_400 * 366  # a loop that waits longer is no loop
 
@@ -89,21 +89,13 @@ class Command(ScrapyCommand):
         from webrace.delivery.agent import DeliveryAgent
 
         agent, stop = DeliveryAgent(self.settings), threading.Event()
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        if not loop:
+            _say(agent.run_pass())
+            return
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())  # a supervisor's stop: the pass in hand ends first
+        outage = Outage(lambda line: print(line, file=sys.stderr, flush=True))
         try:
-            while True:
-                try:
-                    report = agent.run_pass()
-                except RedisUnavailable as exc:
-                    if not loop:
-                        raise
-                    print(f"error: {str(exc).rstrip('.')}; trying again in {interval:g} s", file=sys.stderr, flush=True)
-                else:
-                    print(report.line(), flush=True)
-                    for line in report.failing:
-                        print(f"warning: {line}", file=sys.stderr, flush=True)
-                if not loop or stop.wait(interval):  # the loop's own pace; SIGTERM ends the wait
-                    return
+            keep_going(lambda: _say(agent.run_pass()), interval, outage, stop.wait, REDIS_AWAY)
         except KeyboardInterrupt:
             print("Stopped.")
 
@@ -149,6 +141,12 @@ class Command(ScrapyCommand):
                 return
         print(f"error: {args[0]} has no channel {args[1]} (see `scrapy deliver channel list`)", file=sys.stderr)
         self.exitcode = 1
+
+
+def _say(report: Any) -> None:
+    print(report.line(), flush=True)
+    for line in report.failing:
+        print(f"warning: {line}", file=sys.stderr, flush=True)
 
 
 def _iso(ms: int) -> str:

@@ -16,9 +16,9 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from webrace.backends import distributed, open_round_engine, open_urd_store
-from webrace.backends.outage import Outage, keep_going
-from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.commands import REDIS_AWAY, ends_quietly_on_closed_pipe
 from webrace.commands.deliver import MAX_INTERVAL_S
+from webrace.outage import Outage, keep_going
 
 if TYPE_CHECKING:
     from webrace.urd import Urd
@@ -161,7 +161,7 @@ class Command(ScrapyCommand):
         signal.signal(signal.SIGTERM, lambda *_: stop.set())  # a supervisor's stop: the pass in hand ends first
         outage = Outage(lambda line: print(line, file=sys.stderr, flush=True))
         try:
-            keep_going(lambda: schedule_pass(engine), interval, outage, stop.wait)
+            keep_going(lambda: schedule_pass(engine), interval, outage, stop.wait, REDIS_AWAY)
         except KeyboardInterrupt:
             print("Stopped.")
 

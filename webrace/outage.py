@@ -7,8 +7,9 @@ and goes on. redis-py reconnects by itself on the next command, so going on is t
 
 :class:`Outage` keeps that state for one process; :func:`keep_going` is the loop of
 ``scrapy urd schedule --loop`` and ``scrapy deliver --loop``. ``scrapy web serve`` answers
-503 during an outage (:mod:`webrace.web.app`), a worker's lease scheduler polls through an
-:class:`Outage` of its own pace (:mod:`webrace.distributed.scheduler`).
+503 during an outage, trying Redis again only when the wait is over (:meth:`Outage.due`,
+:mod:`webrace.web.app`); a worker polls through an :class:`Outage` of its own pace
+(:mod:`webrace.distributed.scheduler`).
 """
 
 from __future__ import annotations
@@ -18,17 +19,17 @@ from collections.abc import Callable
 
 import redis
 
-from webrace.backends.errors import RedisUnavailable
-
-# What Redis being away looks like from here: refused, reset, timed out, still loading its
-# data after a restart (BusyLoadingError is a ConnectionError), or unreachable when a store opens.
-REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, RedisUnavailable)
+# What Redis being away looks like to a client: refused, reset, timed out, still loading its
+# data after a restart (BusyLoadingError is a ConnectionError). A store that cannot be opened
+# says so with webrace.backends.RedisUnavailable, which the commands and the web app add
+# (this module is below the stores: the worker's runtime uses it too).
+REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 FIRST_WAIT_S, MOST_WAIT_S = 1.0, 30.0
 
 
 def reason(exc: BaseException) -> str:
     """``exc`` in one line (redis-py's messages name host and port, never a password;
-    :class:`RedisUnavailable`'s hide it)."""
+    ``RedisUnavailable``'s hide it)."""
     return " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
 
 
@@ -44,6 +45,7 @@ class Outage:
         self.since: float | None = None
         self.wait = first
         self.failures = 0  # in this outage
+        self.last_failure = 0.0
 
     @property
     def down(self) -> bool:
@@ -58,7 +60,24 @@ class Outage:
         else:
             self.wait = min(self.wait * 2, self.most)
         self.failures += 1
+        self.last_failure = self.clock()
         return self.wait
+
+    def seen(self, exc: BaseException) -> None:
+        """A failure met by something that does not retry on its own pace (a page being
+        handled, a lease renewal): it starts an outage, or is one more sign of it (the wait
+        is not lengthened: that is for the retries)."""
+        if self.since is None:
+            self.failed(exc)
+
+    def due(self) -> bool:
+        """Whether Redis is worth trying now: it is not away, or the wait after the last
+        failure is over."""
+        return self.since is None or self.clock() >= self.last_failure + self.wait
+
+    def left(self) -> float:
+        """Seconds until :meth:`due`."""
+        return 0.0 if self.since is None else max(self.last_failure + self.wait - self.clock(), 0.0)
 
     def ok(self) -> None:
         """A call to Redis succeeded: an outage, if there was one, is over."""
@@ -67,14 +86,15 @@ class Outage:
             self.since = None
 
 
-def keep_going(do_pass: Callable[[], None], interval: float, outage: Outage, wait: Callable[[float], bool]) -> None:
-    """Run ``do_pass`` every ``interval`` seconds through Redis outages (after a failed pass,
-    the outage's wait instead), until ``wait(seconds)`` returns True: it waits, and says
-    whether to stop (a ``threading.Event``'s ``wait``, set by SIGTERM)."""
+def keep_going(do_pass: Callable[[], None], interval: float, outage: Outage, wait: Callable[[float], bool],
+               down: tuple[type[BaseException], ...] = REDIS_DOWN) -> None:
+    """Run ``do_pass`` every ``interval`` seconds through Redis outages (a pass failing with
+    one of ``down``; after it, the outage's wait instead), until ``wait(seconds)`` returns
+    True: it waits, and says whether to stop (a ``threading.Event``'s ``wait``, set by SIGTERM)."""
     while True:
         try:
             do_pass()
-        except REDIS_DOWN as exc:
+        except down as exc:
             delay = outage.failed(exc)
         else:
             outage.ok()
