@@ -15,7 +15,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.crawler import Crawler
@@ -39,6 +39,12 @@ logger = logging.getLogger(__name__)
 
 @ends_quietly_on_closed_pipe
 class Command(ScrapyCrawl):
+    exit_statuses: ClassVar[str] = (
+        "0: the crawl ran (nothing due included); 1: a check refused it before any request (an unknown "
+        "URD id, a template or service class that cannot be used, a body store other than the other "
+        "workers'), not one fetch succeeded, a fetched page's item was never emitted (its processing "
+        "failed), or the body store could not be written"
+    )
     run_crawler: Crawler | None = None
 
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:

@@ -16,9 +16,8 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from webrace.backends import distributed, open_round_engine, open_urd_store
-from webrace.commands import REDIS_AWAY, ends_quietly_on_closed_pipe
+from webrace.commands import ends_quietly_on_closed_pipe, redis_away
 from webrace.commands.deliver import MAX_INTERVAL_S
-from webrace.outage import Outage, keep_going
 
 if TYPE_CHECKING:
     from webrace.urd import Urd
@@ -26,6 +25,11 @@ if TYPE_CHECKING:
 
 @ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
+    exit_statuses: ClassVar[str] = (
+        "0: done; `schedule --loop` stopped by Ctrl-C or SIGTERM (Redis going away is waited out, in one "
+        "line); 1: `add` of an invalid file (nothing stored), `remove` or `due` of an unknown id (the "
+        "known ones are done)"
+    )
     requires_project = True
     requires_crawler_process = False
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
@@ -157,11 +161,13 @@ class Command(ScrapyCommand):
         if not loop:
             schedule_pass(engine)
             return
+        from webrace.outage import Outage, keep_going
+
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())  # a supervisor's stop: the pass in hand ends first
         outage = Outage(lambda line: print(line, file=sys.stderr, flush=True))
         try:
-            keep_going(lambda: schedule_pass(engine), interval, outage, stop.wait, REDIS_AWAY)
+            keep_going(lambda: schedule_pass(engine), interval, outage, stop.wait, redis_away())
         except KeyboardInterrupt:
             print("Stopped.")
 
