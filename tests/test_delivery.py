@@ -401,7 +401,8 @@ def test_a_delivery_pass_that_failed_to_send_exits_1(settings, hook, refused_url
     store_items(settings, [aci("bob", "/b", now_millis())])
     code, out, err = run_command(settings, capsys)
     assert code == 1 and "0 message(s) sent" in out and "1 failed" in out
-    assert err.strip().splitlines()[-1] == "error: 1 message(s) could not be delivered (their channels retry with backoff)"
+    assert err.strip().splitlines()[-1] == \
+        "error: 1 message(s) could not be delivered (their channels retry with backoff)"
     code, out, err = run_command(settings, capsys)  # bob's channel waits out its backoff: nothing failed now
     assert code == 0 and "1 channel(s) waiting to retry" in out
 
