@@ -8,8 +8,9 @@ and goes on. redis-py reconnects by itself on the next command, so going on is t
 :class:`Outage` keeps that state for one process; :func:`keep_going` is the loop of
 ``scrapy urd schedule --loop`` and ``scrapy deliver --loop``. ``scrapy web serve`` answers
 503 during an outage, trying Redis again only when the wait is over (:meth:`Outage.due`,
-:mod:`webrace.web.app`); a worker polls through an :class:`Outage` of its own pace
-(:mod:`webrace.distributed.scheduler`).
+:mod:`webrace.web.app`); a worker's lease scheduler asks for leases again after each wait
+and its pages, renewals and acks only tell the same :class:`Outage` (the spider's: one line
+each way for the whole worker, :mod:`webrace.distributed.scheduler`).
 """
 
 from __future__ import annotations
