@@ -26,6 +26,7 @@ from email.utils import formatdate, parsedate_to_datetime
 from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -267,6 +268,60 @@ class Run:
         return self.summary.get("stats", {}).get(key, default)
 
 
+class Running:
+    """A long-running `scrapy` command (``schedule --loop``, ``deliver --loop``, ``web serve``,
+    a worker) whose stdout and stderr lines are read as they come, one thread each, so a test
+    waits for a line with a deadline instead of blocking on ``readline``."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.lines: list[tuple[str, str]] = []  # (stream, line), in the order they were read
+        self.changed = threading.Condition()
+        self.readers = [threading.Thread(target=self._read, args=(name, getattr(proc, name)), daemon=True)
+                        for name in ("stdout", "stderr")]
+        for reader in self.readers:
+            reader.start()
+
+    def _read(self, name: str, stream: Any) -> None:
+        for line in stream:
+            with self.changed:
+                self.lines.append((name, line.rstrip("\n")))
+                self.changed.notify_all()
+        with self.changed:
+            self.changed.notify_all()
+
+    def wait_for(self, *texts: str, after: int = 0, deadline_s: float = 60) -> int:
+        """The index of the first line from ``after`` on holding every one of ``texts``."""
+        end = time.monotonic() + deadline_s
+        with self.changed:
+            while True:
+                for n, (_, line) in enumerate(self.lines[after:], after):
+                    if all(text in line for text in texts):
+                        return n
+                left = end - time.monotonic()
+                if left <= 0 or (self.proc.poll() is not None and not any(r.is_alive() for r in self.readers)):
+                    raise AssertionError(f"no line with {texts!r} within {deadline_s} s; output:\n{self.text}")
+                self.changed.wait(min(left, 0.5))
+
+    @property
+    def text(self) -> str:
+        with self.changed:
+            return "\n".join(f"{name}: {line}" for name, line in self.lines)
+
+    def stream(self, name: str) -> str:
+        with self.changed:
+            return "\n".join(line for stream, line in self.lines if stream == name)
+
+    def stop(self, timeout: float = 30) -> int:
+        """SIGTERM (what a supervisor sends), then the exit status once its output is read."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        code = self.proc.wait(timeout=timeout)
+        for reader in self.readers:
+            reader.join(timeout=timeout)
+        return code
+
+
 class Project:
     """A working directory with its own WEBRACE_DATA_DIR, for running `scrapy` commands."""
 
@@ -290,6 +345,11 @@ class Project:
             [sys.executable, "-m", "scrapy", *args], cwd=self.root, env=self.env,
             capture_output=True, text=True, timeout=timeout,
         )
+
+    def start(self, *args: str) -> Running:
+        """``scrapy ARGS...`` started, its output read as it comes (see :class:`Running`)."""
+        return Running(subprocess.Popen([sys.executable, "-m", "scrapy", *args], cwd=self.root, env=self.env,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
 
     def settings(self) -> Settings:
         """The settings a `scrapy` command run in this project reads: webrace.settings, with

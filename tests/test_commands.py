@@ -30,6 +30,17 @@ def test_every_command_ends_quietly_on_a_closed_pipe():
     assert [c.__module__ for c in commands if not getattr(c.run, "ends_quietly_on_closed_pipe", False)] == []
 
 
+def test_every_command_says_in_its_help_what_its_exit_statuses_mean():
+    """Issue 44: the exit status of every command says whether it did its job, and its help says how."""
+    modules = [importlib.import_module(f"webrace.commands.{m.name}") for m in pkgutil.iter_modules(commands_path)]
+    commands = [obj for module in modules for obj in vars(module).values()
+                if inspect.isclass(obj) and issubclass(obj, ScrapyCommand) and obj.__module__ == module.__name__]
+    helps = {c.__module__: c().long_desc() for c in commands}
+    assert len(helps) >= 13
+    assert {name for name, text in helps.items() if " Exit status: 0" not in text or "2: a usage error" not in text} \
+        == set()
+
+
 @pytest.fixture
 def filled(project):
     """A data directory with something for every listing command to print."""

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 
 import pytest
 from conftest import urd
 
-from webrace.commands.crawl import nothing_fetched
+from webrace import settings as webrace_settings
+from webrace.commands.crawl import not_emitted, nothing_fetched
 
 
 @pytest.mark.parametrize(("stats", "failed"), [
@@ -24,6 +26,31 @@ from webrace.commands.crawl import nothing_fetched
 def test_a_crawl_fails_when_it_tried_and_got_not_one_page(stats, failed):
     found = nothing_fetched(stats)
     assert (found and found.split(";")[0]) == failed
+
+
+@pytest.mark.parametrize(("stats", "failed"), [
+    ({}, None),
+    ({"webrace/pages": 3, "webrace/unemitted": 0}, None),
+    ({"webrace/pages": 3, "webrace/unemitted": 2}, "2 fetched page(s) were not emitted: their processing failed"),
+])
+def test_a_crawl_fails_when_a_fetched_page_was_not_emitted(stats, failed):
+    found = not_emitted(stats)
+    assert (found and found.split(" (")[0]) == failed
+
+
+def test_a_crawl_whose_page_raised_in_processing_exits_1_naming_it(site, project):
+    """Issue 44: a worker whose pages all raised ("Task got bad yield") exited 0 with 0 items."""
+    site.html("/", ["/a", "/b"])
+    site.html("/a")
+    site.html("/b")
+    project.add_urds(urd("u", "alice", site.url("/"), depth=1))
+    middlewares = {**webrace_settings.SPIDER_MIDDLEWARES, "faults.RaiseOnPages": 1000}
+    run = project.crawl(SPIDER_MIDDLEWARES=json.dumps(middlewares), TEST_RAISE_PATHS="/a")
+    assert sorted(site.paths()) == ["/", "/a", "/b"]
+    assert sorted(p["url"] for p in run.pages) == [site.url("/"), site.url("/b")]
+    assert run.returncode == 1
+    assert run.stderr.strip().splitlines()[-1].startswith("error: 1 fetched page(s) were not emitted")
+    assert "their processing failed (RuntimeError)" in run.stderr
 
 
 @pytest.fixture

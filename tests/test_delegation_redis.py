@@ -276,3 +276,39 @@ def test_a_link_to_an_address_with_a_scope_id_is_routed_with_its_page_and_breaks
     # a hostile page links to a link-local zone: no registry allocates it, no table measures it
     routes = cy.route(["http://cy.test/a", "http://[fe80::1%25eth0]/x"])
     assert routes[0] == "cy" and routes[1] in ("cy", "gr", None)  # a worker, or the shared queue
+
+
+@pytest.mark.parametrize("reactor", ["twisted.internet.asyncioreactor.AsyncioSelectorReactor",
+                                     "twisted.internet.selectreactor.SelectReactor"])
+def test_a_worker_without_a_latency_table_measures_and_crawls_every_page(site, tmp_path, redis_url, redis_prefix,
+                                                                         reactor):
+    """Issue 44: the README's own example (no ``WEBRACE_DELEGATION_LATENCY``) raised "Task got
+    bad yield: <Deferred>" on every page with links under the asyncio reactor, emitted no item
+    and exited 0. Its links' hosts are resolved (``*.test``) or literal, and measured by TCP
+    connects to this site (127.0.0.1 is in the hierarchy, so there is a subnet to decide);
+    under Scrapy's default reactor (asyncio's) and a Twisted one."""
+    links = [site.url(f"/n{i}", f"n{i}.test") for i in range(3)] + [site.url("/literal")]
+    site.html("/", links)
+    for i in range(3):
+        site.html(f"/n{i}", [])
+    site.html("/literal", [])
+    env = {"REDIS_URL": redis_url, "WEBRACE_REDIS_PREFIX": redis_prefix,
+           "WEBRACE_OBJECTS_DIR": str(tmp_path / "shared-objects")}
+    scheduler = Project(tmp_path / "scheduler")
+    (tmp_path / "scheduler").mkdir()
+    scheduler.env.update(env)
+    scheduler.add_urds(urd("u1", "alice", site.url("/"), depth=1, scope="any"))
+    assert "opened" in schedule(scheduler)
+    (tmp_path / "ripe.txt").write_text(RIR + "ripencc|ZZ|ipv4|127.0.0.0|16777216|20000101|allocated|org-loop\n")
+    (tmp_path / "worker").mkdir()
+    worker = Project(tmp_path / "worker")
+    worker.env.update(env)
+    run = finish(worker, *start_worker(worker, TWISTED_REACTOR=reactor, WEBRACE_DELEGATION=True,
+                                       WEBRACE_WORKER_ID="cy", WEBRACE_WORKER_IP=WORKERS["cy"],
+                                       WEBRACE_DELEGATION_RIR=str(tmp_path / "ripe.txt")))
+    assert "Traceback" not in run.stderr and "bad yield" not in run.stderr, run.stderr[-3000:]
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert sorted(item["url"] for item in run.pages) == sorted([site.url("/"), *links])
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    assert float(client.hget(f"{redis_prefix}delegation:rtt", "cy|127.0.0.1")) < float("inf")  # measured
+    assert "done" in schedule(scheduler)

@@ -391,6 +391,22 @@ def test_a_channel_failing_k_times_is_reported_and_never_blocks_the_others(setti
     assert "warning: Delivery channel" in err and "is failing since" in err
 
 
+def test_a_delivery_pass_that_failed_to_send_exits_1(settings, hook, refused_url, capsys):
+    """Issue 44: `scrapy deliver` printed "1 failed" and exited 0."""
+    add_channel(settings, "alice", hook.url())
+    store_items(settings, [aci("alice", "/a", now_millis())])
+    code, out, err = run_command(settings, capsys)
+    assert code == 0 and "1 message(s) sent" in out and "0 failed" in out
+    add_channel(settings, "bob", refused_url)
+    store_items(settings, [aci("bob", "/b", now_millis())])
+    code, out, err = run_command(settings, capsys)
+    assert code == 1 and "0 message(s) sent" in out and "1 failed" in out
+    assert err.strip().splitlines()[-1] == \
+        "error: 1 message(s) could not be delivered (their channels retry with backoff)"
+    code, out, err = run_command(settings, capsys)  # bob's channel waits out its backoff: nothing failed now
+    assert code == 0 and "1 channel(s) waiting to retry" in out
+
+
 def test_a_dead_channel_delays_no_other_channel(tmp_path, hook, dead):
     settings = make_settings(tmp_path / "data", WEBRACE_DELIVERY_TIMEOUT=60)  # the test ends the dead send
     add_channel(settings, "alice", f"json://127.0.0.1:{dead.port}/never", "aci")

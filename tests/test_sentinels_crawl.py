@@ -212,3 +212,30 @@ def test_a_location_that_matches_nothing_on_the_first_fetch_is_reported_by_the_c
     (warning,) = [line for line in crawled.stderr.splitlines() if "matches nothing" in line]
     assert "WARNING" in warning and f"sentinel {sentinel_id}" in warning
     assert f"css:#missing matches nothing on {url}" in warning
+
+
+def test_a_sentinel_only_crawl_counts_its_full_fetches_as_first_or_unconditional(site, project):
+    """Issue 44: a crawl of two sentinels (no URD) fetched both pages in full and reported
+    ``first_fetch = 0``: a sentinel without a baseline asks unconditionally, and such requests
+    were not counted at all. Pages never fetched are first fetches; a stored page fetched in
+    full on purpose is ``unconditional``."""
+    site.validators = True
+    site.add("/a", PAGE)
+    site.add("/b", PAGE)
+    sentinel(project, "--owner", "alice", "--url", site.url("/a"))
+    sentinel(project, "--owner", "alice", "--url", site.url("/b"))
+    first = project.crawl()
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert sorted(site.paths()) == ["/a", "/b"] and set(site.statuses().values()) == {200}
+    assert first.stat("recrawl/first_fetch") == 2 and first.stat("recrawl/unconditional") == 0
+    assert "Re-crawl: first_fetch = 2 " in first.stderr
+    # a page stored by a crawl before its sentinel, its body dropped (relevant to nobody): fetched
+    # in full again, for the sentinel's baseline
+    site.add("/c", PAGE)
+    project.add_urds(urd("u", "bob", site.url("/c"), keywords={"elephant": 1}))
+    assert project.crawl().by_url[site.url("/c")]["kept"] is False
+    sentinel(project, "--owner", "alice", "--url", site.url("/c"))
+    third = project.crawl()
+    assert site.count("/c") == 2 and site.statuses()["/c"] == 200
+    assert third.stat("recrawl/unconditional") == 1 and third.stat("recrawl/first_fetch") == 0
+    assert "unconditional = 1" in third.stderr

@@ -266,6 +266,8 @@ DOWNLOADER_MIDDLEWARES = {
     "webrace.middlewares.cookies.CookiesMiddleware": 700,
 }
 SPIDER_MIDDLEWARES = {
+    # the outermost: a page that met Redis away (distributed mode) is given up in one line, not a traceback
+    "webrace.middlewares.outage.RedisOutageMiddleware": 10,
     # depth is per URD and kept by the spider's frontier; Scrapy's counter would mislead
     "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
     # sees the spider's items first: new versions of watched URLs, before annotation may drop a body

@@ -12,6 +12,10 @@ scopes; the annotation and sentinel middlewares learn the round's URDs and senti
 (``reason``: robots, mime, redirect_scope...); the URD spider counts its URL as ignored, once
 per crawl (:class:`webrace.rounds.tally.UrlTally`).
 
+``page_abandoned(request)``: (distributed mode) Redis went away while a leased page was
+handled: nothing of it is emitted here, and the lease scheduler gives its lease up (the page
+goes back to the queue as soon as Redis answers again).
+
 ``round_closed(round_id)``: a round this process ran is closed (embedded mode; in the
 distributed mode `scrapy urd schedule` closes rounds): the delivery extension pushes what it
 found to the owners' channels.
@@ -25,6 +29,7 @@ from typing import Any
 round_opened = object()
 round_closed = object()
 request_refused = object()
+page_abandoned = object()
 
 ROUNDS_KEPT = 16  # rounds remembered: a page of an earlier round may still be in flight
 

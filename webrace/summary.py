@@ -93,7 +93,7 @@ def unbalanced(summary: dict[str, Any]) -> list[str]:
     return problems
 
 
-RECRAWL = ("first_fetch", "not_modified", "fresh", "modified", "unchanged_body", "no_validators")
+RECRAWL = ("first_fetch", "not_modified", "fresh", "modified", "unchanged_body", "no_validators", "unconditional")
 
 
 def format_recrawl(stats: dict[str, Any]) -> str:

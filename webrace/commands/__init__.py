@@ -19,15 +19,45 @@ from webrace.safetext import printable
 from webrace.store.objects import ObjectStoreUnwritable
 
 # What the place a command runs in can get wrong (not the command's input, not our bug): one
-# `error:` line, exit status 1. Redis down or REDIS_URL wrong; a data directory that cannot be
-# made or a store file in it that cannot be opened; a body store that cannot be written.
-ENVIRONMENT_ERRORS = (RedisUnavailable, DataDirUnusable, ObjectStoreUnwritable)
+# `error:` line, exit status 1. Redis down (at start, or gone in the middle of the command) or
+# REDIS_URL wrong; a data directory that cannot be made or a store file in it that cannot be
+# opened; a body store that cannot be written.
+# (Functions: the Redis client is imported when an error is met, not when Scrapy lists the commands.)
+
+
+def redis_away() -> tuple[type[BaseException], ...]:
+    """Redis away, as a command meets it: a store that cannot be opened, a client whose
+    server went away; what a long-running command waits out (:mod:`webrace.outage`)."""
+    from webrace.outage import REDIS_DOWN
+
+    return (*REDIS_DOWN, RedisUnavailable)
+
+
+def environment_errors() -> tuple[type[BaseException], ...]:
+    return (*redis_away(), DataDirUnusable, ObjectStoreUnwritable)
+
+
+# Every command's exit statuses beside its own (its ``exit_statuses``), in its `--help`.
+COMMON_STATUSES = ("1 also when Redis cannot be reached or the data directory cannot be used (one error: line); "
+                   "2: a usage error (a subcommand, argument or option missing, unknown or malformed); "
+                   f"{EXIT_CLOSED_PIPE}: the reader of its output went away (| head)")
 
 C = TypeVar("C", bound=type)
 
 def ends_quietly_on_closed_pipe(cls: C) -> C:
     """Class decorator for every WebRACE command: its ``run`` under :func:`quiet_on_closed_pipe`,
-    and an :data:`ENVIRONMENT_ERRORS` said in one ``error:`` line, exit status 1."""
+    and an :func:`environment_errors` said in one ``error:`` line, exit status 1. Its help
+    ends with what its exit status says: the command's ``exit_statuses`` (each command says
+    whether it did its job), then :data:`COMMON_STATUSES`."""
+    if not getattr(cls, "exit_statuses", None):
+        raise TypeError(f"{cls.__module__}.{cls.__name__} does not say what its exit statuses mean (exit_statuses)")
+    described = cls.long_desc
+
+    @functools.wraps(described)
+    def long_desc(self: Any) -> str:
+        return f"{described(self)} Exit status: {self.exit_statuses}; {COMMON_STATUSES}."
+
+    cls.long_desc = long_desc
     run = cls.run
 
     @functools.wraps(run)
@@ -41,8 +71,12 @@ def ends_quietly_on_closed_pipe(cls: C) -> C:
                 return
             try:
                 run(self, args, opts)
-            except ENVIRONMENT_ERRORS as exc:  # one line, never a traceback
-                print(f"error: {exc}", file=sys.stderr)
+            except environment_errors() as exc:  # one line, never a traceback
+                from webrace.outage import reason
+
+                said = str(exc) if isinstance(exc, RedisUnavailable | DataDirUnusable | ObjectStoreUnwritable) \
+                    else f"Redis unreachable: {reason(exc)}"
+                print(f"error: {said}", file=sys.stderr)
                 self.exitcode = 1
 
     quiet_run.ends_quietly_on_closed_pipe = True
@@ -89,5 +123,5 @@ def _number(value: Any) -> bool:
         return False
 
 
-__all__ = ["ENVIRONMENT_ERRORS", "EXIT_CLOSED_PIPE", "ends_quietly_on_closed_pipe", "quiet_on_closed_pipe",
-           "setting_problems"]
+__all__ = ["COMMON_STATUSES", "EXIT_CLOSED_PIPE", "ends_quietly_on_closed_pipe", "environment_errors",
+           "quiet_on_closed_pipe", "redis_away", "setting_problems"]

@@ -52,6 +52,10 @@ def as_dict(aci: Aci) -> dict[str, Any]:
 
 @ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
+    exit_statuses: ClassVar[str] = (
+        "0: listed, printed or acknowledged (an owner without ACIs included); 1: `ack` of an id the owner "
+        "has no ACI with (the others are acknowledged)"
+    )
     requires_project = True
     requires_crawler_process = False
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}

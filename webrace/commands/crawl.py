@@ -5,7 +5,8 @@ rules template that cannot be used (every problem
 with file and line), before any request; for ``dynabot``, a service class description or
 seed list that cannot be used. ``-o/-O FILE.csv`` gets one CSV per item type
 (``webrace/exporters.py``). The exit status says what happened: 1 when a check refused the
-crawl, and 1 when the crawl set out to fetch pages and not one fetch succeeded; why goes to
+crawl, 1 when the crawl set out to fetch pages and not one fetch succeeded, and 1 when a
+fetched page's processing failed and its item was never emitted; why goes to
 stderr and, with ``LOG_FILE`` (a scrapyd job's log), to the log too."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.crawler import Crawler
@@ -38,6 +39,12 @@ logger = logging.getLogger(__name__)
 
 @ends_quietly_on_closed_pipe
 class Command(ScrapyCrawl):
+    exit_statuses: ClassVar[str] = (
+        "0: the crawl ran (nothing due included); 1: a check refused it before any request (an unknown "
+        "URD id, a template or service class that cannot be used, a body store other than the other "
+        "workers'), not one fetch succeeded, a fetched page's item was never emitted (its processing "
+        "failed), or the body store could not be written"
+    )
     run_crawler: Crawler | None = None
 
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
@@ -61,7 +68,7 @@ class Command(ScrapyCrawl):
         spider = args[0] if args else ""
         super().run(args, opts)
         stats = self.run_crawler.stats.get_stats() if self.run_crawler is not None else {}
-        failure = nothing_fetched(stats) if spider == "urd" else None
+        failure = (nothing_fetched(stats) or not_emitted(stats)) if spider == "urd" else None
         if stats.get("finish_reason") == "store_unwritable":
             failure = stats.get("webrace/store_unwritable") or "the object store could not be written"
         if failure and not self.exitcode:
@@ -167,6 +174,17 @@ class Command(ScrapyCrawl):
             except TemplateError as exc:
                 return list(exc.problems)
         return []
+
+
+def not_emitted(stats: Mapping[str, Any]) -> str | None:
+    """Why a crawl should exit 1 though pages came back: some fetched pages never became
+    items, their processing having failed (the log has each one's error). In the
+    distributed mode their leases expire and another worker fetches them again."""
+    unemitted = stats.get("webrace/unemitted", 0)
+    if not unemitted:
+        return None
+    return (f"{unemitted} fetched page(s) were not emitted: their processing failed (see the log); "
+            "a distributed worker's leases of them expire and another worker fetches them again")
 
 
 def nothing_fetched(stats: Mapping[str, Any]) -> str | None:

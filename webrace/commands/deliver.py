@@ -15,8 +15,7 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from webrace.backends.errors import RedisUnavailable
-from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.commands import ends_quietly_on_closed_pipe, redis_away
 from webrace.commands.aci import parse_since
 
 MAX_INTERVAL_S = 86_400 * 366  # a loop that waits longer is no loop
@@ -24,6 +23,12 @@ MAX_INTERVAL_S = 86_400 * 366  # a loop that waits longer is no loop
 
 @ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
+    exit_statuses: ClassVar[str] = (
+        "0: every message due was delivered (a channel waiting out its backoff is not due); with --loop, "
+        "stopped by Ctrl-C or SIGTERM (Redis going away is waited out, in one line); 1: a message could "
+        "not be delivered or a channel cannot be decrypted with this process's key (one pass), a channel "
+        "URL refused, an unknown channel id"
+    )
     requires_project = True
     requires_crawler_process = False
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
@@ -87,23 +92,19 @@ class Command(ScrapyCommand):
             raise UsageError(f"--interval must be more than 0 and at most {MAX_INTERVAL_S:,} seconds")
         # imported here, not at the top: Scrapy imports every command module to list them
         from webrace.delivery.agent import DeliveryAgent
+        from webrace.outage import Outage, keep_going
 
         agent, stop = DeliveryAgent(self.settings), threading.Event()
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        if not loop:
+            failure = _say(agent.run_pass())
+            if failure:
+                print(f"error: {failure}", file=sys.stderr)
+                self.exitcode = 1
+            return
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())  # a supervisor's stop: the pass in hand ends first
+        outage = Outage(lambda line: print(line, file=sys.stderr, flush=True))
         try:
-            while True:
-                try:
-                    report = agent.run_pass()
-                except RedisUnavailable as exc:
-                    if not loop:
-                        raise
-                    print(f"error: {str(exc).rstrip('.')}; trying again in {interval:g} s", file=sys.stderr, flush=True)
-                else:
-                    print(report.line(), flush=True)
-                    for line in report.failing:
-                        print(f"warning: {line}", file=sys.stderr, flush=True)
-                if not loop or stop.wait(interval):  # the loop's own pace; SIGTERM ends the wait
-                    return
+            keep_going(lambda: _say(agent.run_pass()), interval, outage, stop.wait, redis_away())
         except KeyboardInterrupt:
             print("Stopped.")
 
@@ -149,6 +150,14 @@ class Command(ScrapyCommand):
                 return
         print(f"error: {args[0]} has no channel {args[1]} (see `scrapy deliver channel list`)", file=sys.stderr)
         self.exitcode = 1
+
+
+def _say(report: Any) -> str | None:
+    """Print a pass's report; why it failed (None: it did its job)."""
+    print(report.line(), flush=True)
+    for line in report.failing:
+        print(f"warning: {line}", file=sys.stderr, flush=True)
+    return report.failure()
 
 
 def _iso(ms: int) -> str:

@@ -47,6 +47,11 @@ if TYPE_CHECKING:
 
 @ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
+    exit_statuses: ClassVar[str] = (
+        "0: every URL delegated, or skipped as named on stderr (a line that is no URL, an address no "
+        "crawler reaches); the simulation printed; 1: an input file that cannot be used, an output that "
+        "cannot be written"
+    )
     requires_project = False
     requires_crawler_process = False
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}

@@ -17,6 +17,9 @@ from webrace.commands import ends_quietly_on_closed_pipe
 
 @ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
+    exit_statuses: ClassVar[str] = (
+        "0: shown or exported; 1: no results for --rule, an output that cannot be written"
+    )
     requires_project = True
     requires_crawler_process = False
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}

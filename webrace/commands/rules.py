@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 
 @ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
+    exit_statuses: ClassVar[str] = (
+        "0: every stored document went through the rules; 1: a template that cannot be used, an unknown "
+        "--urd, a rule that raised on a document (named in the log)"
+    )
     requires_project = True
     requires_crawler_process = False
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}

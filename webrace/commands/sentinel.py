@@ -30,6 +30,10 @@ def _iso(ms: int) -> str:
 
 @ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
+    exit_statuses: ClassVar[str] = (
+        "0: done (nothing listed included); 1: `add` with any problem (nothing added), `remove` or `due` "
+        "of an unknown id"
+    )
     requires_project = True
     requires_crawler_process = False
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}

@@ -28,6 +28,11 @@ MAX_KEEP = 1_000_000  # versions kept per URL by `gc --keep`
 
 @ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
+    exit_statuses: ClassVar[str] = (
+        "0: done; 1: no stored version (of the URL, or version N), a stored body damaged, a query it "
+        "cannot answer, `gc` refusing an empty index without --force, an output that cannot be written, "
+        "an unknown --urd, records skipped by `export`, bad or damaged records in `import`"
+    )
     requires_project = True
     requires_crawler_process = False
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}

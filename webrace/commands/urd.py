@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
-import time
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -15,7 +16,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from webrace.backends import distributed, open_round_engine, open_urd_store
-from webrace.commands import ends_quietly_on_closed_pipe
+from webrace.commands import ends_quietly_on_closed_pipe, redis_away
 from webrace.commands.deliver import MAX_INTERVAL_S
 
 if TYPE_CHECKING:
@@ -24,6 +25,11 @@ if TYPE_CHECKING:
 
 @ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
+    exit_statuses: ClassVar[str] = (
+        "0: done; `schedule --loop` stopped by Ctrl-C or SIGTERM (Redis going away is waited out, in one "
+        "line); 1: `add` of an invalid file (nothing stored), `remove` or `due` of an unknown id (the "
+        "known ones are done)"
+    )
     requires_project = True
     requires_crawler_process = False
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
@@ -152,12 +158,16 @@ class Command(ScrapyCommand):
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = 1
             return
+        if not loop:
+            schedule_pass(engine)
+            return
+        from webrace.outage import Outage, keep_going
+
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())  # a supervisor's stop: the pass in hand ends first
+        outage = Outage(lambda line: print(line, file=sys.stderr, flush=True))
         try:
-            while True:
-                schedule_pass(engine)
-                if not loop:
-                    return
-                time.sleep(interval)  # the loop's own pace, not synchronisation
+            keep_going(lambda: schedule_pass(engine), interval, outage, stop.wait, redis_away())
         except KeyboardInterrupt:
             print("Stopped.")
 

@@ -23,6 +23,9 @@ EXIT_BAD_INPUT = 2  # as a UsageError ends a command
 
 @ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
+    exit_statuses: ClassVar[str] = (
+        "0: done; 2 also: a bad name, an empty password, an existing account, an unknown name"
+    )
     requires_project = True
     requires_crawler_process = False
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}

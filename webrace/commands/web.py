@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from webrace.commands import ENVIRONMENT_ERRORS, ends_quietly_on_closed_pipe
+from webrace.commands import ends_quietly_on_closed_pipe, environment_errors
 from webrace.safetext import printable
 
 if TYPE_CHECKING:
@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 
 @ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
+    exit_statuses: ClassVar[str] = (
+        "0: stopped by Ctrl-C or SIGTERM (Redis going away is answered 503 meanwhile); 1: it cannot "
+        "listen there, a setting of the web app is wrong"
+    )
     requires_project = True
     requires_crawler_process = False
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
@@ -69,7 +73,7 @@ class Command(ScrapyCommand):
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
         try:
             serve(self.settings, opts.host, opts.port, announce=lambda line: print(line, flush=True))
-        except ENVIRONMENT_ERRORS:
+        except environment_errors():
             raise
         except (OSError, ValueError) as exc:  # waitress: ValueError for a name that resolves to nothing
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

@@ -13,6 +13,10 @@ from webrace.commands import ends_quietly_on_closed_pipe
 
 @ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
+    exit_statuses: ClassVar[str] = (
+        "0: done; 1: an input that cannot be read or is no XPack or XML, an output that cannot be "
+        "written, a query it cannot answer"
+    )
     requires_project = False
     requires_crawler_process = False
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}

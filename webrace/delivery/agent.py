@@ -88,6 +88,18 @@ class PassReport:
     stats: Counter = field(default_factory=Counter)  # delivery/... counters, as in the crawl's stats
     failing: list[str] = field(default_factory=list)  # one line per channel reported failing
 
+    def failure(self) -> str | None:
+        """Why the pass did not do its job (None: it did): a message not delivered, a channel
+        this process cannot decrypt. A channel waiting out its backoff is not a failure of this pass."""
+        s, problems = self.stats, []
+        if s["delivery/failed"]:
+            problems.append(f"{s['delivery/failed']} message(s) could not be delivered (their channels retry with "
+                            "backoff)")
+        if s["delivery/undecryptable"]:
+            problems.append(f"{s['delivery/undecryptable']} channel(s) cannot be decrypted with this process's "
+                            "channel key")
+        return "; ".join(problems) or None
+
     def line(self) -> str:
         s = self.stats
         return (f"Delivery: {s['delivery/messages']} message(s) sent ({s['delivery/items/aci']} ACI(s), "

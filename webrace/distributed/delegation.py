@@ -43,7 +43,7 @@ import math
 import os
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -335,35 +335,48 @@ class RedisDelegation:
         """Worker -> the addresses given to it, by every worker's coordinator."""
         return {_text(w): int(n) for w, n in self.client.hgetall(self.keys["load"]).items()}
 
-    async def prepare(self, urls: list[str]) -> None:
+    async def prepare(self, urls: list[str], call: Callable[..., Awaitable[Any]]) -> None:
         """Before a page's links are offered: resolve their new hosts (Scrapy's resolver,
         so its cache and the configured resolver apply) and, without a latency table, have
         the addresses that need a decision measured: by this worker (a TCP connect, in a
         thread) and by the other running workers (asked through Redis, answered within
-        ``WEBRACE_DELEGATION_PROBE_TIMEOUT``; a worker that does not answer counts as far)."""
+        ``WEBRACE_DELEGATION_PROBE_TIMEOUT``; a worker that does not answer counts as far).
+        ``call`` runs a function in the worker's Redis thread (where :meth:`route` runs too),
+        so no Redis round trip waits on the reactor; Twisted's Deferreds are awaited as
+        futures, as the reactor (asyncio's or another) wants."""
+        from scrapy.utils.defer import maybe_deferred_to_future
         from twisted.internet import reactor, task, threads
         from twisted.internet.defer import DeferredList
 
         hosts = self.hosts_to_resolve(urls)
         if hosts:
-            results = await DeferredList([reactor.resolve(h) for h in hosts], consumeErrors=True)
+            results = await maybe_deferred_to_future(DeferredList([reactor.resolve(h) for h in hosts],
+                                                                  consumeErrors=True))
             for host, (ok, answer) in zip(hosts, results, strict=True):
                 self.dns[host] = answer if ok else None
         if self.measured is None:
             return
-        targets = self.undecided(urls)
-        if not targets:
-            return
-        asked = self.ask(targets)
-        mine = [(ip, port) for ip, port in targets if (self.me, ip) not in self.measured.local]
+        asked, mine = await call(self._ask_undecided, urls)
         if mine:
-            await threads.deferToThread(self._measure, mine)
+            await maybe_deferred_to_future(threads.deferToThread(self._measure, mine))
         deadline = time.monotonic() + self.probe_timeout
         while asked and time.monotonic() < deadline:
-            asked = [field for field, present in zip(asked, self.client.hmget(self.keys["rtt"], asked), strict=True)
-                     if present is None]
+            asked = await call(self._unanswered, asked)
             if asked:
-                await task.deferLater(reactor, 0.05, lambda: None)
+                await maybe_deferred_to_future(task.deferLater(reactor, 0.05, lambda: None))
+
+    def _ask_undecided(self, urls: list[str]) -> tuple[list[str], list[tuple[str, int]]]:
+        """(Redis thread) The fields the other workers will answer in, and the addresses this
+        worker measures itself: those of ``urls`` whose subnet nobody has yet."""
+        targets = self.undecided(urls)
+        if not targets:
+            return [], []
+        return self.ask(targets), [(ip, port) for ip, port in targets if (self.me, ip) not in self.measured.local]
+
+    def _unanswered(self, asked: list[str]) -> list[str]:
+        """(Redis thread) The fields of ``asked`` still without an answer."""
+        return [field for field, present in zip(asked, self.client.hmget(self.keys["rtt"], asked), strict=True)
+                if present is None]
 
     def undecided(self, urls: Iterable[str]) -> list[tuple[str, int]]:
         """(address, port) of the URLs whose subnet no worker has been given yet."""

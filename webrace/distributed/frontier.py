@@ -353,6 +353,13 @@ class RedisFrontier:
         k = self.keys
         return int(self._release(keys=[k["leases"], k["queue"], k["nodes"], k["seq"]], args=urls))
 
+    def expire(self, urls: list[str]) -> None:
+        """End the leases of ``urls`` now, as if their worker had died: the next lease call
+        (any worker's) puts them back in the queue, fetched or not (a page whose item was not
+        written is fetched again)."""
+        if urls:
+            self.client.zadd(self.keys["leases"], dict.fromkeys(urls, 0), xx=True)
+
     def ack(self, urls: list[str]) -> None:
         """The items of ``urls`` are written: their leases end."""
         if urls:

@@ -21,8 +21,14 @@ queue; one that stops gives them back at once). Lease ends (acks) and renewals a
 that thread too: the acks of the items written in 50 ms (``ACK_WAIT``) in one call, after
 one flush of the feeds. An idle worker polls Redis with a backoff (50 ms
 doubling to 2 s) instead of Scrapy's 5-second idle tick, and stops after
-``WEBRACE_IDLE_CLOSE`` seconds without work (unset: it runs until stopped). A Redis that
-goes away mid-crawl is logged and retried with the same backoff.
+``WEBRACE_IDLE_CLOSE`` seconds without work (unset: it runs until stopped).
+
+A Redis that goes away mid-crawl (issue 44) is said once, in one line, and once when it is
+back (the spider's :class:`~webrace.outage.Outage`); leases are asked for again
+after the outage's wait (1 s doubling to 30 s). Leases of pages written meanwhile end once
+Redis answers (their acks wait); pages that met the outage while being handled are given up
+(``page_abandoned``) and their leases ended as soon as Redis answers, so they go back to the
+queue instead of waiting ``WEBRACE_LEASE_TIMEOUT``.
 """
 
 from __future__ import annotations
@@ -32,7 +38,6 @@ import time
 from collections import deque
 from typing import Any
 
-import redis
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.crawler import Crawler
@@ -45,14 +50,15 @@ from twisted.python.failure import Failure
 
 from webrace.distributed.offload import RedisThread
 from webrace.middlewares.recrawl import PRELOADED, RecrawlMiddleware
+from webrace.outage import REDIS_DOWN, Outage
 from webrace.records.rounds import Node
+from webrace.signals import page_abandoned
 
 logger = logging.getLogger(__name__)
 
 MIN_POLL, MAX_POLL = 0.05, 2.0
 ACK_WAIT = 0.05  # seconds written items wait, to end their leases together after one flush (LeaseScheduler._ack)
 _NONE = object()  # no preloaded meta-info (None is: never fetched)
-REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
 
 class LeaseScheduler(BaseScheduler):
@@ -74,7 +80,8 @@ class LeaseScheduler(BaseScheduler):
         self.poll_delay = MIN_POLL
         self._poll_call: Any = None
         self._rounds_cache: tuple[float, list[str]] = (0.0, [])  # the lease thread's
-        self._redis_down = False
+        self.outage = Outage(logger.warning)  # the spider's, from open(): one per worker
+        self._abandoned: deque[tuple[str, str]] = deque()  # (round id, URL) whose leases end at the next lease call
         # round id -> URLs leased by this worker whose items are not written yet (buffered,
         # being fetched, or their items in the pipeline): their leases are renewed while this
         # worker lives and end when the item is in the feed
@@ -91,6 +98,7 @@ class LeaseScheduler(BaseScheduler):
         for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
             crawler.signals.connect(self.item_done, signal=signal)
         crawler.signals.connect(self.callback_failed, signal=signals.spider_error)
+        crawler.signals.connect(self.page_abandoned, signal=page_abandoned)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BaseScheduler:
@@ -100,6 +108,7 @@ class LeaseScheduler(BaseScheduler):
         self.spider = spider
         self.rounds = spider.engine  # the URD spider's RedisRounds: one registry for both
         self.registry = self.rounds.registry
+        self.outage = spider.outage or self.outage
         self._renewal = task.LoopingCall(self._renew)
         self._renewal.start(max(self.lease_ms / 3000, 0.05), now=False).addErrback(
             lambda failure: logger.error("Lease renewal stopped: %s", failure.getErrorMessage()))
@@ -187,22 +196,36 @@ class LeaseScheduler(BaseScheduler):
         self.io.run(self._send_acks).addBoth(self._acked)
 
     def _send_acks(self) -> None:
-        """(Lease thread) End the leases of every item written so far: one call per round."""
+        """(Lease thread) End the leases of every item written so far: one call per round.
+        Redis away: those not ended wait for the next call (raised: the outage is said by the
+        caller), so a page written is not fetched again for want of its ack."""
         by_round: dict[str, list[str]] = {}
         while self._acks:
             round_id, url = self._acks.popleft()
             by_round.setdefault(round_id, []).append(url)
-        for round_id, urls in by_round.items():
+        for n, (round_id, urls) in enumerate(list(by_round.items())):
             try:
                 self.rounds.written(round_id, urls)
-            except REDIS_DOWN as exc:
-                logger.warning("Redis unreachable (%s): the leases of %d pages end when they expire", exc, len(urls))
+            except REDIS_DOWN:
+                self._acks.extendleft(reversed([(r, u) for r, left in list(by_round.items())[n:] for u in left]))
+                raise
 
     def _acked(self, result: Any) -> None:
         self._acking = False
         if isinstance(result, Failure):
+            if result.check(*REDIS_DOWN):
+                self.outage.seen(result.value)
+                return  # the acks wait for the next lease call, which comes with the outage's pace
             logger.error("Ending leases failed: %s", result.getErrorMessage())
         self._ack()  # those that came meanwhile
+
+    def page_abandoned(self, request: Request) -> None:
+        """Redis went away while the page of ``request`` was handled (the spider said so): its
+        lease ends as soon as Redis answers (the next lease call), so it goes back to the queue."""
+        context = request.meta.get("webrace")
+        if context and context.get("round") in self.holding:
+            self.holding[context["round"]].discard(context["link"])
+            self._abandoned.append((context["round"], context["link"]))
 
     def callback_failed(self, failure: Any, response: Any, spider: Spider) -> None:
         """A page's callback raised (e.g. Redis went away meanwhile): its item will not come,
@@ -219,21 +242,18 @@ class LeaseScheduler(BaseScheduler):
         self._renewing = True
         self.io.run(self._renew_leases, asked).addBoth(self._renewed, asked)
 
-    def _renew_leases(self, asked: dict[str, list[str]]) -> dict[str, set[str]] | None:
+    def _renew_leases(self, asked: dict[str, list[str]]) -> dict[str, set[str]]:
         """(Lease thread) round id -> the leases of ``asked`` that still exist, renewed."""
-        try:
-            return {round_id: self.registry.frontier(round_id).renew(urls, self.lease_ms)
-                    for round_id, urls in asked.items()}
-        except REDIS_DOWN as exc:
-            logger.warning("Redis unreachable (%s): leases not renewed", exc)
-            return None
+        return {round_id: self.registry.frontier(round_id).renew(urls, self.lease_ms)
+                for round_id, urls in asked.items()}
 
     def _renewed(self, alive: Any, asked: dict[str, list[str]]) -> None:
         self._renewing = False
         if isinstance(alive, Failure):
-            logger.error("Lease renewal failed: %s", alive.getErrorMessage())
-            return
-        if alive is None:  # Redis unreachable
+            if alive.check(*REDIS_DOWN):  # tried again at the next renewal
+                self.outage.seen(alive.value)
+            else:
+                logger.error("Lease renewal failed: %s", alive.getErrorMessage())
             return
         for round_id, urls in asked.items():
             held = self.holding.get(round_id)
@@ -283,8 +303,11 @@ class LeaseScheduler(BaseScheduler):
         return None
 
     def _fill(self) -> None:
-        """Top the buffer up in the lease thread (one call at a time)."""
+        """Top the buffer up in the lease thread (one call at a time; while Redis is away,
+        once the outage's wait is over)."""
         if self._filling is not None or self._closing or len(self.buffer) >= self.max_leased:
+            return
+        if not self.outage.due():
             return
         self._filling = self.io.run(self._lease)
         self._filling.addBoth(self._filled)
@@ -294,6 +317,7 @@ class LeaseScheduler(BaseScheduler):
         rounds lost if Redis came back empty; leases expired and queue entries skipped
         meanwhile."""
         self._send_acks()  # those flushed and waiting (see _ack)
+        self._expire_abandoned()
         want = self.max_leased - len(self.buffer)  # as it is now: the reactor took some meanwhile
         leased: list[tuple[str, Node]] = []
         lost = self._lost_rounds()
@@ -317,6 +341,17 @@ class LeaseScheduler(BaseScheduler):
                 break
         return leased, lost, reaped, skipped, self._preload([node.url for _, node in leased])
 
+    def _expire_abandoned(self) -> None:
+        """(Lease thread) End the leases of the pages given up during an outage (see
+        :meth:`page_abandoned`); kept for the next call if Redis is still away."""
+        by_round: dict[str, list[str]] = {}
+        for round_id, url in list(self._abandoned):
+            by_round.setdefault(round_id, []).append(url)
+        for round_id, urls in by_round.items():
+            self.registry.frontier(round_id).expire(urls)
+            for url in urls:
+                self._abandoned.remove((round_id, url))
+
     def _preload(self, urls: list[str]) -> dict[str, Any]:
         """(Lease thread) The meta-info of the pages just leased, in one round trip, so that
         their requests need no lookup of their own; {} if it cannot be had (they look it up)."""
@@ -334,17 +369,12 @@ class LeaseScheduler(BaseScheduler):
         self._filling = None
         if isinstance(result, Failure):
             if result.check(*REDIS_DOWN):
-                if not self._redis_down:
-                    logger.warning("Redis unreachable (%s): retrying with backoff; leased pages are kept",
-                                   result.getErrorMessage())
-                self._redis_down = True
+                self.outage.failed(result.value)  # said once; the next try after its wait
             else:
                 logger.error("Leasing pages failed: %s", result.getTraceback())
             return
         leased, lost, reaped, skipped, preloaded = result
-        if self._redis_down:
-            logger.info("Redis reachable again")
-            self._redis_down = False
+        self.outage.ok()
         self.stats.inc_value("webrace/leases/expired", reaped)
         self.stats.inc_value("webrace/leases/corrupt_skipped", skipped)
         if lost is not None:
@@ -396,6 +426,7 @@ class LeaseScheduler(BaseScheduler):
         for round_id in lost:
             self.holding.pop(round_id, None)
         self.buffer = deque((r, n) for r, n in self.buffer if r not in lost)
+        self._abandoned = deque((r, u) for r, u in self._abandoned if r not in lost)
         logger.error("Redis came back empty: the state of %s is gone; `scrapy urd schedule` opens a "
                      "round again for the URDs it had not checked",
                      f"round(s) {', '.join(lost)}" if lost else "the open rounds")
@@ -406,7 +437,8 @@ class LeaseScheduler(BaseScheduler):
         idle_for = time.monotonic() - self.last_work
         # (a lease call may be in flight: the engine asked just before; leases it brings are
         # given back at close)
-        if self.idle_close is not None and idle_for >= self.idle_close:
+        # (not while Redis is away: whether there is work is not known)
+        if self.idle_close is not None and idle_for >= self.idle_close and not self.outage.down:
             logger.info("No work for %.0f s (WEBRACE_IDLE_CLOSE): stopping", idle_for)
             return
         if self._poll_call is None or not self._poll_call.active():
@@ -430,4 +462,4 @@ class LeaseScheduler(BaseScheduler):
         if self.idle_close is None or idle_for < self.idle_close:
             from twisted.internet import reactor
 
-            self._poll_call = reactor.callLater(self.poll_delay, self._poll)
+            self._poll_call = reactor.callLater(max(self.poll_delay, self.outage.left()), self._poll)

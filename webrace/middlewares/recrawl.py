@@ -29,7 +29,9 @@ When in doubt, fetch in full: no validators, an invalid date, a stored body that
 or damaged (counted, and its validators forgotten), a ``304`` to a request that asked
 nothing (retried once unconditionally with ``Cache-Control: no-cache``).
 
-Stats, like Scrapy's httpcache: ``recrawl/first_fetch``, ``recrawl/conditional``,
+Stats, like Scrapy's httpcache: ``recrawl/first_fetch`` (never fetched before),
+``recrawl/unconditional`` (stored, but fetched in full on purpose: a sentinel without a
+baseline takes it from this page), ``recrawl/conditional``,
 ``recrawl/not_modified``, ``recrawl/no_validators``, ``recrawl/object_missing``,
 ``recrawl/object_corrupt``, ``recrawl/unexpected_304``, ``recrawl/304_with_body``,
 ``recrawl/bytes_received`` (bodies), ``recrawl/bytes_saved`` (stored sizes of 304 pages) and
@@ -58,6 +60,7 @@ logger = logging.getLogger(__name__)
 
 CONDITIONAL = "webrace_conditional"  # meta: {"url": ..., "meta": the MetaInfo the validators came from}
 UNCONDITIONAL = "webrace_unconditional"  # meta: never send validators for this request
+RETRY = "retry"  # UNCONDITIONAL's value on the retry of an unexpected 304
 LOOKED_UP = "webrace_metainfo"  # meta: {"url": ..., "meta": MetaInfo or None}, saves the store a lookup
 # meta: {"url": ..., "meta": MetaInfo or None} read before the request was made (the lease scheduler
 # reads the records of the pages it leases in one round trip): no lookup of its own in the store's thread
@@ -128,11 +131,17 @@ class RecrawlMiddleware:
         request.meta.pop(LOOKED_UP, None)
         request.meta.pop(SERVED_FRESH, None)
         preloaded = request.meta.pop(PRELOADED, None)  # a redirect's target was not preloaded
-        if not self.conditional or request.meta.get(UNCONDITIONAL):
+        unconditional = request.meta.get(UNCONDITIONAL)
+        if not self.conditional or unconditional == RETRY:  # (a retry was counted when first sent)
             return None
         known = preloaded["meta"] if preloaded is not None and preloaded["url"] == request.url else ...
         if known is not ...:
             self.stats.inc_value("recrawl/preloaded")
+        if unconditional:  # fetched in full whatever is stored (a sentinel without a baseline)
+            meta = known if known is not ... else await self.offload(lambda: self.cache.lookup(request.url))
+            request.meta[LOOKED_UP] = {"url": request.url, "meta": meta}  # read once: the recorder takes it
+            self.stats.inc_value("recrawl/first_fetch" if meta is None else "recrawl/unconditional")
+            return None
         if known is None:
             meta, problem = None, None  # never fetched: nothing to check, no thread hop
         else:
@@ -203,7 +212,7 @@ class RecrawlMiddleware:
             return response
         logger.warning("Unexpected 304 for %s (no validators were sent): retrying without cache", request.url)
         retry = request.replace(dont_filter=True)
-        retry.meta[UNCONDITIONAL] = True
+        retry.meta[UNCONDITIONAL] = RETRY
         retry.headers[b"Cache-Control"] = b"no-cache"
         retry.headers[b"Pragma"] = b"no-cache"
         return retry

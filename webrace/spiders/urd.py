@@ -21,7 +21,6 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import redis
 import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -38,11 +37,12 @@ from webrace.items import Page
 from webrace.middlewares.exclusion import IGNORED
 from webrace.middlewares.recrawl import FRESH_SINCE, UNCONDITIONAL, object_cache, store_io
 from webrace.middlewares.redirect import REDIRECT_CLAIMED, REDIRECT_SEEN
+from webrace.outage import REDIS_DOWN, Outage
 from webrace.records.rounds import DONE, FAILED, Node
 from webrace.rounds.engine import Round, Step
 from webrace.scout.crawl import CrawlRules
 from webrace.sentinels.crawl import StoredSentinels
-from webrace.signals import request_refused, round_closed, round_opened
+from webrace.signals import page_abandoned, request_refused, round_closed, round_opened
 from webrace.spiders.responses import CrawlStats, PageRecorder, failure_reason, run_rules
 from webrace.store.objects import ObjectStoreUnwritable
 from webrace.urd import now_millis
@@ -66,8 +66,11 @@ class UrdSpider(scrapy.Spider):
         self._wake_call: Any = None
         self._probe_loop: Any = None
         self.redis_io: RedisThread | None = None  # distributed: where the engine's Redis calls run
+        self.outage: Outage | None = None  # distributed: Redis away, said once (the lease scheduler's pace)
         self._flush_check: Any = None  # distributed, idle: whether held items can go, asked
         self._flush_answer: bool | None = None
+        # (round id, URL) -> the exception its callback raised, until an item of it is emitted
+        self.unemitted: dict[tuple[str, str], str] = {}
 
     @classmethod
     def update_settings(cls, settings: Any) -> None:
@@ -87,6 +90,7 @@ class UrdSpider(scrapy.Spider):
         spider.engine.on_open = spider._round_opened
         if spider.engine.shared:  # no Redis round trip on the reactor thread (issue 23)
             spider.redis_io = RedisThread()
+            spider.outage = Outage(logger.warning)
         spider.extractor = UrlExtractor.from_settings(settings)
         spider.recorder = None  # needs the object cache, which its owner opens (spider_opened)
         crawler.signals.connect(spider.on_opened, signal=signals.spider_opened)
@@ -98,6 +102,7 @@ class UrdSpider(scrapy.Spider):
             crawler.signals.connect(spider.close_rules, signal=signals.spider_closed)
         crawler.signals.connect(spider.on_idle, signal=signals.spider_idle)
         crawler.signals.connect(spider.request_refused, signal=request_refused)
+        crawler.signals.connect(spider.page_failed, signal=signals.spider_error)
         return spider
 
     def on_opened(self, spider: scrapy.Spider) -> None:
@@ -110,7 +115,8 @@ class UrdSpider(scrapy.Spider):
     def serve_probes(self) -> None:
         """IPMicra without a latency table: answer other workers' probe requests every
         quarter second, in a thread (they are TCP connects)."""
-        self._probe_loop = task.LoopingCall(lambda: threads.deferToThread(self.delegation.serve_probes))
+        self._probe_loop = task.LoopingCall(
+            lambda: threads.deferToThread(self.delegation.serve_probes).addErrback(self._redis_failed))
         self._probe_loop.start(0.25, now=True).addErrback(
             lambda failure: logger.warning("IPMicra probe answering stopped: %s", failure.getErrorMessage()))
 
@@ -189,6 +195,7 @@ class UrdSpider(scrapy.Spider):
             if self.engine.shared:  # its lease ends once the item is written (lease scheduler)
                 item._webrace_lease = (item["round"], node.url)
             self._keep_wanted(node, item)
+            self.unemitted.pop((item["round"], node.url), None)
             yield item
 
     def _keep_wanted(self, node: Node, item: Any) -> None:
@@ -202,8 +209,9 @@ class UrdSpider(scrapy.Spider):
         if final <= recorded:
             return
         done = Deferred.fromCoroutine(store_io(self.crawler)(self.cache.want, item["url"], final))
-        done.addErrback(lambda failure: logger.warning("Could not record the URDs that want %s: %s",
-                                                       item["url"], failure.getErrorMessage()))
+        done.addErrback(self._redis_failed).addErrback(
+            lambda failure: logger.warning("Could not record the URDs that want %s: %s", item["url"],
+                                           failure.getErrorMessage()))
 
     # -- a fetched page ------------------------------------------------------------------
 
@@ -265,11 +273,11 @@ class UrdSpider(scrapy.Spider):
                     if result.results:
                         yield result
                 self.recorder.enqueued(node, response.url, outcome.enqueued)
-        if self.delegation is not None:  # hosts resolved before the links are routed
+        if self.delegation is not None:  # hosts resolved before the links are routed (route: Redis thread)
             latency = response.meta.get("download_latency")
             if latency is not None and response.status != 304:
-                self.delegation.report(response.url, latency * 1000)
-            await self.delegation.prepare(node.links)
+                await self._call(self.delegation.report, response.url, latency * 1000)
+            await self.delegation.prepare(node.links, self._call)
         for out in self._emit(rnd, await self._call(self.engine.fetched, rnd, node, item)):
             yield out
 
@@ -328,7 +336,8 @@ class UrdSpider(scrapy.Spider):
     def _flush_checked(self, wants: Any) -> None:
         self._flush_check = None
         if isinstance(wants, Failure):
-            logger.warning("Could not tell whether held items can go: %s", wants.getErrorMessage())
+            if self._redis_failed(wants) is not None:  # (an outage is said once)
+                logger.warning("Could not tell whether held items can go: %s", wants.getErrorMessage())
             wants = False
         self._flush_answer = bool(wants)
         if wants:
@@ -364,11 +373,19 @@ class UrdSpider(scrapy.Spider):
 
     async def fetch_failed(self, failure: Failure) -> AsyncIterator[Page]:
         request = failure.request
-        if self.engine.shared and failure.check(redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
-            # this worker's Redis (e.g. the meta-info lookup) failed, not the page: a spider
-            # error stops its lease's renewal, so it expires and the page is fetched again
-            raise redis.exceptions.ConnectionError(f"Redis unreachable while fetching {request.url}: "
-                                                   f"{failure.getErrorMessage()}")
+        if self.engine.shared and failure.check(*REDIS_DOWN):
+            # this worker's Redis (e.g. the meta-info lookup) failed, not the page
+            self.abandon(request, failure.value)
+            return
+        try:
+            async for out in self._fetch_failed(request, failure):
+                yield out
+        except REDIS_DOWN as exc:  # (an errback's error would bypass the outage middleware)
+            if not self.engine.shared:
+                raise
+            self.abandon(request, exc)
+
+    async def _fetch_failed(self, request: scrapy.Request, failure: Failure) -> AsyncIterator[Page]:
         rnd, node = self._node(request)
         if not request.meta.get(IGNORED):  # else counted where it was decided
             reason = failure_reason(failure.value)
@@ -378,6 +395,31 @@ class UrdSpider(scrapy.Spider):
             await self.recorder.not_kept(request, failure.value)
         for out in self._emit(rnd, await self._call(self.engine.finish, rnd, node, FAILED)):
             yield out
+
+    def abandon(self, request: scrapy.Request, exc: BaseException) -> None:
+        """(Distributed) Redis went away while this page was handled (see
+        :mod:`webrace.middlewares.outage`): said once for the outage, nothing of the page is
+        emitted here, and its lease is given up: it goes back to the queue once Redis answers
+        again, and this worker or another fetches it again (so it is no failure of this
+        worker's: not counted in ``webrace/unemitted``)."""
+        self.outage.seen(exc)
+        self.crawler.stats.inc_value("webrace/redis_down/pages_abandoned")
+        self.crawler.signals.send_catch_log(page_abandoned, request=request)
+
+    def _redis_failed(self, failure: Failure) -> Failure | None:
+        """An errback: a Redis outage (said once, see :class:`Outage`) is handled, any other failure passes on."""
+        if self.outage is None or not failure.check(*REDIS_DOWN):
+            return failure
+        self.outage.seen(failure.value)
+        return None
+
+    def page_failed(self, failure: Failure, response: Response, spider: scrapy.Spider) -> None:
+        """A page's callback raised (a bug, or Redis gone while it ran): no item of it comes
+        from this worker unless the page comes back (a lease expiring); one that does not is
+        counted at the end (``webrace/unemitted``), and the crawl exits 1."""
+        context = response.request.meta.get("webrace") if spider is self and response is not None else None
+        if context:
+            self.unemitted[(context["round"], context["link"])] = type(failure.value).__name__
 
     def request_refused(self, request: scrapy.Request, reason: str) -> None:
         """The exclusion middleware refused a request of this crawl: its URL is ignored."""
@@ -404,6 +446,10 @@ class UrdSpider(scrapy.Spider):
         if current is not None:
             logger.info("Crawl ended during round %s (%s): last check of its URDs left unchanged",
                         current.id.rsplit("-", 1)[-1], reason)
+        if self.unemitted:
+            self.crawler.stats.set_value("webrace/unemitted", len(self.unemitted))
+            logger.error("%d fetched pages were not emitted: their processing failed (%s)", len(self.unemitted),
+                         ", ".join(sorted(set(self.unemitted.values()))))
         unreleased = self.engine.held()
         if unreleased:
             logger.warning("%d pages were fetched and stored but their items not emitted: other "

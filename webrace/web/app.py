@@ -14,11 +14,14 @@ Content-Security-Policy; the stored pages a stricter one of their own (``pages``
 from __future__ import annotations
 
 import json
+import logging
+import math
 import re
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from flask import Flask, Request, Response, jsonify, render_template, request
+from flask import Flask, Request, Response, current_app, jsonify, make_response, render_template, request
 from flask.json.provider import DefaultJSONProvider
 from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFError
@@ -26,7 +29,8 @@ from werkzeug.exceptions import BadRequest, HTTPException, SecurityError, Servic
 from werkzeug.formparser import FormDataParser
 
 from webrace import __version__
-from webrace.backends import RedisUnavailable
+from webrace.backends import RedisUnavailable, connect, distributed
+from webrace.outage import FIRST_WAIT_S, REDIS_DOWN, Outage, reason
 from webrace.web import api, pages
 from webrace.web.auth import api_request, csrf, identify
 from webrace.web.config import WebConfig
@@ -36,6 +40,7 @@ APP_CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 's
 MAX_JSON_DEPTH = 64  # arrays and objects in one another in a request's JSON body
 _STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]')  # possessive: linear on an unclosed string
 _LEVEL = {"[": 1, "{": 1, "]": -1, "}": -1}  # a string token counts 0
+logger = logging.getLogger(__name__)
 
 
 class BoundedJSON(DefaultJSONProvider):
@@ -91,10 +96,14 @@ def create_app(settings: Any, host: str = "127.0.0.1") -> Flask:
     )
     app.session_interface = SessionInterface()
     csrf.init_app(app)
+    if distributed(settings):  # before anything else reads a store
+        app.extensions[RedisGate.NAME] = RedisGate(settings)
+        app.before_request(app.extensions[RedisGate.NAME].check)
     app.before_request(identify)
     app.after_request(_headers)
     app.register_error_handler(HTTPException, _error)
-    app.register_error_handler(RedisUnavailable, _unavailable)
+    for error in (*REDIS_DOWN, RedisUnavailable):
+        app.register_error_handler(error, _unavailable)
     app.register_blueprint(pages.blueprint)
     app.register_blueprint(api.blueprint)
     app.jinja_env.globals.update(version=__version__)
@@ -143,9 +152,50 @@ def _error(exc: HTTPException) -> Any:
     return page, exc.code, ({"WWW-Authenticate": 'Bearer realm="webrace"'} if exc.code == 401 else {})
 
 
-def _unavailable(exc: RedisUnavailable) -> Any:
-    """The distributed mode's Redis is down: 503, saying so (the message never holds a password)."""
-    return _error(ServiceUnavailable(f"The shared store is unreachable: {exc}"))
+class RedisGate:
+    """(Distributed mode) Redis away: said once in the log when a request finds it so and once
+    when it is back; meanwhile every request is answered 503 at once (with ``Retry-After``),
+    and Redis is tried again (one PING) only when the outage's wait is over: 1 s doubling to
+    ``MOST_WAIT_S`` (5 s: someone is waiting for the page), so a server under load does not
+    knock on a dead Redis for every request, nor wait on it."""
+
+    NAME = "webrace_redis_gate"
+    MOST_WAIT_S = 5.0
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+        self.outage = Outage(logger.warning, most=self.MOST_WAIT_S)
+        self.lock = threading.Lock()  # waitress's threads share the outage
+
+    def check(self) -> Any:
+        with self.lock:
+            if not self.outage.down:
+                return None
+            if not self.outage.due():
+                return _unavailable(RedisUnavailable("Redis is away"), self.outage.left())
+        try:
+            connect(self.settings).close()
+        except RedisUnavailable as exc:
+            return _unavailable(exc)
+        with self.lock:
+            self.outage.ok()
+        return None
+
+    def failed(self, exc: BaseException) -> float:
+        with self.lock:
+            self.outage.failed(exc)
+            return self.outage.left()
+
+
+def _unavailable(exc: BaseException, retry_after: float | None = None) -> Response:
+    """The distributed mode's Redis is down: 503, saying so (the message never holds a
+    password), and when to try again (``Retry-After``)."""
+    gate = current_app.extensions.get(RedisGate.NAME)
+    if retry_after is None:
+        retry_after = gate.failed(exc) if gate is not None else FIRST_WAIT_S
+    response = make_response(_error(ServiceUnavailable(f"The shared store is unreachable: {reason(exc)}")))
+    response.headers["Retry-After"] = str(max(math.ceil(retry_after), 1))
+    return response
 
 
 def _when(ms: int | None) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import resource
+import signal
 import threading
 import time
 from typing import Any
@@ -152,9 +153,11 @@ def start(settings: Any, host: str = "127.0.0.1", port: int = 0) -> Handle:
 
 
 def serve(settings: Any, host: str = "127.0.0.1", port: int = 8080, announce: Any = print) -> None:
-    """Serve in the foreground until Ctrl-C; ``announce`` gets the line saying where."""
+    """Serve in the foreground until Ctrl-C or SIGTERM (a supervisor's stop: the same clean
+    end, exit status 0); ``announce`` gets the line saying where."""
     server = make_server(settings, host, port)
     announce(f"Serving the web app on {base_url(server)}/ (Ctrl-C to stop)")
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         server.run()
     except KeyboardInterrupt:

@@ -1,0 +1,192 @@
+"""Redis going away and coming back under every long-running process (issue 44): one line
+when it goes, one when it is back, a backoff between tries (webrace/backends/outage.py), and
+no traceback, ever; each process goes on doing its job afterwards."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import redis
+from conftest import Project, RedisServer, urd
+from test_delivery import aci, add_channel, hook, hook_server, store_items  # noqa: F401 - fixtures
+from test_distributed import all_paths, feed_urls, wide_site, worker_project  # noqa: F401 - a fixture
+from web_client import Client
+
+from webrace.outage import Outage, keep_going
+from webrace.urd import now_millis
+from webrace.web.accounts import open_accounts
+
+PERSISTENCE = {"aof": ("--appendonly", "yes", "--appendfsync", "always"), "none": ("--appendonly", "no")}
+
+
+@pytest.fixture(params=sorted(PERSISTENCE))
+def restartable_redis(request, redis_binary, tmp_path):
+    """A redis-server of the test's own, to kill and start again: with its data (an append-only
+    file fsynced on every write) or without any (it comes back empty)."""
+    server = RedisServer.launch(redis_binary, tmp_path, *PERSISTENCE[request.param])
+    server.persistence = request.param
+    yield server
+    server.kill()
+
+
+def scheduler_project(tmp_path, server) -> Project:
+    root = tmp_path / "scheduler"
+    root.mkdir()
+    project = Project(root)
+    project.env.update(REDIS_URL=server.url, WEBRACE_REDIS_PREFIX="webrace:")
+    return project
+
+
+def test_schedule_loop_outlives_a_redis_restart_and_opens_rounds_after(tmp_path, restartable_redis):
+    server = restartable_redis
+    scheduler = scheduler_project(tmp_path, server)
+    scheduler.add_urds(urd("u1", "alice", "http://127.0.0.1:9/a"))  # no worker: the round stays open
+    loop = scheduler.start("urd", "schedule", "--loop", "--interval", "0.2")
+    try:
+        loop.wait_for("opened", "u1")
+        server.kill()
+        down = loop.wait_for("Redis unreachable")
+        scheduler.add_urds(urd("u2", "bob", "http://127.0.0.1:9/b"))  # due while Redis is away
+        server.start()
+        opened = loop.wait_for("opened", "u2", after=down)
+    finally:
+        code = loop.stop()
+    lines = loop.text
+    assert "Traceback" not in lines and code == 0, lines
+    assert lines.count("Redis unreachable") == 1 and "Redis reachable again" in lines, lines
+    if server.persistence == "none":  # u1's round was lost with Redis: it is crawled again
+        assert "Redis came back empty" in lines and "u1" in loop.lines[opened][1], lines
+    else:  # u1's round is still open: not opened twice
+        assert "u1" not in loop.lines[opened][1], lines
+
+
+def test_outage_waits_one_second_doubling_to_thirty_and_is_said_once_each_way():
+    said, now = [], [100.0]
+    outage = Outage(said.append, clock=lambda: now[0])
+    down = redis.exceptions.ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+    waits = [outage.failed(down) for _ in range(8)]
+    now[0] += 93
+    outage.ok()
+    outage.ok()
+    assert waits == [1, 2, 4, 8, 16, 30, 30, 30]
+    assert said == ["Redis unreachable (Error 111 connecting to 127.0.0.1:6379. Connection refused): trying again "
+                    "in 1 s, then less and less often (at most every 30 s)",
+                    "Redis reachable again after 93 s (8 failed tries)"]
+    assert outage.failed(down) == 1 and len(said) == 3  # a new outage starts over
+
+
+def test_a_loop_goes_on_through_a_real_redis_restart_with_backoff(redis_binary, tmp_path):
+    server = RedisServer.launch(redis_binary, tmp_path, "--appendonly", "no")
+    client = redis.Redis.from_url(server.url)
+    said, waits = [], []
+
+    def wait(seconds: float) -> bool:  # the loop's pace, recorded; Redis killed and started between passes
+        waits.append(seconds)
+        if len(waits) == 1:
+            server.kill()
+        elif len(waits) == 8:
+            server.start()
+        return len(waits) == 10
+
+    try:
+        keep_going(lambda: client.incr("passes"), 0.2, Outage(said.append), wait)
+    finally:
+        server.kill()
+    assert waits == [0.2, 1, 2, 4, 8, 16, 30, 30, 0.2, 0.2]
+    assert [line.split(" (")[0].split(" after")[0] for line in said] == ["Redis unreachable", "Redis reachable again"]
+
+
+def test_deliver_loop_outlives_a_redis_restart_and_delivers_after(tmp_path, restartable_redis, hook):  # noqa: F811
+    server = restartable_redis
+    project = scheduler_project(tmp_path, server)
+    project.env["WEBRACE_DELIVERY_ALLOW_HOSTS"] = "127.0.0.1"  # the webhook receiver's
+    settings = project.settings()
+    settings.set("WEBRACE_DELIVERY_ALLOW_HOSTS", "127.0.0.1")
+    add_channel(settings, "alice", hook.url())
+    store_items(settings, [aci("alice", "/before", now_millis())])
+    loop = project.start("deliver", "--loop", "--interval", "0.2", "-s", "WEBRACE_DELIVERY_ALLOW_HOSTS=127.0.0.1")
+    try:
+        loop.wait_for("1 message(s) sent")
+        server.kill()
+        down = loop.wait_for("Redis unreachable")
+        server.start()
+        if server.persistence == "none":  # the channel went with Redis's data: the owner adds it again
+            add_channel(settings, "alice", hook.url())
+        store_items(settings, [aci("alice", "/after", now_millis())])
+        loop.wait_for("1 message(s) sent", after=down)
+    finally:
+        code = loop.stop()
+    lines = loop.text
+    assert "Traceback" not in lines and code == 0, lines
+    assert lines.count("Redis unreachable") == 1 and "Redis reachable again" in lines, lines
+    texts = hook.messages()
+    assert len(texts) == 2 and "/before" in texts[0] and "/after" in texts[1] and "/before" not in texts[1], texts
+
+
+def test_web_serve_answers_503_while_redis_is_away_and_serves_again_after(tmp_path, restartable_redis):
+    server = restartable_redis
+    project = scheduler_project(tmp_path, server)
+    settings = project.settings()
+    with open_accounts(settings) as accounts:
+        accounts.add("alice", "alice-secret")
+    store_items(settings, [aci("alice", "/kept", now_millis())])
+    web = project.start("web", "serve", "--port", "0")
+    try:
+        line = web.lines[web.wait_for("Serving the web app on")][1]
+        client = Client(line.split(" on ", 1)[1].split("/ ", 1)[0])
+        assert client.login("alice", "alice-secret").status == 302
+        assert client.get("/owner/alice/").status == 200
+        server.kill()
+        away = [client.get("/owner/alice/") for _ in range(3)]
+        web.wait_for("Redis unreachable")
+        server.start()
+        back = wait_until(lambda: (answer := client.get("/owner/alice/")).status == 200 and answer)
+        web.wait_for("Redis reachable again")
+    finally:
+        code = web.stop()
+    lines = web.text
+    assert [answer.status for answer in away] == [503] * 3 and all(a.headers["Retry-After"] for a in away)
+    assert "The shared store is unreachable" in away[0].text
+    assert ("news.test/kept" in back.text) == (server.persistence == "aof")
+    assert "Traceback" not in lines and lines.count("Redis unreachable") == 1, lines
+    assert code == 0, lines  # SIGTERM ends it as Ctrl-C does
+
+
+def wait_until(predicate, deadline_s: float = 60):
+    """Poll ``predicate`` (a process's state, seen from outside) until it is true, with a deadline."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError("timed out")
+
+
+def test_a_worker_outlives_a_redis_restart_mid_crawl_and_every_page_reaches_its_feed(
+        tmp_path, restartable_redis, wide_site):  # noqa: F811 - the fixture imported
+    server = restartable_redis
+    wide_site.delay = 0.1
+    scheduler = scheduler_project(tmp_path, server)
+    scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1))
+    loop = scheduler.start("urd", "schedule", "--loop", "--interval", "0.2")
+    worker = worker_project(tmp_path, "worker", {"REDIS_URL": server.url, "WEBRACE_REDIS_PREFIX": "webrace:"})
+    out = worker.root / "pages.jsonl"
+    crawl = worker.start(*worker.crawl_args(out, WEBRACE_IDLE_CLOSE=4,
+                                            CONCURRENT_REQUESTS=2, LOG_LEVEL="INFO"))
+    try:
+        loop.wait_for("opened", "u1")
+        wait_until(lambda: len(wide_site.paths()) >= 6)  # the worker is in the middle of the round
+        server.kill()
+        crawl.wait_for("Redis unreachable")
+        server.start()
+        loop.wait_for("done", deadline_s=120)  # the round closed: every page of it finished
+        code = crawl.proc.wait(timeout=120)
+    finally:
+        crawl.stop()
+        loop.stop()
+    said = crawl.stream("stderr")
+    assert code == 0 and "Traceback" not in said and "Traceback" not in loop.text, said[-5000:]
+    assert said.count("Redis unreachable") == 1 and said.count("Redis reachable again") == 1, said[-5000:]
+    assert feed_urls(out) == {wide_site.url(p) for p in all_paths()}
