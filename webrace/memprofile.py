@@ -9,6 +9,7 @@ crawl closes. Tracing slows the crawl and costs memory itself: a diagnostic, off
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import time
@@ -74,7 +75,8 @@ class MemoryProfile:
             return
         growth = snapshot.compare_to(self.baseline, "traceback")
         lines = [f"== pid {os.getpid()} t={self._elapsed()} traced {_mb(_total(snapshot))} "
-                 f"(baseline {_mb(_total(self.baseline))}); top {TOP} growth since the baseline, by traceback"]
+                 f"(baseline {_mb(_total(self.baseline))}); collector: {len(gc.get_objects())} objects tracked, "
+                 f"{gc.get_freeze_count()} frozen; top {TOP} growth since the baseline, by traceback"]
         for stat in growth[:TOP]:
             lines.append(f"{stat.size_diff / 1024:+10.1f} KiB {stat.count_diff:+8d} blocks "
                          f"(now {stat.size / 1024:.1f} KiB in {stat.count} blocks)")
