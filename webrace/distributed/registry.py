@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from itertools import islice
 from typing import Any
 
@@ -130,6 +130,17 @@ class RoundRegistry:
         if round_id not in self._frontiers:
             self._frontiers[round_id] = RedisFrontier(self.client, self.prefix, round_id, self.router)
         return self._frontiers[round_id]
+
+    @property
+    def frontiers(self) -> Mapping[str, RedisFrontier]:
+        """The frontier handles this process made, by round id."""
+        return self._frontiers
+
+    def forget(self, keep: Container[str]) -> None:
+        """(A worker) drop the frontier handles of rounds not in ``keep``: :meth:`close` drops
+        them in the scheduler, a worker sees no round close."""
+        for round_id in [r for r in self._frontiers if r not in keep]:
+            self._frontiers.pop(round_id, None)
 
     def finished(self, round_id: str) -> bool:
         return self.frontier(round_id).pending() == 0

@@ -289,16 +289,17 @@ class LeaseScheduler(BaseScheduler):
         self._filling = self.io.run(self._lease)
         self._filling.addBoth(self._filled)
 
-    def _lease(self) -> tuple[list[tuple[str, Node]], list[str] | None, int, int]:
+    def _lease(self) -> tuple[list[tuple[str, Node]], list[str] | None, int, int, dict[str, Any], list[str]]:
         """(Lease thread) Pages leased to fill the buffer, oldest open round first; the
         rounds lost if Redis came back empty; leases expired and queue entries skipped
-        meanwhile."""
+        meanwhile; the leased pages' meta-info; the open rounds."""
         self._send_acks()  # those flushed and waiting (see _ack)
         want = self.max_leased - len(self.buffer)  # as it is now: the reactor took some meanwhile
         leased: list[tuple[str, Node]] = []
         lost = self._lost_rounds()
         reaped = skipped = 0
-        for round_id in self._open_rounds():
+        open_rounds = self._open_rounds()
+        for round_id in open_rounds:
             frontier = self.registry.frontier(round_id)
             before = frontier.reaped, frontier.skipped
             delegation = self.rounds.delegation
@@ -315,7 +316,7 @@ class LeaseScheduler(BaseScheduler):
                 leased += [(round_id, node) for node in nodes]
             if len(leased) >= want:
                 break
-        return leased, lost, reaped, skipped, self._preload([node.url for _, node in leased])
+        return leased, lost, reaped, skipped, self._preload([node.url for _, node in leased]), open_rounds
 
     def _preload(self, urls: list[str]) -> dict[str, Any]:
         """(Lease thread) The meta-info of the pages just leased, in one round trip, so that
@@ -341,7 +342,7 @@ class LeaseScheduler(BaseScheduler):
             else:
                 logger.error("Leasing pages failed: %s", result.getTraceback())
             return
-        leased, lost, reaped, skipped, preloaded = result
+        leased, lost, reaped, skipped, preloaded, open_rounds = result
         if self._redis_down:
             logger.info("Redis reachable again")
             self._redis_down = False
@@ -349,6 +350,9 @@ class LeaseScheduler(BaseScheduler):
         self.stats.inc_value("webrace/leases/corrupt_skipped", skipped)
         if lost is not None:
             self._forget(lost)
+        # the rounds `scrapy urd schedule` closed, unless this worker still leases pages of them
+        busy = {round_id for round_id, urls in self.holding.items() if urls} | {r for r, _ in self.buffer}
+        self.rounds.forget_closed(open_rounds, busy | {r for r, _ in leased})
         if len(self.preloaded) > 4 * self.max_leased:  # left by pages dropped unrequested (rounds lost)
             self.preloaded.clear()
         self.preloaded.update(preloaded)
