@@ -417,6 +417,26 @@ def test_a_worker_holds_no_round_the_scheduler_closed_however_many_it_met(tmp_pa
     assert worker.rounds == {} and worker.registry.frontiers == {}
 
 
+def test_a_closed_rounds_keys_leave_redis_one_lease_timeout_after_it_closes(tmp_path, redis_url, redis_prefix):
+    """A continuous crawl closes a round every few seconds: its keys stay for a worker whose
+    lease expired (one lease timeout), not an hour, so Redis holds minutes of closed rounds
+    instead of growing for an hour (issue 44)."""
+    from scrapy.settings import Settings
+
+    from webrace.backends import open_round_engine
+
+    settings = Settings({"REDIS_URL": redis_url, "WEBRACE_REDIS_PREFIX": redis_prefix, "WEBRACE_LEASE_TIMEOUT": 90,
+                         "WEBRACE_DATA_DIR": str(tmp_path)})
+    add(lambda: SqliteUrdStore(tmp_path / "urd.sqlite"), Urd("u1", "alice", "http://a.test/", 1, HOUR))
+    engine = open_round_engine(settings, worker=False)
+    rnd = engine.open_due(now_millis())
+    crawl(engine, rnd, SITE)
+    assert [r.id for r in engine.close_finished()] == [rnd.id]
+    client = redis.Redis.from_url(redis_url)
+    keys = list(client.scan_iter(match=f"{redis_prefix}round:{rnd.id}:*"))
+    assert keys and all(0 < client.ttl(key) <= 90 for key in keys)
+
+
 def test_a_page_reached_through_redirects_and_links_is_downloaded_once_and_parents_are_items(make_engine):
     # /old -> /new (a link to /new too), /tmp -> /chain -> /new/b, /dir -> /dir/ (linked both ways),
     # /back -> / (a page fetched already): every URL downloaded once, whichever route comes first
