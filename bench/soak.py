@@ -67,6 +67,7 @@ class Sample:
     rss: dict[str, float]  # process name -> MB
     data: dict[str, int]  # top-level entry of the data directories -> bytes
     versions: int
+    revisits: int  # 304 answers remembered (WEBRACE_STORE_REVISITS per URL at most)
     changed: int  # leaves the site changed since the start
     redis_mb: float | None = None
     redis_keys: int | None = None
@@ -237,13 +238,13 @@ class Soak:
         for top in self.data_dirs:
             for entry in top.iterdir() if top.exists() else ():
                 data[f"{top.name}/{entry.name}"] = tree_size(entry)
-        sample = Sample(t, rss, data, self.versions(), changed)
+        sample = Sample(t, rss, data, *self.versions(), changed)
         if self.redis is not None:
             sample.redis_mb, sample.redis_keys = self.redis.memory()
         return sample
 
-    def versions(self) -> int:
-        """Versions the meta-info index holds (read as `scrapy store versions` reads them)."""
+    def versions(self) -> tuple[int, int]:
+        """Versions and revisits the meta-info index holds (read as `scrapy store versions` reads them)."""
         from scrapy.settings import Settings
 
         from webrace.backends import open_metainfo_store
@@ -253,7 +254,8 @@ class Soak:
         settings.set("WEBRACE_REDIS_PREFIX", self.prefix)
         store = open_metainfo_store(settings)
         try:
-            return sum(len(store.versions(url)) for url in store.urls())
+            urls = store.urls()
+            return sum(len(store.versions(url)) for url in urls), sum(len(store.revisits(url)) for url in urls)
         finally:
             store.close()
 
@@ -287,7 +289,8 @@ def slope_per_hour(points: list[tuple[float, float]]) -> tuple[float, float] | N
 def print_row(s: Sample, names: list[str]) -> None:
     cells = "".join(f"{s.rss.get(n, float('nan')):>14.1f}" for n in names)
     redis_cells = f"{s.redis_mb:>9.1f}{s.redis_keys:>8}" if s.redis_mb is not None else ""
-    print(f"{s.t:>7.0f}{cells}{s.data_bytes / 1024 / 1024:>10.1f}{s.versions:>10}{s.changed:>9}{redis_cells}",
+    print(f"{s.t:>7.0f}{cells}{s.data_bytes / 1024 / 1024:>10.1f}{s.versions:>10}{s.revisits:>10}{s.changed:>9}"
+          f"{redis_cells}",
           flush=True)
 
 
@@ -318,6 +321,8 @@ def report(samples: list[Sample], names: list[str]) -> bool:
     print(f"  data directories: {first.data_bytes / 1e6:.1f} MB -> {last.data_bytes / 1e6:.1f} MB "
           f"({grown / 1e6:+.2f} MB); versions stored {first.versions} -> {last.versions} ({new_versions:+d}); "
           f"the site changed {changed} leaves; {per_version:.1f} KiB per new version")
+    print(f"  revisits (304s remembered, at most WEBRACE_STORE_REVISITS a URL) {first.revisits} -> {last.revisits} "
+          f"({last.revisits - first.revisits:+d})")
     for name in sorted(set(first.data) | set(last.data)):
         delta = last.data.get(name, 0) - first.data.get(name, 0)
         if delta:
@@ -373,7 +378,7 @@ def run(args: argparse.Namespace, root: Path) -> bool:
         soak.start()
         names = list(soak.procs)
         header = "".join(f"{'RSS ' + n:>14}" for n in names)
-        print(f"{'t (s)':>7}{header}{'data MB':>10}{'versions':>10}{'changed':>9}"
+        print(f"{'t (s)':>7}{header}{'data MB':>10}{'versions':>10}{'revisits':>10}{'changed':>9}"
               + (f"{'Redis MB':>9}{'keys':>8}" if soak.redis else ""), flush=True)
         samples: list[Sample] = []
         start = time.monotonic()
