@@ -71,6 +71,7 @@ class Sample:
     changed: int  # leaves the site changed since the start
     redis_mb: float | None = None
     redis_keys: int | None = None
+    redis_families: dict[str, int] = field(default_factory=dict)  # key family -> bytes (MEMORY USAGE)
 
     @property
     def data_bytes(self) -> int:
@@ -146,6 +147,23 @@ class Redis:
     def memory(self) -> tuple[float, int]:
         return self.client.info("memory")["used_memory"] / 1024 / 1024, self.client.dbsize()
 
+    def families(self, prefix: str) -> dict[str, int]:
+        """Bytes per key family (``round:<id>:nodes`` -> ``round:*:nodes``, ``url:<URL>`` -> ``url:*``...)."""
+        out: dict[str, int] = {}
+        for key in self.client.scan_iter(match=f"{prefix}*", count=1000):
+            name = key.decode(errors="replace")[len(prefix):]
+            parts = name.split(":")
+            if parts[0] == "round" and len(parts) >= 3:
+                family = f"round:*:{parts[-1]}"
+            elif parts[0] in ("url", "object") or (parts[:2] == ["sentinel", "digest"]):
+                family = ":".join(parts[:2 if parts[0] == "sentinel" else 1]) + ":*"
+            elif parts[:2] in (["sentinel", "url"], ["sentinel", "owner"], ["sentinel", "notes"], ["aci", "owner"]):
+                family = ":".join(parts[:2]) + ":*"
+            else:
+                family = name
+            out[family] = out.get(family, 0) + (self.client.memory_usage(key) or 0)
+        return out
+
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=30)
@@ -160,8 +178,10 @@ class Soak:
         self.prefix = f"soak-{uuid.uuid4().hex[:8]}:"
         self.procs: dict[str, subprocess.Popen] = {}
         self.profile_every = profile_every
-        self.data_dirs = [root / "data"] if mode == "embedded" else [root / "objects", root / "control",
-                                                                     root / "worker-0", root / "worker-1"]
+        # data directories (their entries measured one by one) and, distributed, the shared body store
+        self.data_dirs = [root / "data"] if mode == "embedded" else [root / "control", root / "worker-0",
+                                                                     root / "worker-1"]
+        self.bodies = None if mode == "embedded" else root / "objects"
 
     def env(self, data: str) -> dict[str, str]:
         env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "webrace.settings", "WEBRACE_DATA_DIR": str(self.root / data)}
@@ -238,9 +258,12 @@ class Soak:
         for top in self.data_dirs:
             for entry in top.iterdir() if top.exists() else ():
                 data[f"{top.name}/{entry.name}"] = tree_size(entry)
+        if self.bodies is not None:
+            data["objects (shared)"] = tree_size(self.bodies) if self.bodies.exists() else 0
         sample = Sample(t, rss, data, *self.versions(), changed)
         if self.redis is not None:
             sample.redis_mb, sample.redis_keys = self.redis.memory()
+            sample.redis_families = self.redis.families(self.prefix)
         return sample
 
     def versions(self) -> tuple[int, int]:
@@ -294,6 +317,14 @@ def print_row(s: Sample, names: list[str]) -> None:
           flush=True)
 
 
+def print_growth(before: dict[str, int], after: dict[str, int]) -> None:
+    """Bytes by name, at the start and the end of the window, where they changed."""
+    for name in sorted(set(before) | set(after)):
+        start, end = before.get(name, 0), after.get(name, 0)
+        if abs(end - start) >= 1000:
+            print(f"    {name:<36}{start / 1e6:>10.2f} MB -> {end / 1e6:>9.2f} MB  ({(end - start) / 1e6:+.2f} MB)")
+
+
 def report(samples: list[Sample], names: list[str]) -> bool:
     after = [s for s in samples if s.t >= WARM_UP_S] or samples[len(samples) // 2:]
     ok = True
@@ -323,13 +354,10 @@ def report(samples: list[Sample], names: list[str]) -> bool:
           f"the site changed {changed} leaves; {per_version:.1f} KiB per new version")
     print(f"  revisits (304s remembered, at most WEBRACE_STORE_REVISITS a URL) {first.revisits} -> {last.revisits} "
           f"({last.revisits - first.revisits:+d})")
-    for name in sorted(set(first.data) | set(last.data)):
-        delta = last.data.get(name, 0) - first.data.get(name, 0)
-        if delta:
-            print(f"    {name:<36}{first.data.get(name, 0) / 1e6:>10.2f} MB -> {last.data.get(name, 0) / 1e6:>9.2f} MB"
-                  f"  ({delta / 1e6:+.2f} MB)")
+    print_growth(first.data, last.data)
     if samples[0].redis_keys is not None:
-        print(f"  Redis keys {first.redis_keys} -> {last.redis_keys}")
+        print(f"  Redis keys {first.redis_keys} -> {last.redis_keys}; MEMORY USAGE by key family:")
+        print_growth(first.redis_families, last.redis_families)
     return ok
 
 
