@@ -78,6 +78,17 @@ def test_a_change_fetched_in_another_owners_round_is_judged_for_the_owners_who_w
     assert site.count("/p2") == 3
 
 
+def test_urds_merged_into_a_page_after_its_fetch_are_added_to_its_record_without_an_error(site, project):
+    # hana's and hugo's hubs are start pages and links of wendy's root: whichever comes
+    # first, the other URDs are merged into the page after its fetch, and recorded then
+    site_of_hubs(site)
+    overlapping_owners(project, site)
+    run = project.crawl()
+    assert "Could not record" not in run.stderr, run.stderr
+    cache = open_object_cache(project.settings())
+    assert len(cache.lookup(site.url("/p2")).wanted) == 3  # wendy's, hana's and hugo's URDs
+
+
 def test_a_sentinel_not_due_is_told_of_a_change_another_round_fetched(site, project):
     site_of_hubs(site)
     overlapping_owners(project, site)

@@ -110,6 +110,12 @@ WEBRACE_STORE_XPACK = False
 WEBRACE_STORE_WARC = None
 # Size at which a WARC file of WEBRACE_STORE_WARC is closed and the next one begun.
 WEBRACE_STORE_WARC_MAX_BYTES = 1024 ** 3
+# Finding leaks (webrace/memprofile.py, bench/soak.py): a file to which the crawl appends, every
+# WEBRACE_MEMORY_PROFILE_INTERVAL seconds, the allocation sites (tracemalloc, by traceback of
+# WEBRACE_MEMORY_PROFILE_FRAMES frames) that grew most since the first interval. None = off.
+WEBRACE_MEMORY_PROFILE = None
+WEBRACE_MEMORY_PROFILE_INTERVAL = 120.0
+WEBRACE_MEMORY_PROFILE_FRAMES = 12
 
 # The web app (`scrapy web serve`, webrace/web/): Host names it answers (others get 400: DNS
 # rebinding); None = 127.0.0.1, localhost and the address it is bound to.
@@ -282,6 +288,7 @@ EXTENSIONS = {
     "webrace.summary.CrawlSummary": 500,
     "webrace.delivery.extension.DeliveryExtension": 510,  # pushes ACIs, notifications (WEBRACE_DELIVERY)
     "webrace.archive.WarcArchiver": 520,  # the crawl's own WARC files (WEBRACE_STORE_WARC)
+    "webrace.memprofile.MemoryProfile": 530,  # allocation sites that grow (WEBRACE_MEMORY_PROFILE)
 }
 FEED_EXPORT_ENCODING = "utf-8"
 # one item type per CSV file; a page's owner lists encoded once for all pages sharing them (webrace/exporters.py)

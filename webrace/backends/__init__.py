@@ -208,7 +208,7 @@ def open_round_engine(settings: Any, stats: Any = None, sentinels: Any = None,
     ``WEBRACE_DELEGATION`` is on, for a ``worker``: the engine's ``delegation``)."""
     from webrace.backends.redis import prefix
     from webrace.distributed.delegation import RedisDelegation
-    from webrace.distributed.registry import RoundRegistry
+    from webrace.distributed.registry import RoundRegistry, closed_round_ttl
     from webrace.rounds.engine import Limits
     from webrace.rounds.local import LocalRounds
     from webrace.rounds.redis import RedisRounds
@@ -224,7 +224,7 @@ def open_round_engine(settings: Any, stats: Any = None, sentinels: Any = None,
     if worker and settings.getbool("WEBRACE_DELEGATION"):
         delegation = RedisDelegation(client, key_prefix, settings)
         delegation.register()  # this worker joins the delegation (the others route hosts to it)
-    registry = RoundRegistry(client, key_prefix, delegation.route if delegation else None)
+    registry = RoundRegistry(client, key_prefix, delegation.route if delegation else None, closed_round_ttl(settings))
     engine = RedisRounds(registry, urd_store, limits, stats, sentinels)
     engine.delegation = delegation
     return engine

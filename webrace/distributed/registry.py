@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from itertools import islice
 from typing import Any
 
@@ -30,13 +30,19 @@ from webrace.distributed.frontier import RedisFrontier
 from webrace.records.sentinel import Sentinel
 from webrace.urd import Urd, now_millis
 
-CLOSED_ROUND_TTL = 3600  # seconds a closed round's keys stay, for workers finishing late
+# Seconds a closed round's keys stay, for a worker finishing a page whose lease expired: one
+# lease timeout (WEBRACE_LEASE_TIMEOUT, see closed_round_ttl), at least this long. Not longer:
+# a continuous crawl closes a round every few seconds, and an hour of them was most of Redis's
+# memory, growing for that hour (issue 44).
+MIN_CLOSED_ROUND_TTL = 60
 URDS_SYNC_S = 10.0  # the scheduler copies the URD-DB to Redis at most this often (and when a round names a new URD)
 
 
 class RoundRegistry:
-    def __init__(self, client: redis.Redis, key_prefix: str, router=None) -> None:
+    def __init__(self, client: redis.Redis, key_prefix: str, router=None,
+                 closed_ttl: float = MIN_CLOSED_ROUND_TTL) -> None:
         self.client = client
+        self.closed_ttl = max(int(closed_ttl), MIN_CLOSED_ROUND_TTL)
         self.prefix = key_prefix
         self.key = f"{key_prefix}rounds"
         self.router = router  # IPMicra: URLs -> the workers they are delegated to (see RedisFrontier)
@@ -131,6 +137,17 @@ class RoundRegistry:
             self._frontiers[round_id] = RedisFrontier(self.client, self.prefix, round_id, self.router)
         return self._frontiers[round_id]
 
+    @property
+    def frontiers(self) -> Mapping[str, RedisFrontier]:
+        """The frontier handles this process made, by round id."""
+        return self._frontiers
+
+    def forget(self, keep: Container[str]) -> None:
+        """(A worker) drop the frontier handles of rounds not in ``keep``: :meth:`close` drops
+        them in the scheduler, a worker sees no round close."""
+        for round_id in [r for r in self._frontiers if r not in keep]:
+            self._frontiers.pop(round_id, None)
+
     def finished(self, round_id: str) -> bool:
         return self.frontier(round_id).pending() == 0
 
@@ -138,7 +155,7 @@ class RoundRegistry:
         """Take the round off the open list; its keys expire a while later."""
         self.client.zrem(self.key, round_id)
         for key in [self._urds_key(round_id), self._sentinels_key(round_id), *self.frontier(round_id).all_keys()]:
-            self.client.expire(key, CLOSED_ROUND_TTL)
+            self.client.expire(key, self.closed_ttl)
         self._frontiers.pop(round_id, None)
 
     def _urds_key(self, round_id: str) -> str:
@@ -146,6 +163,12 @@ class RoundRegistry:
 
     def _sentinels_key(self, round_id: str) -> str:
         return f"{self.prefix}round:{round_id}:sentinels"
+
+
+def closed_round_ttl(settings: Any) -> float:
+    """How long a closed round's keys stay: one lease timeout, so that a worker whose lease
+    expired meanwhile still finds them (at least ``MIN_CLOSED_ROUND_TTL``)."""
+    return max(settings.getfloat("WEBRACE_LEASE_TIMEOUT"), MIN_CLOSED_ROUND_TTL)
 
 
 def _urd(value: bytes | str) -> Urd:

@@ -312,17 +312,18 @@ class LeaseScheduler(BaseScheduler):
         self._filling = self.io.run(self._lease)
         self._filling.addBoth(self._filled)
 
-    def _lease(self) -> tuple[list[tuple[str, Node]], list[str] | None, int, int]:
+    def _lease(self) -> tuple[list[tuple[str, Node]], list[str] | None, int, int, dict[str, Any], list[str]]:
         """(Lease thread) Pages leased to fill the buffer, oldest open round first; the
         rounds lost if Redis came back empty; leases expired and queue entries skipped
-        meanwhile."""
+        meanwhile; the leased pages' meta-info; the open rounds."""
         self._send_acks()  # those flushed and waiting (see _ack)
         self._expire_abandoned()
         want = self.max_leased - len(self.buffer)  # as it is now: the reactor took some meanwhile
         leased: list[tuple[str, Node]] = []
         lost = self._lost_rounds()
         reaped = skipped = 0
-        for round_id in self._open_rounds():
+        open_rounds = self._open_rounds()
+        for round_id in open_rounds:
             frontier = self.registry.frontier(round_id)
             before = frontier.reaped, frontier.skipped
             delegation = self.rounds.delegation
@@ -339,7 +340,7 @@ class LeaseScheduler(BaseScheduler):
                 leased += [(round_id, node) for node in nodes]
             if len(leased) >= want:
                 break
-        return leased, lost, reaped, skipped, self._preload([node.url for _, node in leased])
+        return leased, lost, reaped, skipped, self._preload([node.url for _, node in leased]), open_rounds
 
     def _expire_abandoned(self) -> None:
         """(Lease thread) End the leases of the pages given up during an outage (see
@@ -373,12 +374,15 @@ class LeaseScheduler(BaseScheduler):
             else:
                 logger.error("Leasing pages failed: %s", result.getTraceback())
             return
-        leased, lost, reaped, skipped, preloaded = result
+        leased, lost, reaped, skipped, preloaded, open_rounds = result
         self.outage.ok()
         self.stats.inc_value("webrace/leases/expired", reaped)
         self.stats.inc_value("webrace/leases/corrupt_skipped", skipped)
         if lost is not None:
             self._forget(lost)
+        # the rounds `scrapy urd schedule` closed, unless this worker still leases pages of them
+        busy = {round_id for round_id, urls in self.holding.items() if urls} | {r for r, _ in self.buffer}
+        self.rounds.forget_closed(open_rounds, busy | {r for r, _ in leased})
         if len(self.preloaded) > 4 * self.max_leased:  # left by pages dropped unrequested (rounds lost)
             self.preloaded.clear()
         self.preloaded.update(preloaded)

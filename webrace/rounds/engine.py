@@ -433,10 +433,12 @@ class RoundEngine(ABC):
         item["round"] = rnd.id
         return node, item
 
-    def _closed(self, rnd: Round) -> None:
-        """Forget a closed round (its links ignored stay counted for the crawl)."""
-        self.rounds.pop(rnd.id, None)
-        release_built()
+    def _closed(self, *rounds: Round) -> None:
+        """Forget closed rounds (their links ignored stay counted for the crawl)."""
+        for rnd in rounds:
+            self.rounds.pop(rnd.id, None)
+        if rounds:
+            release_built()
 
     def _inc(self, key: str, n: int = 1) -> None:
         if n:

@@ -19,7 +19,8 @@ fetched twice (a lease that expired) gives one notification.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING
 
 from webrace.distributed.registry import RoundRegistry
@@ -116,6 +117,22 @@ class RedisRounds(RoundEngine):
             self.rounds.pop(round_id)
         self._loaded.clear()
         return lost
+
+    def forget_closed(self, open_ids: Iterable[str], busy: AbstractSet[str] = frozenset()) -> list[str]:
+        """(A worker) Forget the rounds met here that are no longer open (`scrapy urd schedule`
+        closed them: nothing of them is queued or leased) and hold nothing here: no item held,
+        not in ``busy`` (rounds this worker still leases pages of). A worker runs for months
+        and meets a new round every few seconds; each one kept (its URDs, groups, frontier
+        handle, and what the collector froze with it) was memory for good (issue 44). Returns
+        the ids forgotten."""
+        still = set(open_ids)
+        gone = [round_id for round_id, rnd in list(self.rounds.items())
+                if round_id not in still and round_id not in busy and not rnd.held]
+        self._closed(*(self.rounds[round_id] for round_id in gone))
+        for round_id in [r for r in self._loaded if r not in still]:
+            self._loaded.pop(round_id, None)
+        self.registry.forget(still | set(self.rounds) | busy)
+        return gone
 
     def close_finished(self) -> list[Round]:
         """Close the open rounds nothing is queued or leased of: their URDs get their last
