@@ -27,8 +27,8 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.http import Response
+from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import task, threads
-from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from webrace.backends import distributed, open_round_engine
@@ -201,7 +201,9 @@ class UrdSpider(scrapy.Spider):
         final = rnd.groups.reach(node.budgets)[0]
         if final <= recorded:
             return
-        done = Deferred.fromCoroutine(store_io(self.crawler)(self.cache.want, item["url"], final))
+        # deferred_from_coro, not Deferred.fromCoroutine: under the asyncio reactor the coroutine
+        # awaits an asyncio future, which only an asyncio task may run
+        done = deferred_from_coro(store_io(self.crawler)(self.cache.want, item["url"], final))
         done.addErrback(lambda failure: logger.warning("Could not record the URDs that want %s: %s",
                                                        item["url"], failure.getErrorMessage()))
 
