@@ -59,6 +59,7 @@ import contextlib
 import hashlib
 import heapq
 import importlib.util
+import itertools
 import json
 import os
 import random
@@ -133,6 +134,7 @@ class Truth:
         self.site = GeneratedSite(spec)
         self.base = base.rstrip("/")
         self.revision: dict[str, int] = {}
+        self.history: dict[str, list[tuple[float, int]]] = defaultdict(list)  # path -> (time, revision)
         self.changes = 0
 
     def url(self, path: str) -> str:
@@ -154,14 +156,21 @@ class Truth:
             frontier = found
         return seen
 
-    def digest(self, path: str) -> str:
-        """SHA-256 of the body the page has now: the ``docbase`` of its ACIs."""
-        return hashlib.sha256(self.site.render(path, self.revision.get(path, 0))).hexdigest()
+    def digest(self, path: str, revision: int | None = None) -> str:
+        """SHA-256 of the page's body (at ``revision``, default the one it has now): the ``docbase``
+        of its ACIs."""
+        revision = self.revision.get(path, 0) if revision is None else revision
+        return hashlib.sha256(self.site.render(path, revision)).hexdigest()
 
     def changed(self, paths: list[str]) -> None:
+        now = time.time()
         for path in paths:
             self.revision[path] = self.revision.get(path, 0) + 1
+            self.history[path].append((now, self.revision[path]))
         self.changes += len(paths)
+
+    def revision_at(self, path: str, when: float) -> int:
+        return max((r for t, r in self.history.get(path, ()) if t <= when), default=0)
 
 
 # -- processes -----------------------------------------------------------------------------------
@@ -520,6 +529,7 @@ class Chaos:
         self.ballast: Path | None = None
         self.services: dict[str, Service] = {}
         self.settled = float("inf")  # when the drain's last round closed
+        self.registered: dict[str, list[float]] = defaultdict(list)  # owner -> when its sentinels were added
         self.sched_seen: dict[int, int] = {}  # scheduler incarnation -> bytes of its stdout read
 
     # -- set-up ----------------------------------------------------------------------------
@@ -623,6 +633,8 @@ class Chaos:
                 while True:
                     try:
                         self.scrapy(*command)
+                        if command[0] == "sentinel":
+                            self.registered[owner].append(time.time())
                         break
                     except RuntimeError as exc:
                         if "Cannot reach Redis" not in str(exc) or time.monotonic() > deadline:
@@ -1048,7 +1060,12 @@ class Verdict:
     # 3. notifications ---------------------------------------------------------------------
 
     def check_notifications(self) -> None:
-        chains: dict[tuple[str, str], list[tuple[int, int, float]]] = defaultdict(list)
+        """Each sentinel's notifications, in order of revision, must go from its baseline to its
+        page's final revision with no change left out. Redis losing its data loses the sentinel
+        (registered again, with a new baseline: the page as stored when it is added, or its next
+        fetch): then the chain starts again there, and what was not told before the loss is
+        counted apart."""
+        notes: dict[tuple[str, str], list[tuple[int, int, float]]] = defaultdict(list)
         doubled, doubled_wiped = [], 0
         for (owner, nid), got in self.chaos.receiver.notes.items():
             if len(got) > 1:
@@ -1060,29 +1077,46 @@ class Verdict:
             if before is None or after is None:
                 self.chaos.problems.append(f"a notification of {owner} on {got[0].url} names no revision")
                 continue
-            chains[(owner, self.truth.path(got[0].url))].append((before, after, got[0].at))
-        gaps, gaps_wiped, short = [], 0, []
+            notes[(owner, self.truth.path(got[0].url))].append((before, after, got[0].at))
+        fetches: dict[str, list[tuple[float, str]]] = defaultdict(list)
+        for item in self.pages:
+            fetches[self.truth.path(item["url"])].append((parse_time(item["fetched_at"]), item.get("digest") or ""))
+        gaps, short, untold_wiped = [], [], 0
+        bounds = [0.0, *sorted(self.chaos.wipes), float("inf")]
         for owner, paths in self.chaos.sentinel_paths().items():
             for path in paths:
-                at, last = 0, 0.0
-                for before, after, when in sorted(chains.get((owner, path), []), key=lambda n: (n[1], n[0])):
-                    if before != at:
-                        if self.wiped_between(last, when):  # its history was lost with Redis's data
-                            gaps_wiped += 1
-                        else:
-                            gaps.append(f"{owner} {path}: r{at} -> r{before} not told")
-                    at, last = after, when
                 final = self.truth.revision.get(path, 0)
-                if at != final:
-                    short.append(f"{owner} {path}: told up to r{at}, the page is at r{final}")
+                revisions = {self.truth.digest(path, r): r for r in range(final + 1)}
+                for epoch, (start, end) in enumerate(itertools.pairwise(bounds)):
+                    at = 0 if epoch == 0 else self.baseline(owner, start, fetches[path], revisions)
+                    for before, after, _ in sorted(n for n in notes.get((owner, path), []) if start <= n[2] < end):
+                        if at is not None and before != at:
+                            gaps.append(f"{owner} {path}: r{at} -> r{before} not told")
+                        at = after
+                    if end != float("inf"):
+                        untold_wiped += at is not None and at < self.truth.revision_at(path, end)
+                    elif at != final:
+                        short.append(f"{owner} {path}: told up to r{at}, the page is at r{final}")
         sentinels = sum(len(p) for p in self.chaos.sentinel_paths().values())
         received = sum(len(v) for v in self.chaos.receiver.notes.values())
         self.lines.append(f"notifications: {received} received for {sentinels} sentinels; changes not told "
-                          f"{len(gaps)} (+{gaps_wiped} across an empty restart); last change not told {len(short)}; "
-                          f"received twice {len(doubled)} (+{doubled_wiped} across an empty restart)")
+                          f"{len(gaps)}; last change not told {len(short)} (+{untold_wiped} before Redis lost its "
+                          f"data); received twice {len(doubled)} "
+                          f"(+{doubled_wiped} across an empty restart)")
         self.check("notes_lost", not gaps and not short, f"every sentinel told every change, up to its page's "
                    f"final revision ({len(gaps)} gaps, {len(short)} short)", gaps + short)
         self.check("notes_doubled", not doubled, f"no notification received twice ({len(doubled)})", doubled)
+
+    def baseline(self, owner: str, wiped: float, fetches: list[tuple[float, str]],
+                 revisions: dict[str, int]) -> int | None:
+        """The revision a sentinel registered again after Redis lost its data at ``wiped`` took
+        as its baseline: the page's newest fetch before it was added, else its first after
+        (None: no fetch of it is known)."""
+        added = min((t for t in self.chaos.registered[owner] if t >= wiped), default=float("inf"))
+        before = [(t, d) for t, d in fetches if wiped <= t <= added]
+        after = [(t, d) for t, d in fetches if t > added]
+        chosen = max(before) if before else min(after) if after else None
+        return None if chosen is None else revisions.get(chosen[1])
 
     # 4. leases and rounds -----------------------------------------------------------------
 
