@@ -1228,6 +1228,7 @@ def main(argv: list[str] | None = None) -> int:
         config = Config(minutes=args.minutes, seed=seed, pages=args.pages, page_kb=args.page_kb)
     root = Path(tempfile.mkdtemp(prefix=f"webrace-chaos-{config.seed}-"))
     chaos = Chaos(config, root)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # what it started is stopped on the way out
     try:
         status = 0 if chaos.report(chaos.run()) else 1
     except (RuntimeError, OSError, redis.RedisError) as exc:  # the harness could not run (no redis-server, ...)
