@@ -780,8 +780,8 @@ class Chaos:
     def redis_back(self, empty: bool) -> None:
         if not self.redis.up():
             self.redis.start()
-        if empty:  # the owners' sentinels and channels were only in Redis: registered again
-            since = int(time.time() * 1000) - 1000
+        if empty:  # the owners' sentinels and channels were only in Redis: registered again, taking
+            since = int(self.wipes[-1] * 1000)  # what was fetched since the loss
             self.restoring = threading.Thread(target=self.register_users, args=(since,), daemon=True)
             self.restoring.start()
 
@@ -881,6 +881,7 @@ class Chaos:
         for service in self.services.values():
             service.stop(timeout=60)
         self.leases_left = self.open_state()
+        (self.root / "faults.txt").write_text("".join(line + "\n" for line in self.fault_log), encoding="utf-8")
         self.cleanup()
 
     def cleanup(self) -> None:
@@ -1140,6 +1141,8 @@ class Verdict:
         on_connection = [t for t in tracebacks if any(e in t[2] for e in CONNECTION_ERRORS)]
         unexpected = [(name, e) for name, s in services.items() for e in s.exits if not e.ours]
         self.lines.append("restarts: " + ", ".join(f"{n} {s.incarnation - 1}" for n, s in services.items()))
+        self.lines.append("exit status when stopped (SIGTERM): " + ", ".join(
+            f"{n} {s.exits[-1].code}" for n, s in services.items() if s.exits and s.exits[-1].ours))
         self.lines.append(f"exits the harness did not cause: {len(unexpected)}" + "".join(
             f"\n    {name} exited {e.code} at {e.at - self.chaos.t0:.1f}s" for name, e in unexpected[:20]))
         kinds = Counter((name.split("-")[0], re.sub(r"\d+", "N", exception_of(text))) for name, _, text in tracebacks)
