@@ -478,6 +478,7 @@ class Round:
     urds: list[str]
     closed: float | None = None
     lost: bool = False
+    nodes: dict[str, str] | None = None  # path -> state of each page in its frontier when it closed
 
 
 @dataclass
@@ -718,7 +719,13 @@ class Chaos:
         if m := re.match(r"Round (\S+) opened: \d+ URD\(s\): (.*)", line):
             self.rounds[m[1]] = Round(m[1], now, [u.strip() for u in m[2].split(",")])
         elif (m := re.match(r"Round (\S+) done", line)) and m[1] in self.rounds:
-            self.rounds[m[1]].closed = now
+            rnd = self.rounds[m[1]]
+            rnd.closed = now
+            try:  # its frontier stays an hour: what it held says where a page missing from the feeds was lost
+                nodes = self.client.hgetall(f"{PREFIX}round:{rnd.id}:nodes")
+                rnd.nodes = {self.truth.path(k.decode()): json.loads(v).get("s", "?") for k, v in nodes.items()}
+            except (redis.RedisError, ValueError):
+                pass
 
     def sample_leases(self, now: float) -> None:
         """Every lease of every open round: how long each page has been leased without a break,
@@ -1009,7 +1016,7 @@ class Verdict:
                 elif urd_id in sentinel_pages:
                     expected.add(sentinel_pages[urd_id])
             expected_total += len(expected)
-            missing += [f"{p} (round {rnd.id})" for p in sorted(expected - set(counts))]
+            missing += [f"{p} (round {rnd.id}, {where_lost(rnd, p)})" for p in sorted(expected - set(counts))]
         closed = sum(1 for r in chaos.rounds.values() if r.closed and not r.lost)
         lost = sum(1 for r in chaos.rounds.values() if r.lost)
         # a round opened once the drain was over may still be under way when everything stops
@@ -1180,6 +1187,14 @@ def exception_of(traceback: str) -> str:
 
 def parse_time(iso: str) -> float:
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def where_lost(rnd: Round, path: str) -> str:
+    """What the round's frontier held of a page missing from the feeds when the round closed."""
+    if rnd.nodes is None:
+        return "frontier not read"
+    state = rnd.nodes.get(path)
+    return "never in its frontier" if state is None else f"{state} in its frontier"
 
 
 def revision_of(texts: list[str]) -> int | None:
