@@ -216,7 +216,8 @@ class GeneratedSite:
         rng = Random(f"{self.spec.seed}:title:{path}")
         return " ".join(rng.choices(self.words, cum_weights=self.cumulative, k=4)).title()
 
-    def _nav(self, path: str) -> str:
+    def links(self, path: str) -> list[tuple[str, str]]:
+        """The (href, text) pairs of a page's navigation: the site's whole link structure."""
         links = [("/", "Home")]
         match = PAGE_PATH.fullmatch(path)
         if path == "/":
@@ -230,7 +231,10 @@ class GeneratedSite:
             links.append((f"/hub/{self.spec.hub_of(leaf)}.html", "Section"))
             neighbours = (leaf - 1, leaf + 1, leaf + 2)
             links += [(f"/page/{j}.html", f"Article {j}") for j in neighbours if 0 <= j < self.spec.leaf_count]
-        return "\n".join(f'<a href="{href}">{text}</a>' for href, text in links)
+        return links
+
+    def _nav(self, path: str) -> str:
+        return "\n".join(f'<a href="{href}">{text}</a>' for href, text in self.links(path))
 
     def _paragraph_ids(self, path: str, version: int, budget: int) -> list[int]:
         """Version 0 fills the budget; each later version rewrites a share of the paragraphs, the

@@ -551,18 +551,19 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return min(2 * cores, cores + 8)
 
 
-@pytest.fixture
-def load_bench(monkeypatch) -> Callable[[str], object]:
-    """Import a script of ``bench/`` by name (``load_bench("ipmicra")``), with ``bench/`` on the
-    path for its own imports and the module registered (dataclasses look their module up)."""
+def import_bench(name: str, monkeypatch: pytest.MonkeyPatch) -> object:
+    """Import a script of ``bench/`` by name, with ``bench/`` on the path for its own imports
+    and the module registered (dataclasses look their module up), both undone by ``monkeypatch``."""
     bench = Path(__file__).resolve().parent.parent / "bench"
     monkeypatch.syspath_prepend(str(bench))
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", bench / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)
+    spec.loader.exec_module(module)
+    return module
 
-    def load(name: str) -> object:
-        spec = importlib.util.spec_from_file_location(f"bench_{name}", bench / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        monkeypatch.setitem(sys.modules, spec.name, module)
-        spec.loader.exec_module(module)
-        return module
 
-    return load
+@pytest.fixture
+def load_bench(monkeypatch) -> Callable[[str], object]:
+    """Import a script of ``bench/`` by name (``load_bench("ipmicra")``): see :func:`import_bench`."""
+    return lambda name: import_bench(name, monkeypatch)

@@ -168,3 +168,25 @@ def test_in_the_distributed_mode_a_change_another_round_fetched_reaches_the_owne
     assert page["kept"]
     assert acis_for(run, "wendy") == {site.url("/p2")}
     assert [(n["owner"], n["url"]) for n in run.items if "sentinel" in n] == [("sam", site.url("/p2"))]
+
+
+def test_a_urd_that_reaches_a_page_after_its_fetch_is_told_of_its_next_change(site, project):
+    """Found by bench/chaos.py (issue 44): the URDs merged into a page after its fetch are added
+    to its record off the reactor; under the asyncio reactor that call failed ("await wasn't
+    used with future", a warning) and the next change went to the first URD's owner only."""
+    site.validators = True
+    site.html("/", ["/a.html"], text="apple index")
+    site.html("/a.html", ["/y.html"], text="apple a")
+    site.html("/b.html", ["/y.html"], text="zebra b")
+    site.html("/y.html", [], text="apple y")
+    site.delays["/b.html"] = 1.0  # /y.html is fetched for wendy before bob's start page answers
+    project.add_urds(urd("whole", "wendy", site.url("/"), depth=2, keywords={"apple": 1}),
+                     urd("b", "bob", site.url("/b.html"), depth=1, keywords={"banana": 1}))
+    first = project.crawl()
+    assert first.by_url[site.url("/y.html")]["owners"] == ["bob", "wendy"]  # bob's URD merged in after
+    assert "Could not record" not in first.stderr
+    site.html("/y.html", [], text="apple y, now with a banana")
+    only_due(project, "whole")
+    second = project.crawl()
+    assert second.by_url[site.url("/y.html")]["urd_ids"] == ["whole"]
+    assert acis_for(second, "bob") == {site.url("/y.html")}

@@ -210,7 +210,7 @@ class RedisFrontier:
         return verdict, gained
 
     def offer_many(
-        self, parent_url: str, depth: int, offers: list[tuple[str, dict[str, int]]]
+        self, parent_url: str | None, depth: int, offers: list[tuple[str, dict[str, int]]]
     ) -> list[tuple[Offer, dict[str, int], str]]:
         if not offers:
             return []

@@ -271,14 +271,19 @@ class RoundEngine(ABC):
     # -- following ------------------------------------------------------------------------
 
     def _offer_starts(self, rnd: Round) -> list[Node]:
-        """Offer each group's start page; the new ones are to be requested (coalesced by URL:
-        the members of a group after its first are coalesced already)."""
-        fetch = []
-        for group in rnd.groups:
+        """Offer every group's start page; the new ones are to be requested (coalesced by URL:
+        the members of a group after its first are coalesced already). One offer for all of
+        them: in a shared round, workers lease as soon as the round is open, and a start page
+        another's links reach could otherwise be finished before its own group's offer merged
+        into it, its links never followed for that group."""
+        groups = list(rnd.groups)
+        for group in groups:
             self.tally.follow(group.url)
             rnd.requested[group.id] += 1
             self._inc("coalesced", len(group.members) - 1)
-            verdict, _ = rnd.frontier.offer(group.url, None, 0, {group.id: group.depth})
+        offers = rnd.frontier.offer_many(None, 0, [(group.url, {group.id: group.depth}) for group in groups])
+        fetch = []
+        for group, (verdict, _, _) in zip(groups, offers, strict=True):
             if verdict is Offer.NEW:
                 fetch.append(rnd.frontier.get(group.url))
             else:

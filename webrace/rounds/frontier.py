@@ -75,7 +75,7 @@ class Frontier:
         return ended, {}
 
     def offer_many(
-        self, parent_url: str, depth: int, offers: list[tuple[str, dict[str, int]]]
+        self, parent_url: str | None, depth: int, offers: list[tuple[str, dict[str, int]]]
     ) -> list[tuple[Offer, dict[str, int], str]]:
         """:meth:`offer` for each ``(url, budgets)`` of one page's links, with each node's
         state after the offer (one round trip in a shared frontier)."""

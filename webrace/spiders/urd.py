@@ -208,7 +208,9 @@ class UrdSpider(scrapy.Spider):
         final = rnd.groups.reach(node.budgets)[0]
         if final <= recorded:
             return
-        done = deferred_from_coro(store_io(self.crawler)(self.cache.want, item["url"], final))  # asyncio-aware
+        # deferred_from_coro, not Deferred.fromCoroutine: under the asyncio reactor the coroutine
+        # awaits an asyncio future, which only an asyncio task may run
+        done = deferred_from_coro(store_io(self.crawler)(self.cache.want, item["url"], final))
         done.addErrback(self._redis_failed).addErrback(
             lambda failure: logger.warning("Could not record the URDs that want %s: %s", item["url"],
                                            failure.getErrorMessage()))

@@ -1,0 +1,90 @@
+"""The chaos harness's short run (``python bench/chaos.py --short``, issue 44): a site of 400
+pages, a real Redis, three workers behind TCP proxies, the scheduler and delivery, under a
+minute of faults drawn from one seed (every kind at least once: kill -9 of a worker and of the
+scheduler, Redis restarted with and without its data, a partition, a full object store when
+the test may mount a tmpfs), then drained and checked against the site's ground truth.
+
+One run for the module (about 80 s on two cores); each invariant is a test of its own.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import import_bench
+
+# Known and open (issue 44). These two make the last two invariants fail in every run:
+REDIS_TRACEBACKS = ("a Redis restart or partition makes `scrapy urd schedule --loop` and `scrapy deliver --loop` exit "
+                    "with a traceback, and workers log a traceback for each page in flight (being fixed on branch "
+                    "fix44-crashes); a worker whose start meets Redis away runs on without its page recorder "
+                    "(an AttributeError traceback for every page)")
+FULL_STORE_STOPS_WORKERS = ("a worker stops (CloseSpider store_unwritable, exit 1) on a full object store, where "
+                            "the contract asks it to wait with backoff and go on")
+# This one in some runs only, depending on when a fault strikes (so those tests are not strict):
+RECORDED_NOT_ANNOUNCED = ("a new version recorded by a worker that died, stopped or failed before its page's item "
+                          "was emitted is fetched again as a 304: its ACIs and sentinel notifications are never made")
+
+
+@pytest.fixture(scope="module")
+def verdict(redis_binary, tmp_path_factory):
+    """The short run's verdict; its report is printed (pytest shows it with a failure) and its
+    files (every process's output, the feeds, what the receiver got) are left in pytest's
+    temporary directory."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        chaos = import_bench("chaos", monkeypatch)
+        run = chaos.Chaos(chaos.Config.short(chaos.SHORT_SEED), tmp_path_factory.mktemp("chaos"))
+        try:
+            result = run.run()
+        finally:
+            run.cleanup()
+        run.report(result)
+        yield result
+
+
+def held(verdict, name: str) -> None:
+    ok, text = verdict.checks[name]
+    assert ok, text
+
+
+def test_every_page_of_a_closed_round_reaches_a_feed(verdict):
+    held(verdict, "pages")
+
+
+@pytest.mark.xfail(strict=False, reason=RECORDED_NOT_ANNOUNCED)
+def test_every_aci_of_a_new_version_is_received(verdict):
+    held(verdict, "acis_lost")
+
+
+@pytest.mark.xfail(strict=False, reason=RECORDED_NOT_ANNOUNCED)
+def test_every_owner_receives_the_aci_of_each_pages_final_revision(verdict):
+    held(verdict, "acis_final")
+
+
+def test_no_aci_is_received_twice(verdict):
+    held(verdict, "acis_doubled")
+
+
+@pytest.mark.xfail(strict=False, reason=RECORDED_NOT_ANNOUNCED)
+def test_every_sentinel_tells_every_change(verdict):
+    held(verdict, "notes_lost")
+
+
+def test_no_notification_is_received_twice(verdict):
+    held(verdict, "notes_doubled")
+
+
+def test_no_lease_is_held_forever(verdict):
+    held(verdict, "leases")
+
+
+def test_rounds_close(verdict):
+    held(verdict, "rounds")
+
+
+@pytest.mark.xfail(strict=True, reason=REDIS_TRACEBACKS)
+def test_no_process_writes_a_traceback_on_a_connection_error(verdict):
+    held(verdict, "tracebacks")
+
+
+@pytest.mark.xfail(strict=True, reason=f"{REDIS_TRACEBACKS}; {FULL_STORE_STOPS_WORKERS}")
+def test_nothing_dies_but_what_the_harness_kills(verdict):
+    held(verdict, "exits")
