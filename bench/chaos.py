@@ -33,22 +33,24 @@ for the rounds to close and delivery to go idle, stops everything with SIGTERM, 
 
 1. every page of every round that closed is in some worker's feed for that round (duplicates
    counted: a page fetched again after its worker died or lost its lease);
-2. every ACI a feed holds reached its owner's channel; the ACI of every page's final revision
-   reached every owner whose URDs reach the page (computed from the site, not from the crawl);
-   none was received twice;
+2. the ACI of every new version a feed shows reached each owner of the URDs it was fetched
+   for, and the ACI of every page's final revision reached every owner whose URDs reach the
+   page (computed from the site, not from the crawl); none was received twice (only
+   ``deliver --loop`` delivers: the workers run with ``WEBRACE_DELIVERY`` off);
 3. each sentinel's notifications, in order, go from revision 0 to the page's final revision
    without a gap (a change not told) and none was received twice;
-4. no lease was held longer than a bound, none is left, every round closed (or was lost with
-   Redis's data), and nothing is open at the end;
-5. no process wrote a traceback on a connection error (their stderr is scanned); every other
-   traceback and every exit the harness did not cause are listed too.
+4. no lease was held longer than three lease timeouts and a minute, and every round opened
+   before the drain ended closed (or was lost with Redis's data);
+5. no process wrote a traceback on a connection error (their output is scanned), and none
+   exited but those the harness killed; every traceback and every such exit are listed.
 
 Losses that only the empty restarts explain (ACIs and notifications stored in Redis and not yet
 delivered when it lost its data, items sent again because Redis forgot they were sent, a
-sentinel's history broken by its re-registration) are counted apart and do not fail (1)-(3):
-they are what running Redis without persistence costs.
+sentinel's history broken by its re-registration) are counted apart and do not fail (2)-(3):
+they are what running Redis without persistence costs. The run's directory keeps every
+process's output, the feeds, ``received.jsonl`` (what the receiver got) and ``faults.txt``.
 
-Exit status 0 when every invariant holds, 1 otherwise.
+Exit status 0 when every invariant holds, 1 otherwise, 2 when the harness could not run.
 """
 
 from __future__ import annotations

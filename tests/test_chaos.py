@@ -4,13 +4,17 @@ minute of faults drawn from one seed (every kind at least once: kill -9 of a wor
 scheduler, Redis restarted with and without its data, a partition, a full object store when
 the test may mount a tmpfs), then drained and checked against the site's ground truth.
 
-One run for the module (about 80 s on two cores); each invariant is a test of its own.
+One run for the module (about 80 s on two cores), in one test process; each invariant is a test
+of its own.
 """
 
 from __future__ import annotations
 
 import pytest
 from conftest import import_bench
+
+# One run for the whole module: its tests stay in one test process (pytest-xdist, --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("chaos")
 
 # Known and open (issue 44). These two make the last two invariants fail in every run:
 REDIS_TRACEBACKS = ("a Redis restart or partition makes `scrapy urd schedule --loop` and `scrapy deliver --loop` exit "
