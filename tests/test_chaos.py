@@ -16,11 +16,11 @@ from conftest import import_bench
 # One run for the whole module: its tests stay in one test process (pytest-xdist, --dist loadgroup)
 pytestmark = pytest.mark.xdist_group("chaos")
 
-# Known and open (issue 44). These two make the last two invariants fail in every run:
-REDIS_TRACEBACKS = ("a Redis restart or partition makes `scrapy urd schedule --loop` and `scrapy deliver --loop` exit "
-                    "with a traceback, and workers log a traceback for each page in flight (being fixed on branch "
-                    "fix44-crashes); a worker whose start meets Redis away runs on without its page recorder "
-                    "(an AttributeError traceback for every page)")
+# Known and open (issue 44). These two made the last two invariants fail in every run before
+# the outage handling (webrace/outage.py) landed; what is left depends on when a fault strikes,
+# so they are not strict either:
+REDIS_TRACEBACKS = ("a worker whose start meets Redis away runs on without its page recorder (an AttributeError "
+                    "traceback for every page)")
 FULL_STORE_STOPS_WORKERS = ("a worker stops (CloseSpider store_unwritable, exit 1) on a full object store, where "
                             "the contract asks it to wait with backoff and go on")
 # This one in some runs only, depending on when a fault strikes (so those tests are not strict):
@@ -84,11 +84,11 @@ def test_rounds_close(verdict):
     held(verdict, "rounds")
 
 
-@pytest.mark.xfail(strict=True, reason=REDIS_TRACEBACKS)
+@pytest.mark.xfail(strict=False, reason=REDIS_TRACEBACKS)
 def test_no_process_writes_a_traceback_on_a_connection_error(verdict):
     held(verdict, "tracebacks")
 
 
-@pytest.mark.xfail(strict=True, reason=f"{REDIS_TRACEBACKS}; {FULL_STORE_STOPS_WORKERS}")
+@pytest.mark.xfail(strict=False, reason=f"{REDIS_TRACEBACKS}; {FULL_STORE_STOPS_WORKERS}")
 def test_nothing_dies_but_what_the_harness_kills(verdict):
     held(verdict, "exits")
