@@ -409,6 +409,47 @@ def project(tmp_path: Path) -> Project:
     return Project(tmp_path)
 
 
+# A newcomer's shell: `scrapy` run from an empty directory with no settings module, data
+# directory or Redis chosen, HOME a directory of its own (what the commands write there shows).
+CHECKOUT = TESTS.parent
+CHOSEN = ("SCRAPY_SETTINGS_MODULE", "SCRAPY_PROJECT", "WEBRACE_DATA_DIR", "WEBRACE_OBJECTS_DIR", "REDIS_URL",
+          "WEBRACE_REDIS_PREFIX", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The package's metadata as an install from this checkout writes it (its entry points: the
+    ``scrapy.commands`` Scrapy loads outside a project), in a directory put first on a
+    subprocess's PYTHONPATH: the tests see setup.cfg as it is, not what an earlier
+    ``pip install -e`` recorded."""
+    base = tmp_path_factory.mktemp("metadata")
+    done = subprocess.run([sys.executable, "setup.py", "-q", "egg_info", "--egg-base", str(base)], cwd=CHECKOUT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return base
+
+
+class Elsewhere:
+    """An empty directory outside any project, and the environment of a user's shell."""
+
+    def __init__(self, root: Path, metadata: Path) -> None:
+        self.root = root / "work"
+        self.home = root / "home"
+        self.root.mkdir()
+        self.home.mkdir()
+        self.env = {k: v for k, v in os.environ.items() if k not in CHOSEN}
+        self.env.update(HOME=str(self.home), PYTHONPATH=os.pathsep.join([str(metadata), str(CHECKOUT)]))
+
+    def scrapy(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "scrapy", *args], cwd=self.root, env=self.env,
+                              capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def elsewhere(tmp_path: Path, installed: Path) -> Elsewhere:
+    return Elsewhere(tmp_path, installed)
+
+
 def urd(urd_id: str, owner: str, url: str, depth: int = 0, scope: str | None = None,
         timing: int = 3_600_000, extra: str = "", keywords: dict[str, float] | None = None,
         threshold: float | None = None) -> str:
