@@ -433,6 +433,7 @@ class Elsewhere:
     """An empty directory outside any project, and the environment of a user's shell."""
 
     def __init__(self, root: Path, metadata: Path) -> None:
+        self.metadata = metadata
         self.root = root / "work"
         self.home = root / "home"
         self.root.mkdir()
