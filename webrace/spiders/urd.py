@@ -26,8 +26,8 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.http import Response
+from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import task, threads
-from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from webrace.backends import distributed, open_round_engine
@@ -208,7 +208,9 @@ class UrdSpider(scrapy.Spider):
         final = rnd.groups.reach(node.budgets)[0]
         if final <= recorded:
             return
-        done = Deferred.fromCoroutine(store_io(self.crawler)(self.cache.want, item["url"], final))
+        # Scrapy's wrapping: under the asyncio reactor the coroutine awaits an asyncio future,
+        # which a Deferred driving it itself refuses ("await wasn't used with future")
+        done = deferred_from_coro(store_io(self.crawler)(self.cache.want, item["url"], final))
         done.addErrback(self._redis_failed).addErrback(
             lambda failure: logger.warning("Could not record the URDs that want %s: %s", item["url"],
                                            failure.getErrorMessage()))
