@@ -146,10 +146,13 @@ def world(tmp_path_factory: pytest.TempPathFactory, news_site: Site) -> Iterator
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    """One headless Chromium for the module: the system's, launched by its path."""
+def chromium(tmp_path_factory) -> Iterator[Browser]:
+    """One headless Chromium for the module: the system's, launched by its path, with a home
+    directory of its own (nothing written in the user's)."""
+    home = tmp_path_factory.mktemp("chromium-home")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(**dynabot_browser.launch_options(None))
+        browser = playwright.chromium.launch(**dynabot_browser.launch_options(None),
+                                             env=dynabot_browser.browser_env(home))
         yield browser
         browser.close()
 

@@ -97,10 +97,12 @@ def _certificate(directory: Path) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    """The system's headless Chromium, resolving the recipe's name to 127.0.0.1."""
+def chromium(tmp_path_factory) -> Iterator[Browser]:
+    """The system's headless Chromium, resolving the recipe's name to 127.0.0.1, with a home
+    directory of its own (nothing written in the user's)."""
     options = dynabot_browser.launch_options(None)
     options["args"] = [f"--host-resolver-rules=MAP {NAME} 127.0.0.1"]
+    options["env"] = dynabot_browser.browser_env(tmp_path_factory.mktemp("chromium-home"))
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(**options)
         yield browser
