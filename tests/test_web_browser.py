@@ -39,11 +39,10 @@ from webrace.urd import parse as parse_urds
 from webrace.web import server as web_server
 from webrace.web.accounts import open_accounts
 
-UNAVAILABLE = dynabot_browser.available()
 # The module's tests share one crawl and one browser: kept on one xdist worker under
 # `--dist loadgroup` (under the default `load`, each worker that gets some builds its own).
-pytestmark = [pytest.mark.skipif(UNAVAILABLE is not None, reason=f"browser unavailable: {UNAVAILABLE}"),
-              pytest.mark.xdist_group("web_browser")]
+# Whether the browser can run is decided when the first test runs, before the module's set-up.
+pytestmark = [pytest.mark.usefixtures("needs_browser"), pytest.mark.xdist_group("web_browser")]
 
 VIEWPORT = {"width": 1000, "height": 400}  # the screenshots grow to the page's height
 DOCS_IMAGES = Path(__file__).parent.parent / "docs" / "img"  # where the README shows them from

@@ -43,8 +43,7 @@ from webrace.web.server import start
 DOC = Path(__file__).parent.parent / "docs" / "deploy-nginx.md"
 NAME = "webrace.example.org"  # the recipe's server name
 PASSWORD = "correct horse battery staple"
-UNAVAILABLE = dynabot_browser.available()
-pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"browser unavailable: {UNAVAILABLE}")
+pytestmark = pytest.mark.usefixtures("needs_browser")  # decided when the first test runs, before its set-up
 
 
 def _blocks(language: str) -> list[str]:
