@@ -325,7 +325,9 @@ class Docs(CrawlSpider):
     def parse_page(self, response):
         yield {"url": response.url}
 
-settings = {"LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False,
+# Scrapy's defaults but its remote control (a job file under ~/.local/state/scrapy: nothing the
+# crawl's politeness depends on, written outside the run's directory)
+settings = {"LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False, "REMOTE_CONTROL_ENABLED": False,
             "FEEDS": {"items.jsonl": {"format": "jsonlines"}}}
 if int(sys.argv[2]):
     settings["DEPTH_LIMIT"] = int(sys.argv[2])

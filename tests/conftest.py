@@ -409,6 +409,48 @@ def project(tmp_path: Path) -> Project:
     return Project(tmp_path)
 
 
+# A newcomer's shell: `scrapy` run from an empty directory with no settings module, data
+# directory or Redis chosen, HOME a directory of its own (what the commands write there shows).
+CHECKOUT = TESTS.parent
+CHOSEN = ("SCRAPY_SETTINGS_MODULE", "SCRAPY_PROJECT", "WEBRACE_DATA_DIR", "WEBRACE_OBJECTS_DIR", "REDIS_URL",
+          "WEBRACE_REDIS_PREFIX", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The package's metadata as an install from this checkout writes it (its entry points: the
+    ``scrapy.commands`` Scrapy loads outside a project), in a directory put first on a
+    subprocess's PYTHONPATH: the tests see setup.cfg as it is, not what an earlier
+    ``pip install -e`` recorded."""
+    base = tmp_path_factory.mktemp("metadata")
+    done = subprocess.run([sys.executable, "setup.py", "-q", "egg_info", "--egg-base", str(base)], cwd=CHECKOUT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return base
+
+
+class Elsewhere:
+    """An empty directory outside any project, and the environment of a user's shell."""
+
+    def __init__(self, root: Path, metadata: Path) -> None:
+        self.metadata = metadata
+        self.root = root / "work"
+        self.home = root / "home"
+        self.root.mkdir()
+        self.home.mkdir()
+        self.env = {k: v for k, v in os.environ.items() if k not in CHOSEN}
+        self.env.update(HOME=str(self.home), PYTHONPATH=os.pathsep.join([str(metadata), str(CHECKOUT)]))
+
+    def scrapy(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "scrapy", *args], cwd=self.root, env=self.env,
+                              capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def elsewhere(tmp_path: Path, installed: Path) -> Elsewhere:
+    return Elsewhere(tmp_path, installed)
+
+
 def urd(urd_id: str, owner: str, url: str, depth: int = 0, scope: str | None = None,
         timing: int = 3_600_000, extra: str = "", keywords: dict[str, float] | None = None,
         threshold: float | None = None) -> str:
@@ -420,6 +462,22 @@ def urd(urd_id: str, owner: str, url: str, depth: int = 0, scope: str | None = N
         extra += f"<keywords{attr}>{keys}</keywords>"
     return (f'<urd id="{urd_id}" owner="{owner}"><uri timing="{timing}">{url}</uri>'
             f'<depth level="{depth}"/>{scope_el}{extra}</urd>')
+
+
+# DynaBot's browser mode (scrapy-playwright and Chromium): whether it can run is decided when a
+# test runs (or its module's first test), never when its module is imported: a Chromium
+# installed while the suite runs is then used by the crawls and expected by the tests alike.
+
+
+@pytest.fixture(scope="module")
+def needs_browser() -> None:
+    """Skips the tests of a module that use it (``pytest.mark.usefixtures``, before its module's
+    other fixtures) unless the browser mode can run; the module's tests keep that answer."""
+    from webrace.dynabot import browser
+
+    why = browser.available()
+    if why is not None:
+        pytest.skip(f"browser mode unavailable: {why}")
 
 
 # Redis: every session starts servers of its own (one per xdist worker, each on a free port,

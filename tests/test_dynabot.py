@@ -30,20 +30,33 @@ def services():
         yield running
 
 
-NO_BROWSER = browser.available()  # None: Chromium and scrapy-playwright are there
+def browser_mode() -> str | None:
+    """Whether the browser mode can run (None) or why not, decided when a crawl is about to run
+    and passed to it (:func:`dynabot`): a Chromium installed while the suite runs (after this
+    module was imported) changes what the crawl and its expectations both say, together."""
+    return browser.available()
 
 
-def findable(urls: list[str]) -> set[str]:
+def findable(urls: list[str], no_browser: str | None) -> set[str]:
     """The members DynaBot can find here: those whose form a script builds need the browser mode."""
-    return {url for url in urls if NO_BROWSER is None or "/scripted-" not in url}
+    return {url for url in urls if no_browser is None or "/scripted-" not in url}
 
 
-def dynabot(project, seeds: list[str], scd: str, *extra: str) -> tuple[object, list[dict]]:
+DECIDE = "decided when the crawl starts"
+
+
+def dynabot(project, seeds: list[str], scd: str, *extra: str,
+            no_browser: str | None = DECIDE) -> tuple[object, list[dict]]:
+    """A crawl with the browser mode on, or off when ``no_browser`` says why (pinned: the crawl
+    does not decide it again; by default :func:`browser_mode` decides it now)."""
+    if no_browser is DECIDE:
+        no_browser = browser_mode()
     (project.root / "seeds.txt").write_text("\n".join(seeds) + "\n")
     out = project.root / "dynabot.jsonl"
     out.unlink(missing_ok=True)
+    mode = ["-s", f"WEBRACE_DYNABOT_BROWSER={no_browser is None}"]
     done = project.scrapy("crawl", "dynabot", "-a", f"scd={SCD[scd]}", "-a", "seeds=seeds.txt", "-O", str(out),
-                          *SETTINGS, *extra)
+                          *SETTINGS, *mode, *extra)
     items = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     return done, items
 
@@ -57,11 +70,13 @@ def test_every_nucleotide_member_is_matched_with_how_to_query_it_and_no_lookalik
     others = services.non_members["nucleotide_blast"]
     extra = [services.url("robots-form"), services.url("hostile"), "http://127.0.0.1:9/"]  # :9 refuses
     services.reset()
-    done, items = dynabot(project, members + others + extra, "nucleotide_blast")
+    no_browser = browser_mode()
+    done, items = dynabot(project, members + others + extra, "nucleotide_blast", no_browser=no_browser)
     assert done.returncode == 0, done.stderr[-3000:]
     traces, profiles = by_source(items, "trace"), by_source(items, "profile")
     assert set(traces) == set(members + others + extra)  # one trace per source, whatever happened
-    assert {url for url, t in traces.items() if t["outcome"] == "match"} == findable(members) == set(profiles)
+    assert {url for url, t in traces.items() if t["outcome"] == "match"} == findable(members, no_browser) \
+        == set(profiles)
     assert traces[services.url("about")]["outcome"] == "no-form"
     assert traces["http://127.0.0.1:9/"]["outcome"] == "error" and "start page" in traces["http://127.0.0.1:9/"]["reason"]
     assert traces[services.url("browse")]["outcome"] == "no-match"  # no text input: the form filter drops it
@@ -99,7 +114,7 @@ def test_every_nucleotide_member_is_matched_with_how_to_query_it_and_no_lookalik
     assert not [h for h in services.hits() if h["path"].startswith("/contact/") and h["method"] == "POST"]
 
     figures = json.loads((project.data / "last-dynabot.json").read_text())
-    assert figures["matched"] == len(members) and figures["sources"] == len(traces)
+    assert figures["matched"] == len(findable(members, no_browser)) and figures["sources"] == len(traces)
     assert "Number of matched sources" in done.stderr and "Number of probes" in done.stderr
 
 
@@ -151,11 +166,13 @@ def test_linkhint_frontier_fetches_hinted_urls_first(services, project):
 
 
 def test_randomwalk_frontier_finds_members_by_following_links(services, project):
+    no_browser = browser_mode()
     done, items = dynabot(project, [services.base + "/"], "nucleotide_blast", "-a", "frontier=randomwalk",
-                          "-a", "seed=7", "-a", "max_pages=40", "-s", "WEBRACE_DYNABOT_MAX_REFRESH_WAIT=1")
+                          "-a", "seed=7", "-a", "max_pages=40", "-s", "WEBRACE_DYNABOT_MAX_REFRESH_WAIT=1",
+                          no_browser=no_browser)
     assert done.returncode == 0, done.stderr[-3000:]
     matched = {t["source"] for t in items if t["kind"] == "trace" and t["outcome"] == "match"}
-    assert matched == findable(services.members["nucleotide_blast"])
+    assert matched == findable(services.members["nucleotide_blast"], no_browser)
     assert "Number of URLs crawled" in done.stderr
 
 
@@ -190,22 +207,25 @@ STYLES = ("blastn-options", "blastn-queue", "blastn-wizard", "failing", "endless
 
 @pytest.fixture(scope="module")
 def styles(services, tmp_path_factory):
-    """One crawl over the services in other styles and the hostile ones: (items by source, hits per service)."""
+    """One crawl over the services in other styles and the hostile ones: (items by source, hits
+    per service, why the browser mode was off or None)."""
     project = Project(tmp_path_factory.mktemp("styles"))
     services.reset()
+    no_browser = browser_mode()
     done, items = dynabot(project, [services.url(n) for n in STYLES], "nucleotide_blast",
-                          "-s", "WEBRACE_DYNABOT_MAX_PROBES_PER_SOURCE=12", "-s", "WEBRACE_DYNABOT_MAX_REFRESH_WAIT=1")
+                          "-s", "WEBRACE_DYNABOT_MAX_PROBES_PER_SOURCE=12", "-s", "WEBRACE_DYNABOT_MAX_REFRESH_WAIT=1",
+                          no_browser=no_browser)
     assert done.returncode == 0, done.stderr[-3000:]
     hits: dict[str, list[dict]] = {}
     for hit in services.hits():
         hits.setdefault(hit["path"].split("/")[1], []).append(hit)
     found = {name: {i["kind"]: i for i in items if i["source"] == services.url(name)} for name in STYLES}
-    return found, hits
+    return found, hits, no_browser
 
 
 def test_an_option_driven_service_is_recognised_by_reading_its_error_pages(styles):
     """Program and library are selects no hint names, protein ones selected; errors come as HTTP 400."""
-    found, hits = styles
+    found, hits, _ = styles
     profile, trace = found["blastn-options"]["profile"], found["blastn-options"]["trace"]
     fields = dict(profile["fields"])
     assert fields["p"] == "blastn" and fields["lib"] in {"refgen", "wgs"} and profile["extracted"]
@@ -219,7 +239,7 @@ def test_an_option_driven_service_is_recognised_by_reading_its_error_pages(style
 
 def test_a_job_queue_is_followed_through_refreshes_and_an_entity_escaped_link(styles):
     """303 to a page refreshing itself, then a link written with &amp; under a <base href>."""
-    found, hits = styles
+    found, hits, _ = styles
     profile = found["blastn-queue"]["profile"]
     assert [s["vertex"] for s in profile["states"]][-2:] == ["running", "summary"]
     assert profile["states"][-1]["url"].endswith("&format=text") and profile["extracted"]
@@ -228,7 +248,7 @@ def test_a_job_queue_is_followed_through_refreshes_and_an_entity_escaped_link(st
 
 
 def test_hostile_services_end_with_an_outcome_and_a_reason_within_the_budgets(styles):
-    found, hits = styles
+    found, hits, _ = styles
     traces = {name: found[name]["trace"] for name in ("failing", "endless", "offsite", "huge")}
     assert traces["failing"]["outcome"] == "error" and "HTTP 500" in traces["failing"]["reason"]
     assert traces["huge"]["outcome"] == "error" and "over 4194304 bytes" in traces["huge"]["reason"]
@@ -240,17 +260,18 @@ def test_hostile_services_end_with_an_outcome_and_a_reason_within_the_budgets(st
 
 
 def test_a_wizard_in_a_frame_is_followed_to_the_form_that_takes_the_sequence(styles, services):
-    found, _ = styles
+    found, _, _ = styles
     profile = found["blastn-wizard"]["profile"]
     assert [s["vertex"] for s in profile["states"]] == ["before", "before", "start", "summary"]
     assert profile["states"][1]["url"].endswith("/step2?prog=blastn")
     assert profile["arguments"]["sequence"] == "data" and profile["source"] == services.url("blastn-wizard")
 
 
-@pytest.mark.skipif(NO_BROWSER is not None, reason=f"browser mode cannot run here: {NO_BROWSER}")
 def test_a_script_built_form_is_recognised_in_browser_mode_and_a_page_with_nothing_behind_its_scripts_is_not(
         styles):
-    found, hits = styles
+    found, hits, no_browser = styles
+    if no_browser is not None:  # the crawl ran without it
+        pytest.skip(f"browser mode cannot run here: {no_browser}")
     member, other = found["scripted-blastn"], found["scripted-news"]
     assert member["profile"]["extracted"] and member["trace"]["outcome"] == "match"
     assert "shown in the browser" in member["trace"]["steps"][0]["why"]
@@ -262,7 +283,7 @@ def test_a_script_built_form_is_recognised_in_browser_mode_and_a_page_with_nothi
 
 def test_without_the_browser_a_script_built_form_is_a_stated_miss(services, project):
     member = services.url("scripted-blastn")
-    done, items = dynabot(project, [member], "nucleotide_blast", "-s", "WEBRACE_DYNABOT_BROWSER=False")
+    done, items = dynabot(project, [member], "nucleotide_blast", no_browser="off: this test's choice")
     assert done.returncode == 0, done.stderr[-3000:]
     (trace,) = [i for i in items if i["kind"] == "trace"]
     assert trace["outcome"] != "match" and "browser mode off" in trace["reason"]

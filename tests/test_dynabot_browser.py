@@ -24,8 +24,7 @@ from webrace.demo.services import Services
 from webrace.dynabot import browser
 from webrace.dynabot.forms import analyze_forms
 
-UNAVAILABLE = browser.available()
-needs_chromium = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"browser mode unavailable: {UNAVAILABLE}")
+needs_chromium = pytest.mark.usefixtures("needs_browser")  # decided when the first such test runs
 # one worker runs this module (setup.cfg: --dist loadgroup): its module-wide set-up is paid once
 pytestmark = pytest.mark.xdist_group("dynabot_browser")
 
@@ -71,7 +70,7 @@ def test_browser_settings_keep_other_handlers_and_use_the_configured_chromium():
     assert found["PLAYWRIGHT_ABORT_REQUEST"] == "webrace.dynabot.browser.abort_request"
     assert browser.launch_options(Settings({"WEBRACE_BROWSER_SANDBOX": "false"}))["chromium_sandbox"] is False
     assert browser.available(Settings({"WEBRACE_BROWSER_EXECUTABLE": "/nonexistent/chromium"})) in (
-        UNAVAILABLE, "no Chromium at /nonexistent/chromium (WEBRACE_BROWSER_EXECUTABLE; on Debian: "
+        browser.available(), "no Chromium at /nonexistent/chromium (WEBRACE_BROWSER_EXECUTABLE; on Debian: "
                      "apt-get install chromium)")
 
 
@@ -322,9 +321,7 @@ class Crawl:
 
 
 @pytest.fixture(scope="module")
-def crawl(tmp_path_factory) -> Iterator[Crawl]:
-    if UNAVAILABLE is not None:
-        pytest.skip(f"browser mode unavailable: {UNAVAILABLE}")
+def crawl(needs_browser, tmp_path_factory) -> Iterator[Crawl]:
     site = Site()
     server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Handler,), {"site": site}))
     server.daemon_threads = True

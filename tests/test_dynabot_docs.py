@@ -15,15 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from webrace.dynabot import browser
-
 pytestmark = pytest.mark.xdist_group("dynabot_browser")  # one worker drives Chromium at a time
 
 ROOT = Path(__file__).resolve().parent.parent
 SPHINX = Path("/usr/share/doc/python3.11-doc/html")
 MKDOCS = Path("/usr/share/doc/mkdocs/html")
-UNAVAILABLE = browser.available()
-needs_chromium = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"browser mode unavailable: {UNAVAILABLE}")
+needs_chromium = pytest.mark.usefixtures("needs_browser")  # decided when the first such test runs
 needs_docs = pytest.mark.skipif(not (SPHINX / "search.html").exists() or not (MKDOCS / "index.html").exists(),
                                 reason="needs Debian's python3.11-doc and mkdocs-doc (apt-get install python3.11-doc "
                                        "mkdocs-doc, or python bench/realapps/install.py --apps pythondocs,mkdocs)")

@@ -39,11 +39,10 @@ from webrace.urd import parse as parse_urds
 from webrace.web import server as web_server
 from webrace.web.accounts import open_accounts
 
-UNAVAILABLE = dynabot_browser.available()
 # The module's tests share one crawl and one browser: kept on one xdist worker under
 # `--dist loadgroup` (under the default `load`, each worker that gets some builds its own).
-pytestmark = [pytest.mark.skipif(UNAVAILABLE is not None, reason=f"browser unavailable: {UNAVAILABLE}"),
-              pytest.mark.xdist_group("web_browser")]
+# Whether the browser can run is decided when the first test runs, before the module's set-up.
+pytestmark = [pytest.mark.usefixtures("needs_browser"), pytest.mark.xdist_group("web_browser")]
 
 VIEWPORT = {"width": 1000, "height": 400}  # the screenshots grow to the page's height
 DOCS_IMAGES = Path(__file__).parent.parent / "docs" / "img"  # where the README shows them from
@@ -146,10 +145,13 @@ def world(tmp_path_factory: pytest.TempPathFactory, news_site: Site) -> Iterator
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    """One headless Chromium for the module: the system's, launched by its path."""
+def chromium(tmp_path_factory) -> Iterator[Browser]:
+    """One headless Chromium for the module: the system's, launched by its path, with a home
+    directory of its own (nothing written in the user's)."""
+    home = tmp_path_factory.mktemp("chromium-home")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(**dynabot_browser.launch_options(None))
+        browser = playwright.chromium.launch(**dynabot_browser.launch_options(None),
+                                             env=dynabot_browser.browser_env(home))
         yield browser
         browser.close()
 

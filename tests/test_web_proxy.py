@@ -43,8 +43,7 @@ from webrace.web.server import start
 DOC = Path(__file__).parent.parent / "docs" / "deploy-nginx.md"
 NAME = "webrace.example.org"  # the recipe's server name
 PASSWORD = "correct horse battery staple"
-UNAVAILABLE = dynabot_browser.available()
-pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"browser unavailable: {UNAVAILABLE}")
+pytestmark = pytest.mark.usefixtures("needs_browser")  # decided when the first test runs, before its set-up
 
 
 def _blocks(language: str) -> list[str]:
@@ -97,10 +96,12 @@ def _certificate(directory: Path) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    """The system's headless Chromium, resolving the recipe's name to 127.0.0.1."""
+def chromium(tmp_path_factory) -> Iterator[Browser]:
+    """The system's headless Chromium, resolving the recipe's name to 127.0.0.1, with a home
+    directory of its own (nothing written in the user's)."""
     options = dynabot_browser.launch_options(None)
     options["args"] = [f"--host-resolver-rules=MAP {NAME} 127.0.0.1"]
+    options["env"] = dynabot_browser.browser_env(tmp_path_factory.mktemp("chromium-home"))
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(**options)
         yield browser

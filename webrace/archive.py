@@ -229,7 +229,7 @@ class WarcArchiver:
     def from_crawler(cls, crawler: Crawler) -> WarcArchiver:
         directory = crawler.settings.get("WEBRACE_STORE_WARC")
         if not directory:
-            raise NotConfigured("WEBRACE_STORE_WARC is not set")
+            raise NotConfigured  # off by default: no "Disabled" warning in every crawl's log
         max_bytes = crawler.settings.getint("WEBRACE_STORE_WARC_MAX_BYTES")
         if max_bytes < 1:
             raise ValueError(f"WEBRACE_STORE_WARC_MAX_BYTES must be at least 1, not {max_bytes}")

@@ -289,6 +289,7 @@ EXTENSIONS = {
     "webrace.delivery.extension.DeliveryExtension": 510,  # pushes ACIs, notifications (WEBRACE_DELIVERY)
     "webrace.archive.WarcArchiver": 520,  # the crawl's own WARC files (WEBRACE_STORE_WARC)
     "webrace.memprofile.MemoryProfile": 530,  # allocation sites that grow (WEBRACE_MEMORY_PROFILE)
+    "webrace.progress.Progress": 540,  # the progress line on a terminal (WEBRACE_PROGRESS)
 }
 FEED_EXPORT_ENCODING = "utf-8"
 # one item type per CSV file; a page's owner lists encoded once for all pages sharing them (webrace/exporters.py)
@@ -298,6 +299,12 @@ FEED_EXPORTERS = {
     **dict.fromkeys(("jsonlines", "jsonl", "jl"), "webrace.exporters.JsonLinesItemExporter"),
 }
 LOG_LEVEL = "INFO"
+# Scrapy's dumps (its versions, settings and components at the start, its stats at the end) at
+# INFO too; off, they are DEBUG lines and a crawl ends with the WebRACE summary (webrace/crawllog.py)
+WEBRACE_SCRAPY_DUMPS = False
+# While a crawl runs, one line on stderr rewritten in place (pages, queued, rate, failed), when
+# stderr is a terminal; never in a pipe or a log file (webrace/progress.py)
+WEBRACE_PROGRESS = True
 # Scrapy 2.19's RemoteControl runs any Python code POSTed to a localhost HTTP port whose token
 # sits in the user's profile directory: off for crawls that run unattended on users' behalf.
 # Turn it on (-s REMOTE_CONTROL_ENABLED=True) to inspect one running crawl.

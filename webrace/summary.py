@@ -1,9 +1,9 @@
 """The crawl summary, in the vocabulary of Scout's session log.
 
-At the end of every crawl one line like Scout's ``URL Stats: discovered = 3 followed = 2
-ignored = 1 (scope 1) error = 0 failed = 0; requested = 2 expanded = 2`` is logged, with the
-breakdown by reason, and the same figures are left in Scrapy's stats (``webrace/summary/*``)
-and in ``WEBRACE_DATA_DIR/last-crawl.json`` for scripts.
+At the end of every crawl (its last lines, once the engine has stopped) one line like Scout's
+``URL Stats: discovered = 3 followed = 2 ignored = 1 (scope 1) error = 0 failed = 0; requested
+= 2 expanded = 2`` is logged, with the breakdown by reason, and the same figures are left in
+Scrapy's stats (``webrace/summary/*``) and in ``WEBRACE_DATA_DIR/last-crawl.json`` for scripts.
 
 Distinct URLs, each counted once per crawl in one class (:mod:`webrace.rounds.tally`), so
 ``discovered = followed + ignored + error``:
@@ -139,8 +139,10 @@ class CrawlSummary:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
+        self.said: list[tuple[int, str]] = []  # what engine_stopped logs: (level, line)
         crawler.signals.connect(self.request_reached_downloader, signal=signals.request_reached_downloader)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlSummary:
@@ -156,17 +158,16 @@ class CrawlSummary:
         summary = summarize(self.stats.get_stats())
         for key in ("discovered", "followed", "requested", "expanded", "pages", *CATEGORIES):
             self.stats.set_value(f"webrace/summary/{key}", summary[key])
-        logger.info("WebRACE crawl summary (%s): %s", reason, format_summary(summary))
-        for problem in unbalanced(summary):  # a counting bug of ours, said rather than hidden
-            logger.warning("The crawl summary does not add up: %s", problem)
+        said = [(logging.INFO, f"WebRACE crawl summary ({reason}): {format_summary(summary)}")]
+        # a counting bug of ours, said rather than hidden
+        said += [(logging.WARNING, f"The crawl summary does not add up: {problem}") for problem in unbalanced(summary)]
         recrawl = format_recrawl(self.stats.get_stats())
-        if recrawl:
-            logger.info("%s", recrawl)
-        for line in format_manners(self.stats.get_stats()):
-            logger.info("%s", line)
+        said += [(logging.INFO, recrawl)] if recrawl else []
+        said += [(logging.INFO, line) for line in format_manners(self.stats.get_stats())]
         owners = self.stats.get_value("webrace/owners")
         if owners:
-            logger.info("Pages: %d, for owners: %s", summary["pages"], owners)
+            said.append((logging.INFO, f"Pages: {summary['pages']}, for owners: {owners}"))
+        self.said = said
         counters = {
             k: v.isoformat() if isinstance(v, datetime) else v
             for k, v in self.stats.get_stats().items()
@@ -177,3 +178,9 @@ class CrawlSummary:
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         tmp.replace(path)
+
+    def engine_stopped(self) -> None:
+        """The summary's lines, last: after Scrapy's closing lines (the feeds stored, "Spider
+        closed"), where a person reading the end of the output finds them."""
+        for level, line in self.said:
+            logger.log(level, "%s", line)

@@ -114,7 +114,9 @@ class RealApps:
         output = launch.log if launch.log_is_output else run_dir / "output.log"
         out = open(output, "ab")
         self._files.append(out)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", **launch.env}
+        # XDG_RUNTIME_DIR: where a server keeps its sockets (gunicorn 25's control socket; else
+        # in ~/.gunicorn), in the run directory removed at the end
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "XDG_RUNTIME_DIR": str(run_dir), **launch.env}
         process = subprocess.Popen(launch.argv, cwd=launch.cwd or run_dir, env=env, stdout=out,
                                    stderr=subprocess.STDOUT,
                                    stdin=subprocess.PIPE if launch.stdin_pipe else subprocess.DEVNULL,
@@ -200,11 +202,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--apps", default="", help="comma-separated names (default: every installed app)")
     parser.add_argument("--seeds", default="", metavar="FILE", help="write every source's start URL here")
     args = parser.parse_args(argv)
+    # SIGTERM stops the apps as Ctrl-C does, from the start: one that came while they started
+    # would leave the started ones running (each in a session of its own) and their directory
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         apps = RealApps([n for n in args.apps.split(",") if n] or None).start()
     except RuntimeError as error:
         print(f"realapps: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # start() stopped what it had started
+        return 0
     try:
         for name, running in apps.running.items():
             print(f"{name:12} {running.base}/  log {running.log}")
@@ -216,7 +223,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.seeds:
             Path(args.seeds).write_text("".join(s["url"] + "\n" for s in sources), encoding="utf-8")
         sys.stdout.flush()
-        signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop the apps on SIGTERM too
         signal.pause()
     except KeyboardInterrupt:
         return 0

@@ -2,7 +2,9 @@
 of them shares: a reader of its output that goes away (``| head``) ends it quietly.
 
 Scrapy registers every ``ScrapyCommand`` subclass defined in this package as a command named
-after its module, so what the commands share is a decorator here, not a base class.
+after its module, so what the commands share is a decorator here, not a base class. Outside a
+project directory Scrapy finds them through the ``scrapy.commands`` entry points (setup.cfg):
+there the commands that need WebRACE's settings (``requires_project``) say so in one line.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ def environment_errors() -> tuple[type[BaseException], ...]:
 
 # Every command's exit statuses beside its own (its ``exit_statuses``), in its `--help`.
 COMMON_STATUSES = ("1 also when Redis cannot be reached or the data directory cannot be used (one error: line); "
-                   "2: a usage error (a subcommand, argument or option missing, unknown or malformed); "
+                   "2: a usage error (a subcommand, argument or option missing, unknown or malformed; "
+                   "a command that needs WebRACE's settings run outside a project); "
                    f"{EXIT_CLOSED_PIPE}: the reader of its output went away (| head)")
 
 C = TypeVar("C", bound=type)
@@ -63,6 +66,12 @@ def ends_quietly_on_closed_pipe(cls: C) -> C:
     @functools.wraps(run)
     def quiet_run(self: Any, args: list[str], opts: Any) -> None:
         with quiet_on_closed_pipe():
+            if cls.requires_project and not has_webrace_settings(self.settings):
+                name = type(self).__module__.rsplit(".", 1)[-1]  # Scrapy's name for it (pir is web's subclass)
+                print(f"error: scrapy {name} needs WebRACE's settings: run it in a WebRACE project directory "
+                      "(where its scrapy.cfg is) or set SCRAPY_SETTINGS_MODULE=webrace.settings", file=sys.stderr)
+                self.exitcode = 2  # as Scrapy's own project commands outside a project
+                return
             problems = setting_problems(self.settings)
             if problems:
                 for problem in problems:
@@ -82,6 +91,15 @@ def ends_quietly_on_closed_pipe(cls: C) -> C:
     quiet_run.ends_quietly_on_closed_pipe = True
     cls.run = quiet_run
     return cls
+
+
+def has_webrace_settings(settings: Any) -> bool:
+    """Whether ``settings`` hold every WebRACE setting (``webrace.settings``, or a project's
+    settings module that imports it): outside a project, Scrapy runs an entry point's command
+    with its own defaults only, and ``-s`` can give a few of ours, never all."""
+    from webrace import settings as ours
+
+    return all(name in settings for name in vars(ours) if name.startswith("WEBRACE_"))
 
 
 def setting_problems(settings: Any) -> list[str]:
@@ -124,4 +142,4 @@ def _number(value: Any) -> bool:
 
 
 __all__ = ["COMMON_STATUSES", "EXIT_CLOSED_PIPE", "ends_quietly_on_closed_pipe", "environment_errors",
-           "quiet_on_closed_pipe", "redis_away", "setting_problems"]
+           "has_webrace_settings", "quiet_on_closed_pipe", "redis_away", "setting_problems"]

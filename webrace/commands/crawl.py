@@ -4,7 +4,8 @@ in distributed mode, a Redis that cannot be reached (named without its password)
 rules template that cannot be used (every problem
 with file and line), before any request; for ``dynabot``, a service class description or
 seed list that cannot be used. ``-o/-O FILE.csv`` gets one CSV per item type
-(``webrace/exporters.py``). The exit status says what happened: 1 when a check refused the
+(``webrace/exporters.py``). Scrapy's dumps of settings and stats are DEBUG lines unless
+``WEBRACE_SCRAPY_DUMPS`` (``webrace/crawllog.py``). The exit status says what happened: 1 when a check refused the
 crawl, 1 when the crawl set out to fetch pages and not one fetch succeeded, and 1 when a
 fetched page's processing failed and its item was never emitted; why goes to
 stderr and, with ``LOG_FILE`` (a scrapyd job's log), to the log too."""
@@ -32,6 +33,7 @@ from webrace.backends import (
     open_urd_store,
 )
 from webrace.commands import ends_quietly_on_closed_pipe, setting_problems
+from webrace.crawllog import quiet_scrapy_dumps
 from webrace.datadir import DataDirUnusable
 
 logger = logging.getLogger(__name__)
@@ -53,6 +55,8 @@ class Command(ScrapyCrawl):
         from webrace.exporters import split_csv_feeds
 
         super().process_options(args, opts)
+        if not self.settings.getbool("WEBRACE_SCRAPY_DUMPS"):
+            quiet_scrapy_dumps()  # before Scrapy logs its start: the summary is what a person reads
         spider, spargs = (args[0] if args else ""), (opts.spargs or {})
         problems = (setting_problems(self.settings) or self._redis_problems(spider)
                     or self._data_dir_problems(spider) or self._store_problems(spider)

@@ -4,6 +4,7 @@ the command line.
     scrapy ipmicra delegate --rir FILE [--rir FILE...] [--subnets FILE] --crawlers CRAWLERS.json
         --latency LATENCY.csv --urls URLS.txt [--strategy knowledge|search] [--threshold-ms 50] -o OUT.jsonl
     scrapy ipmicra simulate --crawlers N --urls M [--seed S] [--threshold-ms 50]
+    scrapy ipmicra samples DIR
 
 ``delegate`` builds the hierarchy from RIR delegated-extended files (and finer subnets, one
 CIDR per line), registers the crawlers (a JSON list of ``{"id", "ip", "capacity"}``), and
@@ -17,16 +18,21 @@ budget); ``--strategy search`` is the seed's bottom-up search
 (``--threshold-ms``, ``--lookahead``). ``OUT.jsonl`` gets one line per URL, ``{"url", "ip",
 "crawler", "probes"}``, in input order; a line that is not such a URL is skipped and
 counted; a summary goes to stderr. Any error in the inputs: a message naming the file and
-line, exit 1, and no output file.
+line, exit 1, and no output file. ``samples DIR`` copies small inputs of every kind, shipped in
+the package (``webrace/demo/ipmicra/``), into ``DIR`` and prints the ``delegate`` command that
+runs on them: the tutorial's, and a model for one's own files.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from collections import Counter
+from importlib.resources import files
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
@@ -44,6 +50,19 @@ MAX_SIM_URLS = 100_000
 if TYPE_CHECKING:
     from webrace.delegation import Hierarchy
 
+# `samples DIR`: the shipped inputs (made up, in the real formats), with what each one is
+SAMPLES = {
+    "delegated-ripencc-extended-sample": "RIR records (registry|cc|type|start|value|date|status|org): the IP hierarchy",
+    "crawlers.json": "the crawlers: id, address, capacity (null: no limit)",
+    "latency.csv": "crawler,ip,ms: what a probe of a URL's address by a crawler measures",
+    "urls.txt": "the URLs to delegate, one a line, their hosts IP literals",
+}
+# Where real RIR files come from (each RIR publishes one a day; --rir takes several)
+RIR_SOURCES = ("the five RIRs' delegated-extended statistics files, e.g. "
+               "https://ftp.ripe.net/pub/stats/ripencc/delegated-ripencc-extended-latest, and alike "
+               "ftp.arin.net/pub/stats/arin/, ftp.apnic.net/stats/apnic/, ftp.lacnic.net/pub/stats/lacnic/, "
+               "ftp.afrinic.net/pub/stats/afrinic/")
+
 
 @ends_quietly_on_closed_pipe
 class Command(ScrapyCommand):
@@ -59,15 +78,20 @@ class Command(ScrapyCommand):
     def syntax(self) -> str:
         return ("delegate --rir FILE [--rir FILE...] [--subnets FILE] --crawlers CRAWLERS.json --latency LATENCY.csv "
                 "--urls URLS.txt [--strategy knowledge|search] [--threshold-ms 50] -o OUT.jsonl | "
-                "simulate --crawlers N --urls M [--seed S]")
+                "simulate --crawlers N --urls M [--seed S] | samples DIR")
 
     def short_desc(self) -> str:
         return "IPMicra: delegate URLs to the nearest crawler through an IP hierarchy; simulate it"
 
+    def long_desc(self) -> str:
+        return (f"{self.short_desc()}. delegate: one JSON line per URL in -o, a summary on stderr. --rir: "
+                f"{RIR_SOURCES}. samples DIR: small made-up inputs of every kind copied into DIR, and the "
+                "delegate command that runs on them. simulate: the methods compared on a simulated Internet.")
+
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         parser.add_argument("--rir", action="append", default=[], metavar="FILE",
-                            help="RIR delegated-extended file (repeatable)")
+                            help="RIR delegated-extended file (repeatable): the RIRs publish them, see above")
         parser.add_argument("--subnets", metavar="FILE", help="finer subnets, one CIDR per line (optional)")
         parser.add_argument("--crawlers", metavar="CRAWLERS.json|N",
                             help="delegate: JSON list of crawlers; simulate: how many")
@@ -100,8 +124,11 @@ class Command(ScrapyCommand):
         from webrace.delegation.choice import MAX_EXPLORE
         from webrace.delegation.tables import InputError
 
-        if len(args) != 1 or args[0] not in ("delegate", "simulate"):
-            raise UsageError("expected `delegate` or `simulate`")
+        if not args or args[0] not in ("delegate", "simulate", "samples"):
+            raise UsageError("expected `delegate`, `simulate` or `samples DIR`")
+        if len(args) != (2 if args[0] == "samples" else 1):
+            raise UsageError("`samples` takes one directory" if args[0] == "samples"
+                             else f"`{args[0]}` takes options only, not {shlex.join(args[1:])}")
         lookahead = None if opts.lookahead < 0 else opts.lookahead
         if not (opts.regret >= 0 and opts.probe_credit >= 0 and (opts.probe_budget >= 0 or opts.probe_budget == -1)):
             raise UsageError("--regret and --probe-credit must be 0 or more, --probe-budget 0 or more (-1: no budget)")
@@ -114,6 +141,8 @@ class Command(ScrapyCommand):
         try:
             if args[0] == "delegate":
                 self.delegate(opts, lookahead)
+            elif args[0] == "samples":
+                self.samples(args[1])
             else:
                 self.simulate(opts, lookahead)
         except InputError as exc:
@@ -180,6 +209,31 @@ class Command(ScrapyCommand):
         print(f"Delegated {len(lines)} URL(s) with {probes} probe(s) ({probes / max(1, len(lines)):.2f} per URL); "
               f"skipped {len(skipped)}; by reason: {', '.join(f'{k} {v}' for k, v in sorted(reasons.items()))}; "
               f"pages per crawler: {loads}", file=sys.stderr)
+
+    @staticmethod
+    def samples(directory: str) -> None:
+        """The shipped inputs copied into ``directory`` (made if missing; a file of theirs already
+        there is an error, and nothing is copied), and the ``delegate`` command for them."""
+        from webrace.delegation.tables import InputError
+
+        target = Path(directory)
+        there = [name for name in SAMPLES if (target / name).exists() or (target / name).is_symlink()]
+        if there:
+            raise InputError(f"{target / there[0]} exists: give a new or empty directory")
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+            for name in SAMPLES:
+                (target / name).write_bytes(files("webrace.demo").joinpath("ipmicra", name).read_bytes())
+        except OSError as exc:
+            raise InputError(f"{exc.filename or target}: cannot write: {exc.strerror or exc}") from None
+        width = max(map(len, SAMPLES))
+        print(f"Sample IPMicra inputs (made up, in the real formats) in {directory}:")
+        for name, what in SAMPLES.items():
+            print(f"  {name:<{width}}  {what}")
+        rir, crawlers, latency, urls = (shlex.quote(str(target / name)) for name in SAMPLES)
+        print("Delegate their URLs:")
+        print(f"  scrapy ipmicra delegate --rir {rir} --crawlers {crawlers} --latency {latency} --urls {urls} "
+              f"-o {shlex.quote(str(target / 'out.jsonl'))}")
 
     @staticmethod
     def _hierarchy(opts: argparse.Namespace) -> Hierarchy:

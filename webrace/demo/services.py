@@ -4,7 +4,8 @@ look-alikes, search engines.
 ``python -m webrace.demo.services [--port N] [--seeds FILE]`` serves them on 127.0.0.1 (a
 free port by default) until Ctrl-C: it prints their address first, then every start page
 with the service class it belongs to, and writes those start pages to a seeds file for
-``scrapy crawl dynabot -a seeds=FILE`` (``dynabot-seeds.txt`` in the current directory).
+``scrapy crawl dynabot -a seeds=FILE`` (``dynabot-seeds.txt`` in the current directory, removed
+when the services stop).
 ``Services`` starts that subprocess, knows which start URLs are members of which service
 class, and reads the server's request log (``/__hits``, cleared by ``/__reset``). A
 subprocess, not a thread, because a test process that runs Scrapy in-process owns the only
@@ -82,6 +83,7 @@ from __future__ import annotations
 import argparse
 import json
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -795,8 +797,20 @@ def main(argv: list[str] | None = None) -> None:
                                      description="DynaBot's local services on 127.0.0.1, until Ctrl-C.")
     parser.add_argument("--port", type=int, default=0, help="0 (default): any free port")
     parser.add_argument("--seeds", default=SEEDS, metavar="FILE",
-                        help=f"write the start pages here, one per line (default: {SEEDS}; '' for none)")
+                        help=f"write the start pages here, one per line (default: {SEEDS}; '' for none); "
+                             "removed when the services stop, as their addresses are")
     args = parser.parse_args(argv)
+    # SIGTERM while they start ends them as Ctrl-C does, their temporary directories (the BLAST
+    # databases) and seeds file removed; once they run, the reactor's own handlers stop them
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        serve(args.port, Path(args.seeds) if args.seeds else None)
+    except KeyboardInterrupt:
+        pass
+
+
+def serve(port_number: int, seeds: Path | None) -> None:
+    """The services on 127.0.0.1 until Ctrl-C or SIGTERM, announced on standard output."""
     from twisted.internet import reactor  # installed only here: importers of this module keep their own
     from twisted.logger import (
         FilteringLogObserver,
@@ -809,13 +823,17 @@ def main(argv: list[str] | None = None) -> None:
     globalLogBeginner.beginLoggingTo(
         [FilteringLogObserver(textFileLogObserver(sys.stderr), [LogLevelFilterPredicate(LogLevel.warn)])],
         redirectStandardIO=False)
-    port = reactor.listenTCP(args.port, build_site(), interface=HOST)
+    port = reactor.listenTCP(port_number, build_site(), interface=HOST)
     base = f"http://{HOST}:{port.getHost().port}"
     print(f"{base}/  DynaBot's local services (Ctrl-C stops them)", flush=True)  # first line: read by Services
-    for line in announce(base, Path(args.seeds) if args.seeds else None):
-        print(line)
-    sys.stdout.flush()
-    reactor.run()
+    try:
+        for line in announce(base, seeds):
+            print(line)
+        sys.stdout.flush()
+        reactor.run()  # until Ctrl-C or SIGTERM
+    finally:  # its start pages name this run's port: nothing is left behind that points nowhere
+        if seeds is not None:
+            seeds.unlink(missing_ok=True)
 
 
 def announce(base: str, seeds: Path | None) -> list[str]:

@@ -26,7 +26,8 @@ What a page may do is narrower than in a desktop browser:
   host, popups (Chromium's popup blocker is on) and service workers;
 - Chromium's network prediction (preconnecting to a navigation's or a link's host before
   any request) and WebRTC over UDP (STUN) are off: the browser runs with a profile of its
-  own whose preferences say so, in a temporary directory removed when the crawl ends;
+  own whose preferences say so, and a home directory of its own (:func:`browser_env`), in a
+  temporary directory removed when the crawl ends;
 - every request carries the crawl's User-Agent (the browser's own headers otherwise);
 - each browser request is bounded by ``WEBRACE_BROWSER_TIMEOUT`` seconds in all, and at
   most ``WEBRACE_BROWSER_PAGES`` pages are open at once.
@@ -149,6 +150,16 @@ def launch_options(settings: Any) -> dict[str, Any]:
         sandbox = sandbox.strip().lower() in ("1", "true", "yes", "on")
     return {"executable_path": executable(settings), "headless": True, "chromium_sandbox": bool(sandbox),
             "ignore_default_args": ["--disable-popup-blocking"]}
+
+
+def browser_env(home: str | os.PathLike[str]) -> dict[str, str]:
+    """The browser process's environment: this one, with its home directory (and the XDG
+    directories under it) at ``home``, a temporary directory its launcher removes. Chromium
+    writes its crash database (``~/.config/chromium``), NSS database (``~/.local/share/pki``)
+    and dconf's cache under the home directory whatever its profile directory is."""
+    home = os.fspath(home)
+    return {**os.environ, "HOME": home, "XDG_CONFIG_HOME": os.path.join(home, ".config"),
+            "XDG_CACHE_HOME": os.path.join(home, ".cache"), "XDG_DATA_HOME": os.path.join(home, ".local", "share")}
 
 
 def browser_settings(settings: Any) -> dict[str, Any]:
@@ -783,7 +794,7 @@ def _handler_class() -> Any:
                 self.webrace_pages = asyncio.Semaphore(settings.getint("WEBRACE_BROWSER_PAGES", DEFAULT_PAGES)
                                                        or DEFAULT_PAGES)
                 self.webrace_launch = settings.getdict("PLAYWRIGHT_LAUNCH_OPTIONS") or launch_options(settings)
-                self.webrace_profile: str | None = None
+                self.webrace_tmp: str | None = None  # the browser's profile and home directories
                 self.webrace_context: dict[str, Any] | None = None
                 self.webrace_robots: Any = False  # not looked up yet
 
@@ -882,15 +893,18 @@ def _handler_class() -> Any:
 
             def _context_kwargs(self, request: Request) -> dict[str, Any]:
                 """The persistent context of the crawl's browser requests (created by the first
-                one): its own profile, so that its preferences can turn network prediction off."""
+                one): its own profile, so that its preferences can turn network prediction off,
+                and its own home directory, so that it writes nothing in the user's."""
                 if self.webrace_context is None:
-                    self.webrace_profile = tempfile.mkdtemp(prefix="webrace-chromium-")
-                    os.makedirs(os.path.join(self.webrace_profile, "Default"))
-                    with open(os.path.join(self.webrace_profile, "Default", "Preferences"), "w", encoding="utf-8") as f:
+                    self.webrace_tmp = tempfile.mkdtemp(prefix="webrace-chromium-")
+                    profile, home = os.path.join(self.webrace_tmp, "profile"), os.path.join(self.webrace_tmp, "home")
+                    os.makedirs(os.path.join(profile, "Default"))
+                    os.makedirs(home)
+                    with open(os.path.join(profile, "Default", "Preferences"), "w", encoding="utf-8") as f:
                         json.dump(PREFERENCES, f)
                     agent = (request.headers.get("User-Agent") or b"").decode("latin-1") or \
                         self.webrace_crawler.settings.get("USER_AGENT")
-                    self.webrace_context = {**self.webrace_launch, "user_data_dir": self.webrace_profile,
+                    self.webrace_context = {**self.webrace_launch, "user_data_dir": profile, "env": browser_env(home),
                                             "user_agent": agent, "service_workers": "block", "accept_downloads": False}
                 return self.webrace_context
 
@@ -898,8 +912,8 @@ def _handler_class() -> Any:
                 try:
                     await super().close()
                 finally:
-                    if self.webrace_profile:
-                        shutil.rmtree(self.webrace_profile, ignore_errors=True)
+                    if self.webrace_tmp:
+                        shutil.rmtree(self.webrace_tmp, ignore_errors=True)
 
         BrowserDownloadHandler.__qualname__ = "BrowserDownloadHandler"
         _HANDLER_CLASS = BrowserDownloadHandler
