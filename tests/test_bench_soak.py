@@ -33,3 +33,9 @@ def test_a_steady_growth_of_a_tenth_an_hour_fails(bench, capsys):
 ])
 def test_growth_per_hour_is_the_least_squares_slope(bench, points, per_hour):
     assert bench.slope_per_hour(points)[0] == pytest.approx(per_hour)
+
+
+def test_redis_is_judged_without_the_records_that_grow_with_the_changes(bench):
+    families = {"url:*": 100, "round:*:nodes": 50, "aci": 7, "aci:owner:*": 7, "aci:undelivered": 7,
+                "sentinel:digest:*": 9, "sentinel:note": 9, "sentinel:notes:*": 9, "sentinel:url:*": 3}
+    assert bench.held_state(families) == 153
