@@ -111,7 +111,9 @@ def logged_in(web, name: str) -> Client:
 def run_user(settings: Settings, *args: str, stdin: str = "", monkeypatch=None) -> tuple[int, str, str]:
     """``scrapy user ARGS`` in-process: (exit code, stdout, stderr)."""
     command = UserCommand()
-    command.settings = settings
+    command.settings = Settings()  # WebRACE's settings, as in a project, with the test's on top
+    command.settings.setmodule("webrace.settings", priority="project")
+    command.settings.update(settings.copy_to_dict(), priority="cmdline")
     parser = argparse.ArgumentParser()
     command.add_options(parser)
     opts, rest = parser.parse_known_args(list(args))
