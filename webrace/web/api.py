@@ -4,19 +4,10 @@ TOKEN`` (`scrapy user token NAME`) or by the session (then state-changing reques
 CSRF token in an ``X-CSRFToken`` header). Without either: 401. Errors are ``{"error": ...}``
 (``problems``: one line each, for a refused URD or sentinel).
 
-    GET    /api/v1/me
-    GET    /api/v1/owners                                   (admin)
-    GET    /api/v1/owners/NAME/acis?page=N                  (N from 1 to 1,000,000)
-    GET    /api/v1/owners/NAME/notifications
-    GET    /api/v1/owners/NAME/notifications/ID             (with the diff's segments and HTML)
-    GET    /api/v1/owners/NAME/urds
-    POST   /api/v1/owners/NAME/urds                         (body: the URD XML)
-    DELETE /api/v1/owners/NAME/urds/ID
-    GET    /api/v1/owners/NAME/sentinels
-    POST   /api/v1/owners/NAME/sentinels                    (body: a JSON object of strings: url, type,
-                                                             where, pattern, every (or a number of seconds),
-                                                             on, ignore (or a list of rules))
-    DELETE /api/v1/owners/NAME/sentinels/ID
+What each route takes and answers is in its OpenAPI description (:mod:`webrace.web.openapi`),
+served at ``GET /api/v1/openapi.json`` and rendered in the documentation's reference: an
+owner's ACIs, notifications, URDs (``POST`` takes the URD XML) and sentinels (``POST`` takes
+a JSON object), and for an admin the list of owners.
 """
 
 from __future__ import annotations
@@ -30,7 +21,7 @@ from typing import Any
 from flask import Blueprint, abort, current_app, g, jsonify, request
 
 from webrace.names import canonical_owner, owner_name_problem
-from webrace.web import owners, profile
+from webrace.web import openapi, owners, profile
 from webrace.web.accounts import open_accounts
 from webrace.web.auth import config, may_see, settings
 
@@ -64,6 +55,12 @@ def _refused(exc: profile.ProfileError) -> Any:
     response = jsonify(error=str(exc.problems[0]) if exc.problems else "refused", problems=exc.problems)
     response.status_code = 400
     return response
+
+
+@blueprint.route("/openapi.json")
+def openapi_description() -> Any:
+    """Served to anyone who may reach the app: it describes the API, and holds no one's data."""
+    return jsonify(openapi.document(current_app))
 
 
 @blueprint.route("/me")
