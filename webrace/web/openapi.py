@@ -220,9 +220,9 @@ PARAMETERS = {
     "token": "The secret feed token.",
 }
 COMMON_ERRORS = {
-    400: "The Host header is not one the app answers (`WEBRACE_WEB_ALLOWED_HOSTS`): a plain-text answer.",
-    403: "Plain http from a client neither on loopback nor in `WEBRACE_WEB_PLAIN_HTTP` (use https), or a "
-    "state-changing request of a session without its CSRF token in `X-CSRFToken`.",
+    400: "The Host header is not one the app answers (`WEBRACE_WEB_ALLOWED_HOSTS`: a plain-text answer), or a "
+    "request of a session that changes something came without the session's CSRF token in `X-CSRFToken`.",
+    403: "Plain http from a client neither on loopback nor in `WEBRACE_WEB_PLAIN_HTTP`: use https.",
     503: "Distributed mode: Redis is unreachable; `Retry-After` says when to try again.",
 }
 UNAUTHENTICATED = {401: "No token or session, or a bearer token that is not valid."}
