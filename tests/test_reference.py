@@ -219,6 +219,10 @@ def test_every_route_of_the_app_is_in_the_api_page(app):
     assert {rule for rule, _, _ in page_routes(app)} >= {"/login", "/owner/<name>/profile"}
 
 
+def test_every_page_of_the_app_says_what_it_is(app):
+    assert [rule for rule, _, said in page_routes(app) if not said] == []
+
+
 def test_the_openapi_description_is_valid_openapi_3_1(app):
     spec = document(app)
     assert spec["openapi"] == "3.1.0"

@@ -12,7 +12,7 @@ from scrapy.settings import Settings
 
 from webrace.reference.markdown import code, fence, table, text
 from webrace.web.app import create_app
-from webrace.web.openapi import DESCRIBED_PAGES, document
+from webrace.web.openapi import COMMON_ERRORS, DESCRIBED_PAGES, document
 
 LEFT_OUT = ("static",)  # the app's CSS and images
 
@@ -53,6 +53,10 @@ def api_page(app: Flask | None = None) -> str:
         "## Authentication and errors",
         "",
         text(spec["info"]["description"]),
+        "",
+        "Besides the answers each operation lists, any of them may get these:",
+        "",
+        table(["Status", "Meaning"], [[code(str(status)), text(said)] for status, said in COMMON_ERRORS.items()]),
         "",
         table(
             ["Operation", "Summary"],
@@ -105,13 +109,24 @@ def _operation(path: str, method: str, op: dict[str, Any]) -> list[str]:
                 break
     rows = []
     for status, answer in op["responses"].items():
+        said = _own(int(status), answer["description"])
+        if not said:
+            continue
         kinds = ", ".join(
             f"{code(media)}{' ' + _type(c['schema']) if c.get('schema') else ''}"
             for media, c in answer.get("content", {}).items()
         )
-        rows.append([code(status), text(answer["description"]), kinds])
+        rows.append([code(status), text(said), kinds])
     out += ["Responses:", "", table(["Status", "Meaning", "Body"], rows), ""]
     return out
+
+
+def _own(status: int, said: str) -> str:
+    """What an answer's description says beyond the answer every operation may get (listed once)."""
+    common = COMMON_ERRORS.get(status)
+    if common is None:
+        return said
+    return "" if said == common else said.removesuffix(f" Or: {common}")
 
 
 def _type(schema: dict[str, Any]) -> str:

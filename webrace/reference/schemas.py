@@ -4,12 +4,13 @@ and its ``xs:annotation``; then the schema file itself."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 import xmlschema
-from xmlschema.validators import XsdAttribute, XsdElement
+from xmlschema.validators import XsdAttribute, XsdElement, XsdGroup
 
 from webrace.reference.markdown import code, fence, table, text
 
@@ -37,6 +38,17 @@ SCHEMAS = (
     SchemaFile(
         "Rules template", "webrace.schemas", "template.xsd", "`scrapy rules run --template FILE`, `-a template=FILE`"
     ),
+)
+
+
+FACETS = (
+    ("minInclusive", "at least"),
+    ("minExclusive", "more than"),
+    ("maxInclusive", "at most"),
+    ("maxExclusive", "less than"),
+    ("length", "length"),
+    ("minLength", "length at least"),
+    ("maxLength", "length at most"),
 )
 
 
@@ -71,8 +83,8 @@ def entries(schema: xmlschema.XMLSchema) -> list[Entry]:
     return found
 
 
-def _walk(element: XsdElement, path: str, found: list[Entry], above: set[int]) -> None:
-    found.append(Entry(path, "element", _content_type(element), _occurs(element), documentation(element)))
+def _walk(element: XsdElement, path: str, found: list[Entry], above: set[int], occurs: str = "1..1") -> None:
+    found.append(Entry(path, "element", _content_type(element), occurs, documentation(element)))
     if element.ref is not None or id(element.type) in above:  # described where it is declared
         return
     kind = element.type
@@ -88,14 +100,21 @@ def _walk(element: XsdElement, path: str, found: list[Entry], above: set[int]) -
                 )
             )
     if kind.is_complex() and kind.content is not None and not kind.has_simple_content():
-        for child in kind.content.iter_elements():
-            if isinstance(child, XsdElement):
-                _walk(child, f"{path}/{child.local_name}", found, above | {id(kind)})
+        for child, low, high in _particles(kind.content, 1, 1):
+            _walk(child, f"{path}/{child.local_name}", found, above | {id(kind)}, f"{low}..{high or 'unbounded'}")
 
 
-def _occurs(element: XsdElement) -> str:
-    low, high = element.min_occurs, element.max_occurs
-    return f"{low}..{'unbounded' if high is None else high}"
+def _particles(group: XsdGroup, low: int, high: int | None) -> Iterator[tuple[XsdElement, int, int | None]]:
+    """The elements of a model group with how often each may occur in its parent: the
+    occurrences of the groups around it multiplied in (an alternative of a choice may be absent)."""
+    low = low * group.min_occurs * (0 if group.model == "choice" and len(group) > 1 else 1)
+    high = None if high is None or group.max_occurs is None else high * group.max_occurs
+    for item in group:
+        if isinstance(item, XsdGroup):
+            yield from _particles(item, low, high)
+        elif isinstance(item, XsdElement):
+            most = None if high is None or item.max_occurs is None else high * item.max_occurs
+            yield item, low * item.min_occurs, most
 
 
 def _use(attribute: XsdAttribute) -> str:
@@ -114,38 +133,33 @@ def _content_type(element: XsdElement) -> str:
 
 
 def type_text(kind: Any) -> str:
-    """A simple type in a few words: its name or base, and its facets (enumeration, pattern, bounds)."""
+    """A simple type in a few words: its name, its base, and its facets (enumeration, pattern, bounds)."""
+    name = (kind.prefixed_name or kind.local_name) if kind.name else ""
+    if name.startswith("xs:"):
+        return name
     if getattr(kind, "item_type", None) is not None:
-        return f"list of {type_text(kind.item_type)}"
-    if getattr(kind, "member_types", None):
-        return " or ".join(type_text(m) for m in kind.member_types)
-    if kind.name and not kind.enumeration and not getattr(kind, "patterns", None):
-        name = kind.prefixed_name or kind.local_name
-        return (
-            name
-            if name.startswith("xs:")
-            else f"{name} ({type_text(kind.base_type)})"
-            if getattr(kind, "base_type", None) is not None
-            else name
-        )
-    said = []
-    base = getattr(kind, "base_type", None) or getattr(kind, "primitive_type", None)
-    if base is not None:
-        said.append(base.prefixed_name or "")
-    if kind.enumeration:
-        said.append("one of " + ", ".join(map(str, kind.enumeration)))
-    if getattr(kind, "patterns", None):
-        said.append("matching " + " or ".join(kind.patterns.regexps))
-    for facet, word in (
-        ("min_value", "at least"),
-        ("max_value", "at most"),
-        ("min_length", "length at least"),
-        ("max_length", "length at most"),
-    ):
-        value = getattr(kind, facet, None)
-        if value is not None and not (facet == "min_value" and _implied_minimum(kind, value)):
-            said.append(f"{word} {value}")
-    return ", ".join(s for s in said if s)
+        said = f"list of {type_text(kind.item_type)}"
+    elif getattr(kind, "member_types", None):
+        said = " or ".join(_grouped(type_text(m)) for m in kind.member_types)
+    else:
+        base = getattr(kind, "base_type", None) or getattr(kind, "primitive_type", None)
+        parts = [type_text(base) if base is not None else ""]
+        if kind.enumeration:
+            parts.append("one of " + ", ".join(map(str, kind.enumeration)))
+        facets = {str(key).rsplit("}", 1)[-1]: facet for key, facet in kind.facets.items()}
+        if facets.get("pattern") is not None:  # its own, not its base type's (xs:NCName's)
+            parts.append("matching " + " or ".join(f"`{regex}`" for regex in facets["pattern"].regexps))
+        facets = {key: getattr(facet, "value", None) for key, facet in facets.items()}
+        for facet, word in FACETS:
+            value = facets.get(facet)
+            if value is not None and not (facet == "minInclusive" and _implied_minimum(kind, value)):
+                parts.append(f"{word} {value}")
+        said = ", ".join(p for p in parts if p)
+    return f"{name} ({said})" if name and said else name or said
+
+
+def _grouped(said: str) -> str:
+    return f"({said})" if "," in said else said
 
 
 def _implied_minimum(kind: Any, value: Any) -> bool:

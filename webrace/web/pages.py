@@ -75,6 +75,7 @@ def owner_view(view: Callable) -> Callable:
 
 @blueprint.route("/login", methods=["GET", "POST"])
 def login() -> Any:
+    """The login form; POST checks the name and password (failures counted: WEBRACE_WEB_LOGIN_LIMIT)."""
     target = local_path(request.values.get("next")) or url_for("pages.home")
     if request.method == "GET":
         return render_template("login.html", next=target)
@@ -102,6 +103,7 @@ def login() -> Any:
 
 @blueprint.route("/logout", methods=["POST"])
 def logout() -> Any:
+    """Ends the login, on the server too."""
     log_out()
     return redirect(url_for("pages.login"))
 
@@ -109,12 +111,14 @@ def logout() -> Any:
 @blueprint.route("/")
 @logged_in
 def home() -> Any:
+    """To the owner's own page."""
     return redirect(url_for("pages.owner_page", name=g.user))
 
 
 @blueprint.route("/owners/")
 @logged_in
 def all_owners() -> Any:
+    """Every owner with their counts (an admin only)."""
     if not g.admin:
         abort(403, "Only an admin sees every owner.")
     with open_accounts(settings()) as accounts:
@@ -127,6 +131,7 @@ def all_owners() -> Any:
 @blueprint.route("/owner/<name>/")
 @owner_view
 def owner_page(name: str) -> Any:
+    """The owner's ACIs, newest first, a page at a time, and their notifications."""
     try:
         number = owners.page_number(request.args.get("page"))
     except ValueError as exc:
@@ -139,6 +144,7 @@ def owner_page(name: str) -> Any:
 @blueprint.route("/owner/<name>/feed.atom")
 @owner_view
 def feed(name: str) -> Any:
+    """The owner's Atom feed, for the login's session or an API token."""
     return _feed(name)
 
 
@@ -161,6 +167,7 @@ def _feed(name: str) -> Response:
 @blueprint.route("/owner/<name>/notifications/<note_id>")
 @owner_view
 def notification(name: str, note_id: str) -> Any:
+    """One notification, the change highlighted in its region."""
     found = owners.notification(settings(), name, note_id)
     if found is None:
         abort(404, f"{name} has no notification {note_id[:80]!r}.")
@@ -171,6 +178,7 @@ def notification(name: str, note_id: str) -> Any:
 @blueprint.route("/stored/<aci_id>")
 @logged_in
 def stored(aci_id: str) -> Any:
+    """The stored version an ACI points to, sandboxed: none of its scripts run."""
     item = owners.aci(settings(), aci_id)
     if item is None or not may_see(item.owner):  # the same answer: another owner's ACI is none of ours
         abort(404, f"No ACI {aci_id[:80]!r}.")
@@ -207,12 +215,14 @@ def _profile(name: str, status: int = 200, **state: Any) -> Any:
 @blueprint.route("/owner/<name>/profile")
 @owner_view
 def profile_page(name: str) -> Any:
+    """The owner's URDs, sentinels, delivery channels and secret feed URL, with forms to change them."""
     return _profile(name)
 
 
 @blueprint.route("/owner/<name>/urds", methods=["POST"])
 @owner_view
 def add_urds(name: str) -> Any:
+    """Adds the pasted URD XML, validated as `scrapy urd add` validates it."""
     xml = request.form.get("urd_xml", "")
     try:
         added = profile.add_urds(settings(), name, xml.encode())
@@ -225,6 +235,7 @@ def add_urds(name: str) -> Any:
 @blueprint.route("/owner/<name>/urds/<urd_id>/edit", methods=["GET", "POST"])
 @owner_view
 def edit_urd(name: str, urd_id: str) -> Any:
+    """A URD's XML, to edit and save (its id stays)."""
     current = profile.urd(settings(), name, urd_id)
     if current is None:
         abort(404, f"{name} has no URD {urd_id[:80]!r}.")
@@ -242,6 +253,7 @@ def edit_urd(name: str, urd_id: str) -> Any:
 @blueprint.route("/owner/<name>/urds/<urd_id>/remove", methods=["POST"])
 @owner_view
 def remove_urd(name: str, urd_id: str) -> Any:
+    """Removes one of the owner's URDs."""
     if not profile.remove_urd(settings(), name, urd_id):
         abort(404, f"{name} has no URD {urd_id[:80]!r}.")
     flash(f"Removed URD {urd_id}")
@@ -251,6 +263,7 @@ def remove_urd(name: str, urd_id: str) -> Any:
 @blueprint.route("/owner/<name>/sentinels", methods=["POST"])
 @owner_view
 def add_sentinel(name: str) -> Any:
+    """Adds a sentinel, checked as `scrapy sentinel add` checks it."""
     try:
         added = profile.add_sentinel(settings(), name, request.form)
     except profile.ProfileError as exc:
@@ -262,6 +275,7 @@ def add_sentinel(name: str) -> Any:
 @blueprint.route("/owner/<name>/sentinels/<sentinel_id>/edit", methods=["GET", "POST"])
 @owner_view
 def edit_sentinel(name: str, sentinel_id: str) -> Any:
+    """A sentinel's fields, to edit and save."""
     current = profile.sentinel(settings(), name, sentinel_id)
     if current is None:
         abort(404, f"{name} has no sentinel {sentinel_id[:80]!r}.")
@@ -282,6 +296,7 @@ def edit_sentinel(name: str, sentinel_id: str) -> Any:
 @blueprint.route("/owner/<name>/sentinels/<sentinel_id>/remove", methods=["POST"])
 @owner_view
 def remove_sentinel(name: str, sentinel_id: str) -> Any:
+    """Removes one of the owner's sentinels."""
     if not profile.remove_sentinel(settings(), name, sentinel_id):
         abort(404, f"{name} has no sentinel {sentinel_id[:80]!r}.")
     flash(f"Removed sentinel {sentinel_id}")
@@ -305,6 +320,7 @@ def new_feed_url(name: str) -> Any:
 @blueprint.route("/owner/<name>/feed-url/remove", methods=["POST"])
 @owner_view
 def revoke_feed_url(name: str) -> Any:
+    """Revokes the secret feed URL."""
     with open_accounts(settings()) as accounts:
         revoked = accounts.revoke_feed_token(name)
     flash("Revoked the secret feed URL" if revoked else "There was no secret feed URL")
@@ -316,6 +332,7 @@ def revoke_feed_url(name: str) -> Any:
 @blueprint.route("/owner/<name>/channels", methods=["POST"])
 @owner_view
 def add_channel(name: str) -> Any:
+    """Adds a delivery channel (an Apprise URL), checked as `scrapy deliver channel add` checks it."""
     if open_channels is None:
         abort(404, "Delivery is not installed.")
     events = request.form.getlist("events")
@@ -331,6 +348,7 @@ def add_channel(name: str) -> Any:
 @blueprint.route("/owner/<name>/channels/<channel_id>/remove", methods=["POST"])
 @owner_view
 def remove_channel(name: str, channel_id: str) -> Any:
+    """Removes a delivery channel."""
     if open_channels is None:
         abort(404, "Delivery is not installed.")
     with open_channels(settings()) as store:
