@@ -338,9 +338,8 @@ def test_every_element_and_attribute_of_a_schema_is_in_the_schemas_page(item):
     assert f"schemas/{item.name}" in page
 
 
-@pytest.mark.parametrize("name", ["urd.xsd", "scd.xsd"])
-def test_every_element_and_attribute_of_the_urd_and_scd_schemas_is_documented(name):
-    item = next(i for i in SCHEMAS if i.name == name)
+@pytest.mark.parametrize("item", SCHEMAS, ids=lambda item: item.name)
+def test_every_element_and_attribute_of_every_schema_is_documented(item):
     assert undocumented(item.load()) == []
     assert item.load().annotations
 
