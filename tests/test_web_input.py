@@ -157,6 +157,7 @@ BODY = {
     "pages.notification": None, "pages.stored": None, "pages.old_stored_link": None, "pages.profile_page": None,
     "api.me": None, "api.all_owners": None, "api.acis": None, "api.notifications": None, "api.notification": None,
     "api.urds": "xml", "api.remove_urd": None, "api.sentinels": "json", "api.remove_sentinel": None,
+    "api.openapi_description": None,
     "static": None,
 }
 
