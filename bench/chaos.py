@@ -480,6 +480,8 @@ class Round:
     urds: list[str]
     closed: float | None = None
     lost: bool = False
+    silent: bool = False  # closed by a scheduler killed before it said so (gone from Redis's open list)
+    missing_since: float | None = None  # when the harness first saw it off Redis's open list
     nodes: dict[str, str] | None = None  # path -> state of each page in its frontier when it closed
 
 
@@ -685,6 +687,7 @@ class Chaos:
         for service in self.services.values():
             service.supervise(now)
         self.read_scheduler()
+        self.notice_silent_closes()
         self.sample_leases(now)
         while self.events and self.events[0][0] <= now:
             _, _, _label, action = heapq.heappop(self.events)
@@ -720,14 +723,37 @@ class Chaos:
         now = time.monotonic()
         if m := re.match(r"Round (\S+) opened: \d+ URD\(s\): (.*)", line):
             self.rounds[m[1]] = Round(m[1], now, [u.strip() for u in m[2].split(",")])
-        elif (m := re.match(r"Round (\S+) done", line)) and m[1] in self.rounds:
-            rnd = self.rounds[m[1]]
-            rnd.closed = now
-            try:  # its frontier stays an hour: what it held says where a page missing from the feeds was lost
-                nodes = self.client.hgetall(f"{PREFIX}round:{rnd.id}:nodes")
-                rnd.nodes = {self.truth.path(k.decode()): json.loads(v).get("s", "?") for k, v in nodes.items()}
-            except (redis.RedisError, ValueError):
-                pass
+        elif (m := re.match(r"Round (\S+) done", line)) and m[1] in self.rounds and not self.rounds[m[1]].closed:
+            self.closed(self.rounds[m[1]], now)
+
+    def notice_silent_closes(self) -> None:
+        """A round the scheduler printed as opened that is no longer on Redis's open list was
+        closed: by a scheduler killed between taking it off the list and printing its line
+        (Redis keeps every write, appendfsync always; a wipe marks the open rounds lost first)."""
+        waiting = [r for r in self.rounds.values() if not r.closed and not r.lost]
+        if not waiting or not self.redis.up():
+            return
+        try:
+            still = {r.decode() for r in self.client.zrange(f"{PREFIX}rounds", 0, -1)}
+        except redis.RedisError:
+            return
+        now = time.monotonic()
+        for rnd in waiting:
+            if rnd.id in still:
+                rnd.missing_since = None
+            elif rnd.missing_since is None:  # its line may be on its way
+                rnd.missing_since = now
+            elif now - rnd.missing_since > 5:
+                rnd.silent = True
+                self.closed(rnd, now)
+
+    def closed(self, rnd: Round, now: float) -> None:
+        rnd.closed = now
+        try:  # its frontier stays a while: what it held says where a page missing from the feeds was lost
+            nodes = self.client.hgetall(f"{PREFIX}round:{rnd.id}:nodes")
+            rnd.nodes = {self.truth.path(k.decode()): json.loads(v).get("s", "?") for k, v in nodes.items()}
+        except (redis.RedisError, ValueError):
+            pass
 
     def sample_leases(self, now: float) -> None:
         """Every lease of every open round: how long each page has been leased without a break,
@@ -1020,11 +1046,13 @@ class Verdict:
             expected_total += len(expected)
             missing += [f"{p} (round {rnd.id}, {where_lost(rnd, p)})" for p in sorted(expected - set(counts))]
         closed = sum(1 for r in chaos.rounds.values() if r.closed and not r.lost)
+        silent = sum(1 for r in chaos.rounds.values() if r.silent and not r.lost)
         lost = sum(1 for r in chaos.rounds.values() if r.lost)
         # a round opened once the drain was over may still be under way when everything stops
         self.never = [r.id for r in chaos.rounds.values() if not r.closed and not r.lost and r.opened < chaos.settled]
         late = sum(1 for r in chaos.rounds.values() if not r.closed and r.opened >= chaos.settled)
-        self.lines.append(f"rounds: {len(chaos.rounds)} opened, {closed} closed, {lost} lost with Redis's data, "
+        self.lines.append(f"rounds: {len(chaos.rounds)} opened, {closed} closed ({silent} by a scheduler killed before it "
+                          f"said so), {lost} lost with Redis's data, "
                           f"{len(self.never)} never closed, {late} opened after the drain (under way at the stop)")
         self.lines.append(f"pages: {chaos.config.pages} on the site, {self.truth.changes} changes made; "
                           f"{len(self.pages)} page items in the feeds for {expected_total} pages of closed rounds; "

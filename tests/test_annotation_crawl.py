@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from conftest import urd
 
 from webrace.backends.sqlite import SqliteAciStore
@@ -120,3 +122,30 @@ def test_hostile_text_never_crashes_the_processor(site, project):
     assert [(a["owner"], a["relevance"]) for a in run.acis] == [("alice", 2 * 2 + 1)]
     with SqliteAciStore(project.data / "aci.sqlite") as store:
         schema("aci").validate(store.list("alice")[0].to_xml())
+
+
+DIES = {"webrace.middlewares.outage.RedisOutageMiddleware": 10, "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
+        "webrace.sentinels.crawl.SentinelMiddleware": 960, "webrace.annotation.middleware.AnnotationMiddleware": 950,
+        "dies_mid_page.DieBeforeAnnouncing": 990}
+
+
+def test_a_version_recorded_by_a_crawl_that_died_before_its_item_went_out_is_announced_by_the_next_304(
+        site, project):
+    site.validators = True
+    site.add("/", JAVA_PAGE.replace("</body>", "<a href='/b'>b</a></body>"))
+    site.add("/b", JAVA_PAGE)
+    project.add_urds(urd("a", "alice", site.url("/"), depth=1, keywords={"java": 1}))
+    died = project.crawl(SPIDER_MIDDLEWARES=json.dumps(DIES), WEBRACE_TEST_DIE_ON="/b")
+    assert died.returncode == 137 and site.count("/b") == 1
+    next_round(project)
+    second = project.crawl()
+    page = next(p for p in second.pages if p["url"] == site.url("/b"))
+    assert page["not_modified"] and page["new_version"] and page["version"] == 1  # a 304 announcing version 1
+    assert [(a["uri"], a["version"]) for a in second.acis if a["uri"] == site.url("/b")] == [(site.url("/b"), 1)]
+    # ("/" too if the crawl died before its item's mark was written: announced again, its ACI kept once)
+    assert second.stat("webrace/announced_again") in (1, 2)
+    next_round(project)
+    third = project.crawl()  # announced once: the next 304 is no news
+    assert not any(p["new_version"] for p in third.pages) and third.acis == []
+    with SqliteAciStore(project.data / "aci.sqlite") as store:
+        assert sorted(a.uri for a in store.list("alice")) == sorted([site.url("/"), site.url("/b")])

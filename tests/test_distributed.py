@@ -162,11 +162,23 @@ def test_crawls_print_no_deprecation_warning_in_either_mode(wide_site, tmp_path,
         assert "DeprecationWarning" not in stderr and "deprecated" not in stderr.lower()
 
 
-def test_unreachable_redis_at_start_is_one_clear_error(project):
+def test_unreachable_redis_at_start_is_one_clear_error_once_the_start_wait_is_over(project):
     project.env["REDIS_URL"] = "redis://:s3cret@127.0.0.1:1/0"
-    result = project.scrapy("crawl", "urd")
+    result = project.scrapy("crawl", "urd", "-s", "WEBRACE_REDIS_START_WAIT=1.5")
     assert result.returncode == 1
-    assert "error: Cannot reach Redis at redis://:***@127.0.0.1:1/0" in result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("Redis unreachable (Cannot reach Redis at redis://:***@127.0.0.1:1/0"), lines
+    assert lines[1:] == ["error: Cannot reach Redis at redis://:***@127.0.0.1:1/0: Error 111 connecting to "
+                         "127.0.0.1:1. Connection refused. Start it, fix REDIS_URL, or unset REDIS_URL to run "
+                         "embedded.", "Nothing was crawled."], lines
+    assert "s3cret" not in result.stderr
+
+
+def test_a_worker_with_no_start_wait_and_no_redis_is_one_error_line_at_once(project):
+    project.env["REDIS_URL"] = "redis://:s3cret@127.0.0.1:1/0"
+    result = project.scrapy("crawl", "urd", "-s", "WEBRACE_REDIS_START_WAIT=0")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0].startswith("error: Cannot reach Redis at redis://:***@127.0.0.1:1/0")
     assert "s3cret" not in result.stderr and "Traceback" not in result.stderr
 
 

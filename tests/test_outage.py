@@ -4,13 +4,16 @@ no traceback, ever; each process goes on doing its job afterwards."""
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 import redis
 from conftest import Project, RedisServer, urd
 from test_delivery import aci, add_channel, hook, hook_server, store_items  # noqa: F401 - fixtures
-from test_distributed import all_paths, feed_urls, wide_site, worker_project  # noqa: F401 - a fixture
+from test_distributed import all_paths, feed_urls, redis_env, wide_site, worker_project  # noqa: F401 - fixtures
 from web_client import Client
 
 from webrace.outage import Outage, keep_going
@@ -189,4 +192,83 @@ def test_a_worker_outlives_a_redis_restart_mid_crawl_and_every_page_reaches_its_
     said = crawl.stream("stderr")
     assert code == 0 and "Traceback" not in said and "Traceback" not in loop.text, said[-5000:]
     assert said.count("Redis unreachable") == 1 and said.count("Redis reachable again") == 1, said[-5000:]
+    assert feed_urls(out) == {wide_site.url(p) for p in all_paths()}
+
+
+def test_a_worker_started_while_redis_is_away_waits_for_it_then_crawls_every_page(
+        tmp_path, restartable_redis, wide_site):  # noqa: F811 - the fixture imported
+    server = restartable_redis
+    scheduler = scheduler_project(tmp_path, server)
+    scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1))
+    worker = worker_project(tmp_path, "worker", {"REDIS_URL": server.url, "WEBRACE_REDIS_PREFIX": "webrace:"})
+    out = worker.root / "pages.jsonl"
+    server.kill()
+    crawl = worker.start(*worker.crawl_args(out, WEBRACE_IDLE_CLOSE=4, LOG_LEVEL="INFO"))
+    loop = None
+    try:
+        crawl.wait_for("Redis unreachable")
+        server.start()
+        crawl.wait_for("Redis reachable again")
+        loop = scheduler.start("urd", "schedule", "--loop", "--interval", "0.2")
+        loop.wait_for("done", deadline_s=120)
+        code = crawl.proc.wait(timeout=120)
+    finally:
+        crawl.stop()
+        if loop is not None:
+            loop.stop()
+    said = crawl.stream("stderr")
+    assert code == 0 and "Traceback" not in said and " ERROR: " not in said, said[-5000:]
+    assert said.count("Redis unreachable") == 1 and said.count("Redis reachable again") == 1, said[-5000:]
+    assert feed_urls(out) == {wide_site.url(p) for p in all_paths()}
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A filesystem of 1 MB (a real tmpfs) for the object store."""
+    path = tmp_path / "small"
+    path.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(path)], capture_output=True)
+    if done.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    yield path
+    subprocess.run(["umount", "-l", str(path)], check=True)
+
+
+def fill(disk) -> Path:
+    """``disk`` filled to its last block by one file."""
+    ballast = disk / "ballast"
+    with open(ballast, "wb", buffering=0) as f:
+        for size in (1 << 16, 512):
+            with contextlib.suppress(OSError):
+                while f.write(b"\0" * size):
+                    pass
+    return ballast
+
+
+def test_a_worker_waits_out_a_full_object_store_and_every_page_reaches_its_feed(
+        tmp_path, redis_env, wide_site, small_disk):  # noqa: F811 - the fixture imported
+    env = {**redis_env, "WEBRACE_OBJECTS_DIR": str(small_disk / "objects")}
+    scheduler = worker_project(tmp_path, "scheduler", env)
+    scheduler.add_urds(urd("u1", "alice", wide_site.url("/"), depth=1))
+    worker = worker_project(tmp_path, "worker", env)
+    out = worker.root / "pages.jsonl"
+    crawl = worker.start(*worker.crawl_args(out, WEBRACE_IDLE_CLOSE=4, LOG_LEVEL="INFO"))
+    loop = None
+    try:
+        crawl.wait_for("Distributed mode: taking pages")  # its object store is open
+        ballast = fill(small_disk)
+        loop = scheduler.start("urd", "schedule", "--loop", "--interval", "0.2")
+        crawl.wait_for("The object store cannot be written")
+        ballast.unlink()
+        crawl.wait_for("The object store can be written again")
+        loop.wait_for("done", deadline_s=120)
+        code = crawl.proc.wait(timeout=120)
+    finally:
+        crawl.stop()
+        if loop is not None:
+            loop.stop()
+    said = crawl.stream("stderr")
+    assert code == 0 and "Traceback" not in said and " ERROR: " not in said, said[-5000:]
+    assert said.count("The object store cannot be written") == 1, said[-5000:]
+    assert said.count("The object store can be written again") == 1, said[-5000:]
     assert feed_urls(out) == {wide_site.url(p) for p in all_paths()}

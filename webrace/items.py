@@ -26,7 +26,9 @@ class Page(scrapy.Item):
     fetched_at = scrapy.Field()  # ISO 8601 UTC time of the fetch
     not_modified = scrapy.Field()  # True: a 304, or served fresh (no request); stored links were followed
     version = scrapy.Field()  # number of the stored version this page now is (None: no body stored)
-    new_version = scrapy.Field()  # True: this fetch stored a new version
+    # True: this fetch stored a new version, or found one an earlier fetch stored whose item
+    # never went out (a worker died, Redis went away: MetaInfo.unannounced; counted as webrace/announced_again)
+    new_version = scrapy.Field()
     digest = scrapy.Field()  # SHA-256 of that version's body (its name in the object store)
     kept = scrapy.Field()  # True: that body is in the object store (False: dropped as irrelevant, or none)
     relevant_to = scrapy.Field()  # owners who got an ACI for this version (only on new versions judged)

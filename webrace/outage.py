@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 import redis
+
+T = TypeVar("T")
 
 # What Redis being away looks like to a client: refused, reset, timed out, still loading its
 # data after a restart (BusyLoadingError is a ConnectionError). A store that cannot be opened
@@ -41,8 +44,10 @@ class Outage:
     it ends."""
 
     def __init__(self, say: Callable[[str], None], first: float = FIRST_WAIT_S, most: float = MOST_WAIT_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, away: str = "Redis unreachable",
+                 back: str = "Redis reachable again") -> None:
         self.say, self.first, self.most, self.clock = say, first, most, clock
+        self.away, self.back = away, back  # how the lines name what went away, and its return
         self.since: float | None = None
         self.wait = first
         self.failures = 0  # in this outage
@@ -56,7 +61,7 @@ class Outage:
         """A call to Redis failed with ``exc``: the seconds to wait before trying again."""
         if self.since is None:
             self.since, self.wait, self.failures = self.clock(), self.first, 0
-            self.say(f"Redis unreachable ({reason(exc)}): trying again in {self.first:g} s, "
+            self.say(f"{self.away} ({reason(exc)}): trying again in {self.first:g} s, "
                      f"then less and less often (at most every {self.most:g} s)")
         else:
             self.wait = min(self.wait * 2, self.most)
@@ -71,6 +76,12 @@ class Outage:
         if self.since is None:
             self.failed(exc)
 
+    def struck(self, exc: BaseException) -> None:
+        """A failure met by work that was let through because the outage's wait was over (a
+        retry: the wait grows), or by work already under way (one more sign of it)."""
+        if self.since is None or self.due():
+            self.failed(exc)
+
     def due(self) -> bool:
         """Whether Redis is worth trying now: it is not away, or the wait after the last
         failure is over."""
@@ -83,7 +94,7 @@ class Outage:
     def ok(self) -> None:
         """A call to Redis succeeded: an outage, if there was one, is over."""
         if self.since is not None:
-            self.say(f"Redis reachable again after {self.clock() - self.since:.0f} s ({self.failures} failed tries)")
+            self.say(f"{self.back} after {self.clock() - self.since:.0f} s ({self.failures} failed tries)")
             self.since = None
 
 
@@ -104,4 +115,20 @@ def keep_going(do_pass: Callable[[], None], interval: float, outage: Outage, wai
             return
 
 
-__all__ = ["FIRST_WAIT_S", "MOST_WAIT_S", "REDIS_DOWN", "Outage", "keep_going", "reason"]
+def until_reachable(attempt: Callable[[], T], outage: Outage, wait: Callable[[float], bool],
+                    down: tuple[type[BaseException], ...] = REDIS_DOWN) -> T | None:
+    """``attempt()``'s result once it no longer fails with one of ``down`` (a long-running
+    process starting while Redis is away waits for it: said once each way, with the outage's
+    backoff); None if ``wait(seconds)`` said stop meanwhile."""
+    while True:
+        try:
+            result = attempt()
+        except down as exc:
+            if wait(outage.failed(exc)):
+                return None
+        else:
+            outage.ok()
+            return result
+
+
+__all__ = ["FIRST_WAIT_S", "MOST_WAIT_S", "REDIS_DOWN", "Outage", "keep_going", "reason", "until_reachable"]

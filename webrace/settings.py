@@ -217,6 +217,10 @@ WEBRACE_LEASE_TIMEOUT = 300.0
 WEBRACE_MAX_LEASED = 8
 # Distributed mode: a worker stops after this many seconds without work; None = never.
 WEBRACE_IDLE_CLOSE = None
+# Distributed mode: a worker started while Redis does not answer waits for it (one line each
+# way, tries 1 s apart doubling to 30 s) at most this many seconds, then exits 1; None = as long
+# as it takes (a worker is long-running: Redis may start after it); 0 = not at all.
+WEBRACE_REDIS_START_WAIT = None
 
 # IPMicra in the distributed mode: each worker has its own queue per round and a page waits
 # in the queue of the worker its host's IP is delegated to (README, section 11).

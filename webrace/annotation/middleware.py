@@ -161,8 +161,9 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
         if outcome.absent:  # judged for URDs that wanted the page, outside this round
             self.stats.inc_value("webrace/judged_wanted", outcome.absent)
         acis = judgement.acis
-        if outcome.store_failed:
+        if outcome.store_failed:  # the version stays unannounced: its next fetch judges it again
             self.stats.inc_value("webrace/acis_unstored", len(acis))
+            page._webrace_not_announced = True
             acis = []
         page["relevant_to"] = list(acis.owners) if isinstance(acis, PageAcis) else sorted(a.owner for a in acis)
         if acis:

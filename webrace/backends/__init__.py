@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.misc import load_object
 
-from webrace.backends.errors import RedisUnavailable, SharedStoreMismatch
+from webrace.backends.errors import RedisUnavailable, RedisUnreachable, SharedStoreMismatch
 from webrace.datadir import data_dir, objects_dir
 
 # The stores' modules are imported where a store is opened, not here: every `scrapy` command
@@ -231,7 +231,7 @@ def open_round_engine(settings: Any, stats: Any = None, sentinels: Any = None,
 
 
 __all__ = [
-    "AciStore", "DeliveryStore", "MetaInfoStore", "RedisUnavailable", "ResultsStore", "SentinelStore",
-    "SharedStoreMismatch", "UrdStore", "Version", "connect", "data_dir", "distributed", "objects_dir",
+    "AciStore", "DeliveryStore", "MetaInfoStore", "RedisUnavailable", "RedisUnreachable", "ResultsStore",
+    "SentinelStore", "SharedStoreMismatch", "UrdStore", "Version", "connect", "data_dir", "distributed", "objects_dir",
     "open_aci_store", "open_delivery_store", "open_metainfo_store", "open_object_cache", "open_object_store",
     "open_results_store", "open_round_engine", "open_sentinel_store", "open_urd_store"]

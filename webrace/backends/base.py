@@ -104,6 +104,18 @@ class MetaInfoStore(ABC):
         self.put(meta)
         return meta
 
+    def announced(self, pages: Iterable[tuple[str, int]]) -> int:
+        """Each (URL, version) of ``pages`` went out in its page's item: its record is no
+        longer :attr:`~webrace.records.metainfo.MetaInfo.unannounced` (unless a newer version
+        replaced it meanwhile); how many records changed. One read-modify-write each."""
+        done = 0
+        for url, version in pages:
+            meta = self.get(url)
+            if meta is not None and meta.unannounced and meta.version == version:
+                self.put(replace(meta, unannounced=False))
+                done += 1
+        return done
+
     def confirm(self, meta: MetaInfo, revisit: Revisit | None, keep: int) -> None:
         """A 304: replace the URL's record (its ``checked`` time moved) and record ``revisit``
         (keeping the newest ``keep``); a store may do both in one write."""

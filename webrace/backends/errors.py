@@ -7,5 +7,10 @@ class RedisUnavailable(RuntimeError):
     URL (without its password) and what to do."""
 
 
+class RedisUnreachable(RedisUnavailable):
+    """The configured Redis did not answer (refused, reset, timed out, still loading): unlike
+    a URL that is no Redis URL, it may answer later."""
+
+
 class SharedStoreMismatch(RuntimeError):
     """A worker's object store is not the one the other workers of this Redis use."""

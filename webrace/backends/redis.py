@@ -33,7 +33,7 @@ import redis
 from scrapy_redis.connection import get_redis_from_settings
 
 from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, Version
-from webrace.backends.errors import RedisUnavailable
+from webrace.backends.errors import RedisUnavailable, RedisUnreachable
 from webrace.records.aci import Aci
 from webrace.records.metainfo import MetaInfo, Revisit, VersionExists, with_wanted
 from webrace.store.objects import CompressedObjects, ObjectCorrupt, ObjectMissing, digest_of
@@ -92,7 +92,11 @@ def connect_url(url: str, settings: Any) -> redis.Redis:
             "redis://[USER:PASSWORD@]HOST[:PORT][/DB] (a port from 1 to 65535), rediss://... or unix://PATH."
         ) from None
     except (redis.exceptions.RedisError, OSError) as exc:
-        raise RedisUnavailable(
+        # refused, reset, timed out, loading: it may answer later; a wrong password or an
+        # answer that is no Redis's will not
+        away = isinstance(exc, OSError | redis.exceptions.ConnectionError | redis.exceptions.TimeoutError) \
+            and not isinstance(exc, redis.exceptions.AuthenticationError)
+        raise (RedisUnreachable if away else RedisUnavailable)(
             f"Cannot reach Redis at {shown}: {_one_line(exc, url)}. "
             "Start it, fix REDIS_URL, or unset REDIS_URL to run embedded."
         ) from None
@@ -187,6 +191,8 @@ class RedisMetaInfoStore(MetaInfoStore):
             record["w"] = " ".join(meta.wanted)
         if meta.refresh:
             record["rf"] = meta.refresh
+        if meta.unannounced:
+            record["u"] = 1
         side = self._side(meta.header, meta.links, write)
         if side is None:
             record["H"], record["L"] = meta.header, list(meta.links)
@@ -205,7 +211,7 @@ class RedisMetaInfoStore(MetaInfoStore):
         return MetaInfo(url, r["s"], r["f"], header, tuple(links), r.get("i"), size=r["z"],
                         lastmodified=lastmodified, etag=etag, digest=_hex(r.get("d")), version=r.get("n"),
                         objcrc=r.get("c"), dropped=bool(r.get("x")), checked=r.get("k"),
-                        wanted=tuple(r.get("w", "").split()), refresh=r.get("rf"))
+                        wanted=tuple(r.get("w", "").split()), refresh=r.get("rf"), unannounced=bool(r.get("u")))
 
     def _version_entry(self, v: Version, side: str | None = None) -> list[Any]:
         entry: list[Any] = [v.number, _b64(v.digest), v.fetched, v.size, v.status]
@@ -329,6 +335,21 @@ class RedisMetaInfoStore(MetaInfoStore):
 
         self._update(url, change)
         return self.get_recent(url)
+
+    def announced(self, pages: Iterable[tuple[str, int]]) -> int:
+        """One compare-and-set per page (most records are remembered from their write: no GET)."""
+        done = 0
+        for url, version in pages:
+
+            def change(record: dict[str, Any] | None, version: int = version) -> dict[str, Any] | None:
+                m = record.get("m") if record else None
+                if not m or not m.get("u") or m.get("n") != version:
+                    return None
+                del m["u"]
+                return record
+
+            done += self._update(url, change)
+        return done
 
     def confirm(self, meta: MetaInfo, revisit: Revisit | None, keep: int) -> None:
         """One compare-and-set for the record and the 304's revisit."""

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
+import threading
+import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -71,7 +74,11 @@ class Command(ScrapyCrawl):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         spider = args[0] if args else ""
         super().run(args, opts)
-        stats = self.run_crawler.stats.get_stats() if self.run_crawler is not None else {}
+        try:
+            stats = self.run_crawler.stats.get_stats() if self.run_crawler is not None else {}
+        except RuntimeError:  # the crawler failed before its crawl started (Scrapy logged why)
+            stats = {}
+            self.exitcode = self.exitcode or 1
         failure = (nothing_fetched(stats) or not_emitted(stats)) if spider == "urd" else None
         if stats.get("finish_reason") == "store_unwritable":
             failure = stats.get("webrace/store_unwritable") or "the object store could not be written"
@@ -121,12 +128,46 @@ class Command(ScrapyCrawl):
             return [str(exc)]
         return []
 
+    def _wait_for_redis(self) -> None:
+        """Redis does not answer (a URL that is no Redis URL, or a wrong password, is refused
+        at once): the outage's line, its backoff, and one line when it answers; after
+        ``WEBRACE_REDIS_START_WAIT`` seconds, or SIGTERM or Ctrl-C meanwhile, the last
+        failure is the command's error (exit 1)."""
+        from webrace.backends import RedisUnreachable, connect
+        from webrace.outage import Outage, until_reachable
+
+        limit = self.settings.get("WEBRACE_REDIS_START_WAIT")
+        deadline = None if limit is None else time.monotonic() + float(limit)
+        outage = Outage(lambda line: print(f"{line} (before the crawl starts)", file=sys.stderr, flush=True))
+        stop = threading.Event()
+
+        def wait(seconds: float) -> bool:  # True: stop waiting
+            if deadline is not None and time.monotonic() + seconds > deadline:
+                return True
+            return stop.wait(seconds)
+
+        previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        try:
+            if deadline is not None and deadline <= time.monotonic():  # no wait: the first failure is the error
+                client = connect(self.settings)
+            else:
+                client = until_reachable(lambda: connect(self.settings), outage, wait, (RedisUnreachable,))
+        except KeyboardInterrupt:
+            client = None
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        if client is None:  # stopped, or waited WEBRACE_REDIS_START_WAIT: the error is the last failure's
+            client = connect(self.settings)
+        client.close()
+
     def _redis_problems(self, spider: str) -> list[str]:
         if not distributed(self.settings):
             return []
         from webrace.backends import RedisUnavailable, connect
 
         try:
+            if spider == "urd":  # a worker is long-running: started while Redis is away, it waits for it
+                self._wait_for_redis()
             connect(self.settings).close()
         except RedisUnavailable as exc:
             return [str(exc)]

@@ -81,6 +81,7 @@ class LeaseScheduler(BaseScheduler):
         self._poll_call: Any = None
         self._rounds_cache: tuple[float, list[str]] = (0.0, [])  # the lease thread's
         self.outage = Outage(logger.warning)  # the spider's, from open(): one per worker
+        self.store_outage = Outage(logger.warning)  # the spider's, from open(): the object store unwritable
         self._abandoned: deque[tuple[str, str]] = deque()  # (round id, URL) whose leases end at the next lease call
         # round id -> URLs leased by this worker whose items are not written yet (buffered,
         # being fetched, or their items in the pipeline): their leases are renewed while this
@@ -109,6 +110,7 @@ class LeaseScheduler(BaseScheduler):
         self.rounds = spider.engine  # the URD spider's RedisRounds: one registry for both
         self.registry = self.rounds.registry
         self.outage = spider.outage or self.outage
+        self.store_outage = getattr(spider, "store_outage", None) or Outage(logger.warning)
         self._renewal = task.LoopingCall(self._renew)
         self._renewal.start(max(self.lease_ms / 3000, 0.05), now=False).addErrback(
             lambda failure: logger.error("Lease renewal stopped: %s", failure.getErrorMessage()))
@@ -307,7 +309,7 @@ class LeaseScheduler(BaseScheduler):
         once the outage's wait is over)."""
         if self._filling is not None or self._closing or len(self.buffer) >= self.max_leased:
             return
-        if not self.outage.due():
+        if not self.outage.due() or not self.store_outage.due():
             return
         self._filling = self.io.run(self._lease)
         self._filling.addBoth(self._filled)
@@ -442,7 +444,8 @@ class LeaseScheduler(BaseScheduler):
         # (a lease call may be in flight: the engine asked just before; leases it brings are
         # given back at close)
         # (not while Redis is away: whether there is work is not known)
-        if self.idle_close is not None and idle_for >= self.idle_close and not self.outage.down:
+        if self.idle_close is not None and idle_for >= self.idle_close and not self.outage.down \
+                and not self.store_outage.down:
             logger.info("No work for %.0f s (WEBRACE_IDLE_CLOSE): stopping", idle_for)
             return
         if self._poll_call is None or not self._poll_call.active():
@@ -466,4 +469,5 @@ class LeaseScheduler(BaseScheduler):
         if self.idle_close is None or idle_for < self.idle_close:
             from twisted.internet import reactor
 
-            self._poll_call = reactor.callLater(max(self.poll_delay, self.outage.left()), self._poll)
+            self._poll_call = reactor.callLater(max(self.poll_delay, self.outage.left(), self.store_outage.left()),
+                                                self._poll)

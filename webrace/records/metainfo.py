@@ -37,6 +37,10 @@ class MetaInfo:
     # a new version is judged for all of them, whichever round fetched it (at most WANTED_KEPT, newest last)
     wanted: tuple[str, ...] = ()
     refresh: str | None = None  # where the page's refresh sends the browser (one of its links)
+    # the newest version was stored but its page's item has not gone out yet (its ACIs and
+    # sentinels not judged: a worker died, Redis went away): the next fetch announces it,
+    # 304 or not (cleared by MetaInfoStore.announced once the item is out)
+    unannounced: bool = False
 
     def wanting(self, keys: Iterable[str]) -> tuple[str, ...]:
         """``wanted`` with ``keys`` added (the newest ``WANTED_KEPT``)."""
@@ -113,6 +117,8 @@ class MetaInfo:
             root.set("wanted", " ".join(self.wanted))
         if self.refresh:
             root.set("refresh", self.refresh)
+        if self.unannounced:
+            root.set("unannounced", "true")
         return etree.tostring(root, encoding="unicode")
 
     @classmethod
@@ -140,6 +146,7 @@ class MetaInfo:
             checked=int(root.get("checked")) if root.get("checked") else None,
             wanted=tuple((root.get("wanted") or "").split()),
             refresh=root.get("refresh") or None,
+            unannounced=root.get("unannounced") in ("true", "1"),
         )
 
 

@@ -83,8 +83,10 @@ class PageRecorder:
         )
         if response.request.meta.get(CONDITIONAL) and 200 <= status < 300:
             self.stats.inc_value("recrawl/unchanged_body" if recorded.unchanged else "recrawl/modified")
+        if recorded.announce and not recorded.new_version:
+            self._inc("announced_again")
         return _page(node, response.url, status, media_type(response.headers.get(b"Content-Type")),
-                     len(response.body), recorded.meta, recorded.version, recorded.new_version, False)
+                     len(response.body), recorded.meta, recorded.version, recorded.announce, False)
 
     async def not_modified(self, node: Node, response: Response, wanted: Iterable[str] = (),
                            round_opened: int | None = None) -> Page | None:
@@ -109,8 +111,11 @@ class PageRecorder:
         node.links = list(meta.links)  # found on the page too: the round engine counts them
         node.refresh = meta.refresh if meta.refresh in meta.links else None
         fresh = response.request.meta.get(SERVED_FRESH)
+        again = meta.unannounced and meta.version is not None  # stored earlier, its item never went out
+        if again:
+            self._inc("announced_again")
         return _page(node, response.url, meta.status if fresh else 304, media_type(meta.header_value("Content-Type")),
-                     meta.size, meta, meta.version, False, True)
+                     meta.size, meta, meta.version, again, True)
 
     async def not_kept(self, request: Request, exc: BaseException) -> None:
         """A 2xx answer refused for its media type (at its headers: ``exc`` is the

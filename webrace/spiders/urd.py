@@ -17,7 +17,8 @@ Spider arguments: ``-a urd=ID[,ID...]`` crawls these URDs now, due or not;
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,7 +27,7 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.http import Response
-from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet import task, threads
 from twisted.python.failure import Failure
 
@@ -37,7 +38,7 @@ from webrace.items import Page
 from webrace.middlewares.exclusion import IGNORED
 from webrace.middlewares.recrawl import FRESH_SINCE, UNCONDITIONAL, object_cache, store_io
 from webrace.middlewares.redirect import REDIRECT_CLAIMED, REDIRECT_SEEN
-from webrace.outage import REDIS_DOWN, Outage
+from webrace.outage import REDIS_DOWN, Outage, until_reachable
 from webrace.records.rounds import DONE, FAILED, Node
 from webrace.rounds.engine import Round, Step
 from webrace.scout.crawl import CrawlRules
@@ -67,6 +68,7 @@ class UrdSpider(scrapy.Spider):
         self._probe_loop: Any = None
         self.redis_io: RedisThread | None = None  # distributed: where the engine's Redis calls run
         self.outage: Outage | None = None  # distributed: Redis away, said once (the lease scheduler's pace)
+        self.store_outage: Outage | None = None  # distributed: the object store cannot be written (full, gone)
         self._flush_check: Any = None  # distributed, idle: whether held items can go, asked
         self._flush_answer: bool | None = None
         # (round id, URL) -> the exception its callback raised, until an item of it is emitted
@@ -86,17 +88,25 @@ class UrdSpider(scrapy.Spider):
         spider.scout = CrawlRules.load(crawler, spider.template_arg)  # TemplateError: refused
         spider.continuous = settings.getbool("WEBRACE_CONTINUOUS")
         stats = CrawlStats(crawler)
-        spider.engine = open_round_engine(settings, stats, StoredSentinels(settings))
+        if distributed(settings):
+            spider.outage = Outage(logger.warning)  # Redis away: said once each way for the whole worker
+            spider.store_outage = Outage(logger.warning, away="The object store cannot be written; pages are "
+                                         "handed back", back="The object store can be written again")
+            spider.engine = _while_redis_away(lambda: open_round_engine(settings, stats, StoredSentinels(settings)),
+                                              spider.outage)
+        else:
+            spider.engine = open_round_engine(settings, stats, StoredSentinels(settings))
         spider.engine.on_open = spider._round_opened
         if spider.engine.shared:  # no Redis round trip on the reactor thread (issue 23)
             spider.redis_io = RedisThread()
-            spider.outage = Outage(logger.warning)
         spider.extractor = UrlExtractor.from_settings(settings)
         spider.recorder = None  # needs the object cache, which its owner opens (spider_opened)
         crawler.signals.connect(spider.on_opened, signal=signals.spider_opened)
         spider.delegation = spider.engine.delegation  # IPMicra (distributed mode)
         if spider.delegation is not None and spider.delegation.measured is not None:
             crawler.signals.connect(spider.serve_probes, signal=signals.engine_started)
+        spider.announced = Announced(crawler)
+        crawler.signals.connect(spider.announced.item_out, signal=signals.item_scraped)
         crawler.signals.connect(spider.on_closed, signal=signals.spider_closed)
         if spider.scout is not None:
             crawler.signals.connect(spider.close_rules, signal=signals.spider_closed)
@@ -105,12 +115,31 @@ class UrdSpider(scrapy.Spider):
         crawler.signals.connect(spider.page_failed, signal=signals.spider_error)
         return spider
 
-    def on_opened(self, spider: scrapy.Spider) -> None:
-        if spider is self:
-            self.cache = object_cache(self.crawler)  # owned by the recrawl middleware
-            self.recorder = PageRecorder(self.cache, self.extractor, CrawlStats(self.crawler), self.engine.tally,
-                                         store_io(self.crawler),
-                                         self.crawler.settings.getfloat("METAREFRESH_MAXDELAY"))
+    async def on_opened(self, spider: scrapy.Spider) -> None:
+        if spider is not self:
+            return
+        self.cache = await self._open_cache()
+        self.recorder = PageRecorder(self.cache, self.extractor, CrawlStats(self.crawler), self.engine.tally,
+                                     store_io(self.crawler), self.crawler.settings.getfloat("METAREFRESH_MAXDELAY"))
+
+    async def _open_cache(self) -> Any:
+        """The object cache (owned by the recrawl middleware). A distributed worker that
+        starts while Redis is away waits for it (said once each way, with the outage's
+        backoff) before it opens: the crawl starts once it has somewhere to keep pages."""
+        if self.outage is None:
+            return object_cache(self.crawler)
+        from webrace.backends.errors import RedisUnreachable
+
+        while True:
+            try:
+                cache = object_cache(self.crawler)
+            except (RedisUnreachable, *REDIS_DOWN) as exc:
+                if not self.crawler.crawling:  # stopped (SIGTERM) while it waited
+                    raise CloseSpider("redis_unavailable") from None
+                await maybe_deferred_to_future(task.deferLater(_reactor(), self.outage.failed(exc), lambda: None))
+            else:
+                self.outage.ok()
+                return cache
 
     def serve_probes(self) -> None:
         """IPMicra without a latency table: answer other workers' probe requests every
@@ -260,9 +289,16 @@ class UrdSpider(scrapy.Spider):
             else:
                 item = await recorder.fetched(node, response, wanted, opened)
         except ObjectStoreUnwritable as exc:  # full, read-only, gone: the crawl cannot keep what it fetches
+            if self.store_outage is not None:  # a worker: the page goes back to the queue, leasing waits
+                self.store_outage.struck(exc)
+                self.crawler.stats.inc_value("webrace/store_unwritable/pages_abandoned")
+                self.crawler.signals.send_catch_log(page_abandoned, request=response.request)
+                return
             logger.error("%s: the crawl stops (%s not recorded)", exc, response.url)
             self.crawler.stats.set_value("webrace/store_unwritable", str(exc))
             raise CloseSpider("store_unwritable") from None
+        if self.store_outage is not None:
+            self.store_outage.ok()
         if item is None:
             for out in self._emit(rnd, await self._call(self.engine.finish, rnd, node, FAILED)):
                 yield out
@@ -434,6 +470,7 @@ class UrdSpider(scrapy.Spider):
     def on_closed(self, spider: scrapy.Spider, reason: str) -> None:
         if spider is not self:
             return
+        self.announced.close()  # before the recrawl middleware closes the cache (it connected later)
         if self._wake_call is not None and self._wake_call.active():
             self._wake_call.cancel()
         if self._probe_loop is not None and self._probe_loop.running:
@@ -456,6 +493,67 @@ class UrdSpider(scrapy.Spider):
         if unreleased:
             logger.warning("%d pages were fetched and stored but their items not emitted: other "
                            "workers could still add owners to them", unreleased)
+
+
+class Announced:
+    """The new versions whose items went out (``item_scraped``: past the annotation and
+    sentinel middlewares, so their ACIs and notifications are kept): their records stop being
+    :attr:`~webrace.records.metainfo.MetaInfo.unannounced`, in batches, in the store thread. A
+    batch lost (the process killed, the store away) only means those versions are announced
+    once more by their next fetch; ACIs and notifications are kept once each (one per owner,
+    page and version; a sentinel's baseline moves once)."""
+
+    BATCH = 64  # records a batch marks
+    DELAY_S = 1.0  # a smaller batch goes this long after its first item
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.pending: list[tuple[str, int]] = []
+        self._call: Any = None
+
+    def item_out(self, item: Any, spider: scrapy.Spider) -> None:
+        if (not isinstance(item, Page) or not item.get("new_version") or item.get("version") is None
+                or getattr(item, "_webrace_not_announced", False)):
+            return
+        self.pending.append((item["url"], item["version"]))
+        if len(self.pending) >= self.BATCH:
+            self.flush()
+        elif self._call is None or not self._call.active():
+            self._call = _reactor().callLater(self.DELAY_S, self.flush)
+
+    def flush(self) -> Any:
+        batch, self.pending = self.pending, []
+        if not batch:
+            return None
+        cache = object_cache(self.crawler)
+        return deferred_from_coro(store_io(self.crawler)(cache.index.announced, batch)).addErrback(
+            self._failed, len(batch))
+
+    def close(self) -> None:
+        """At the spider's close (the store thread has stopped): the rest, here."""
+        if self._call is not None and self._call.active():
+            self._call.cancel()
+        batch, self.pending = self.pending, []
+        if batch:
+            try:
+                object_cache(self.crawler).index.announced(batch)
+            except Exception as exc:  # noqa: BLE001 - they are announced again by their next fetch
+                self._failed(Failure(exc), len(batch))
+
+    def _failed(self, failure: Failure, count: int) -> None:
+        self.crawler.stats.inc_value("webrace/announcements_unmarked", count)
+        logger.warning("%d new versions went out but could not be marked so (%s): their next fetch announces "
+                       "them again", count, failure.getErrorMessage())
+
+
+def _while_redis_away(attempt: Callable[[], Any], outage: Outage) -> Any:
+    """``attempt()`` once Redis answers: a worker whose Redis went away between the crawl
+    command's check and the spider's start waits for it here, with the outage's backoff (the
+    crawl has not started: nothing else is waiting for the reactor)."""
+    from webrace.backends.errors import RedisUnreachable
+
+    return until_reachable(attempt, outage, lambda seconds: time.sleep(seconds) or False,
+                           (RedisUnreachable, *REDIS_DOWN))
 
 
 def _reactor() -> Any:

@@ -35,6 +35,12 @@ class Recorded:
     new_version: bool  # a new version was added
     unchanged: bool  # the body hashed to the newest stored version
 
+    @property
+    def announce(self) -> bool:
+        """Its page's item tells a new version: this fetch stored one, or an earlier fetch
+        stored the version it found and its item never went out (``MetaInfo.unannounced``)."""
+        return self.new_version or (self.meta.unannounced and self.version is not None)
+
 
 @dataclass
 class GcReport:
@@ -99,19 +105,22 @@ class ObjectCache:
         wanted: Iterable[str] = (),
         checked: int | None = None,
         refresh: str | None = None,
+        announce: bool = True,
     ) -> Recorded:
         """Store a full response. A 2xx body becomes a new version unless it hashes to the
         newest one; other statuses update the record and keep the versions. ``previous``
         is the URL's record if the caller just read it (None: there was none); ``wanted``:
         reach keys of the URDs this fetch was for, added to the page's; ``checked``: when the
         round that fetched it opened (see ``MetaInfo.checked``); ``refresh``: where the page's
-        refresh sends the browser (kept in its meta-info).
+        refresh sends the browser (kept in its meta-info); ``announce``: a new version is
+        :attr:`~webrace.records.metainfo.MetaInfo.unannounced` until its page's item is out
+        (False: history imported, never news).
 
         Two fetches of one URL recorded at once (a page reached by two routes in flight
         together) would both number their version after the same newest one: the second is
         recorded again against what the first stored."""
         args = (url, status, body, fetched, header, links, ip, etag, lastmodified, store_body, wanted, checked,
-                refresh)
+                refresh, announce)
         try:
             return self._record_fetch(*args, previous)
         except VersionExists:
@@ -120,7 +129,7 @@ class ObjectCache:
 
     def _record_fetch(self, url: str, status: int, body: bytes, fetched: int, header: str, links: list[str],
                       ip: str | None, etag: str | None, lastmodified: str | None, store_body: bool,
-                      wanted: Iterable[str], checked: int | None, refresh: str | None,
+                      wanted: Iterable[str], checked: int | None, refresh: str | None, announce: bool,
                       previous: MetaInfo | None | object) -> Recorded:
         if previous is ...:
             previous = self.index.get(url)
@@ -131,19 +140,22 @@ class ObjectCache:
         else:
             versions = self.index.versions(url) if previous else []
             newest = versions[-1] if versions else None
+        # a version stored earlier whose item never went out stays to be announced
+        pending = bool(previous is not None and previous.unannounced and newest is not None
+                       and previous.version == newest.number)
         if not (200 <= status < 300 and store_body):
             meta = MetaInfo(url, status, fetched, header, tuple(links), ip, size=newest.size if newest else 0,
                             digest=newest.digest if newest else None, version=newest.number if newest else None,
                             objcrc=previous.objcrc if previous and newest else None,
                             dropped=bool(previous and newest and previous.dropped), wanted=keys,
-                            refresh=refresh)
+                            refresh=refresh, unannounced=pending)
             # (not checked: a body this fetch did not bring is not confirmed by it)
             self.index.put(meta)  # no validators: next time, fetch in full
             return Recorded(meta, newest.number if newest else None, False, False)
         digest = digest_of(body)
         meta = MetaInfo(url, status, fetched, header, tuple(links), ip, size=len(body),
                         lastmodified=lastmodified, etag=etag, digest=digest, wanted=keys, checked=checked,
-                        refresh=refresh)
+                        refresh=refresh, unannounced=pending)
         xml = is_xml_type(meta.header_value("Content-Type"))
         if newest is not None and newest.digest == digest:
             if previous is not None and previous.dropped:  # still the body nobody wanted: not kept
@@ -156,7 +168,7 @@ class ObjectCache:
             return Recorded(meta, newest.number, False, True)
         _, _, crc = self.objects.put(body, digest, xml=xml)
         version = Version(url, (newest.number + 1) if newest else 1, digest, fetched, len(body), status, header)
-        meta = replace(meta, version=version.number, objcrc=crc)
+        meta = replace(meta, version=version.number, objcrc=crc, unannounced=announce)  # until its item is out
         self.index.put(meta, version)
         return Recorded(meta, version.number, True, False)
 

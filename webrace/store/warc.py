@@ -719,7 +719,7 @@ def _store(cache: ObjectCache, found: list[_Found], view: CrawlView, max_body: i
             recorded = cache.record_fetch(
                 url, read[0], read[2], fetched=fetched, header=capture.header, links=capture.links,
                 ip=record.rec_headers.get_header("WARC-IP-Address"), etag=http.get_header("ETag"),
-                lastmodified=http.get_header("Last-Modified"), previous=previous)
+                lastmodified=http.get_header("Last-Modified"), previous=previous, announce=False)
             report.responses += 1
             report.new_versions += recorded.new_version
             report.unchanged += recorded.unchanged
