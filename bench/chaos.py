@@ -1051,8 +1051,8 @@ class Verdict:
         # a round opened once the drain was over may still be under way when everything stops
         self.never = [r.id for r in chaos.rounds.values() if not r.closed and not r.lost and r.opened < chaos.settled]
         late = sum(1 for r in chaos.rounds.values() if not r.closed and r.opened >= chaos.settled)
-        self.lines.append(f"rounds: {len(chaos.rounds)} opened, {closed} closed ({silent} by a scheduler killed before it "
-                          f"said so), {lost} lost with Redis's data, "
+        self.lines.append(f"rounds: {len(chaos.rounds)} opened, {closed} closed ({silent} by a scheduler killed "
+                          f"before it said so), {lost} lost with Redis's data, "
                           f"{len(self.never)} never closed, {late} opened after the drain (under way at the stop)")
         self.lines.append(f"pages: {chaos.config.pages} on the site, {self.truth.changes} changes made; "
                           f"{len(self.pages)} page items in the feeds for {expected_total} pages of closed rounds; "

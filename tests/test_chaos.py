@@ -16,18 +16,6 @@ from conftest import import_bench
 # One run for the whole module: its tests stay in one test process (pytest-xdist, --dist loadgroup)
 pytestmark = pytest.mark.xdist_group("chaos")
 
-# Known and open (issue 44). These two made the last two invariants fail in every run before
-# the outage handling (webrace/outage.py) landed; what is left depends on when a fault strikes,
-# so they are not strict either:
-REDIS_TRACEBACKS = ("a worker whose start meets Redis away runs on without its page recorder (an AttributeError "
-                    "traceback for every page)")
-FULL_STORE_STOPS_WORKERS = ("a worker stops (CloseSpider store_unwritable, exit 1) on a full object store, where "
-                            "the contract asks it to wait with backoff and go on")
-# This one in some runs only, depending on when a fault strikes (so those tests are not strict):
-RECORDED_NOT_ANNOUNCED = ("a new version recorded by a worker that died, stopped or failed before its page's item "
-                          "was emitted is fetched again as a 304: its ACIs and sentinel notifications are never made")
-
-
 @pytest.fixture(scope="module")
 def verdict(redis_binary, tmp_path_factory):
     """The short run's verdict; its report is printed (pytest shows it with a failure) and its
@@ -53,12 +41,10 @@ def test_every_page_of_a_closed_round_reaches_a_feed(verdict):
     held(verdict, "pages")
 
 
-@pytest.mark.xfail(strict=False, reason=RECORDED_NOT_ANNOUNCED)
 def test_every_aci_of_a_new_version_is_received(verdict):
     held(verdict, "acis_lost")
 
 
-@pytest.mark.xfail(strict=False, reason=RECORDED_NOT_ANNOUNCED)
 def test_every_owner_receives_the_aci_of_each_pages_final_revision(verdict):
     held(verdict, "acis_final")
 
@@ -67,7 +53,6 @@ def test_no_aci_is_received_twice(verdict):
     held(verdict, "acis_doubled")
 
 
-@pytest.mark.xfail(strict=False, reason=RECORDED_NOT_ANNOUNCED)
 def test_every_sentinel_tells_every_change(verdict):
     held(verdict, "notes_lost")
 
@@ -84,11 +69,9 @@ def test_rounds_close(verdict):
     held(verdict, "rounds")
 
 
-@pytest.mark.xfail(strict=False, reason=REDIS_TRACEBACKS)
 def test_no_process_writes_a_traceback_on_a_connection_error(verdict):
     held(verdict, "tracebacks")
 
 
-@pytest.mark.xfail(strict=False, reason=f"{REDIS_TRACEBACKS}; {FULL_STORE_STOPS_WORKERS}")
 def test_nothing_dies_but_what_the_harness_kills(verdict):
     held(verdict, "exits")

@@ -3,6 +3,7 @@ object store is a directory every worker mounts; Redis keeps a few hundred bytes
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -369,6 +370,39 @@ def test_a_full_store_stops_the_crawl_with_one_error_and_nothing_half_written(ti
         for url in urls:  # every recorded version's body is there, whole
             for version in c.versions(url):
                 assert digest_of(c.get(url, version.number)[1]) == version.digest
+
+
+
+def test_a_continuous_crawl_waits_out_a_full_store_and_keeps_the_pages_once_it_can(tiny_disk, project, site):
+    site.html("/", ["/a.html", "/b.html"])
+    site.html("/a.html")
+    site.html("/b.html")
+    project.add_urds(urd("u", "alice", site.url("/"), depth=1, timing=300))
+    ObjectStore(tiny_disk)  # its directories made while there is room
+    ballast = tiny_disk / "ballast"
+    with open(ballast, "wb", buffering=0) as f:  # the disk filled to its last block
+        for size in (1 << 14, 512):
+            with contextlib.suppress(OSError):
+                while f.write(b"\0" * size):
+                    pass
+    crawl = project.start(*project.crawl_args(project.root / "pages.jsonl", WEBRACE_CONTINUOUS=True,
+                                              WEBRACE_OBJECTS_DIR=str(tiny_disk), LOG_LEVEL="INFO"))
+    try:
+        crawl.wait_for("The object store cannot be written; pages fail until it can")
+        ballast.unlink()
+        back = crawl.wait_for("The object store can be written again")
+        crawl.wait_for("Round", "crawling", after=back + 1)  # a whole round after it: every page kept
+    finally:
+        code = crawl.stop()
+    said = crawl.stream("stderr")
+    assert code == 0 and "Traceback" not in said, said[-5000:]
+    assert said.count("The object store cannot be written") == 1, said[-5000:]
+    settings = Settings({"WEBRACE_DATA_DIR": str(project.data), "WEBRACE_OBJECTS_DIR": str(tiny_disk)})
+    with open_object_cache(settings) as c:
+        assert sorted(c.index.urls()) == sorted(site.url(p) for p in ("/", "/a.html", "/b.html"))
+        for url in c.index.urls():
+            newest = c.versions(url)[-1]
+            assert digest_of(c.get(url, newest.number)[1]) == newest.digest
 
 
 # -- two real workers on one shared directory (the must-show) ---------------------------------

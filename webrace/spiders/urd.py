@@ -68,7 +68,8 @@ class UrdSpider(scrapy.Spider):
         self._probe_loop: Any = None
         self.redis_io: RedisThread | None = None  # distributed: where the engine's Redis calls run
         self.outage: Outage | None = None  # distributed: Redis away, said once (the lease scheduler's pace)
-        self.store_outage: Outage | None = None  # distributed: the object store cannot be written (full, gone)
+        # distributed or continuous: the object store cannot be written (full, gone), said once each way
+        self.store_outage: Outage | None = None
         self._flush_check: Any = None  # distributed, idle: whether held items can go, asked
         self._flush_answer: bool | None = None
         # (round id, URL) -> the exception its callback raised, until an item of it is emitted
@@ -96,6 +97,9 @@ class UrdSpider(scrapy.Spider):
                                               spider.outage)
         else:
             spider.engine = open_round_engine(settings, stats, StoredSentinels(settings))
+            if spider.continuous:  # long-running too: a page that cannot be kept fails, the crawl goes on
+                spider.store_outage = Outage(logger.warning, away="The object store cannot be written; pages "
+                                             "fail until it can", back="The object store can be written again")
         spider.engine.on_open = spider._round_opened
         if spider.engine.shared:  # no Redis round trip on the reactor thread (issue 23)
             spider.redis_io = RedisThread()
@@ -289,10 +293,16 @@ class UrdSpider(scrapy.Spider):
             else:
                 item = await recorder.fetched(node, response, wanted, opened)
         except ObjectStoreUnwritable as exc:  # full, read-only, gone: the crawl cannot keep what it fetches
-            if self.store_outage is not None:  # a worker: the page goes back to the queue, leasing waits
+            if self.store_outage is not None and self.engine.shared:  # a worker: the page goes back, leasing waits
                 self.store_outage.struck(exc)
                 self.crawler.stats.inc_value("webrace/store_unwritable/pages_abandoned")
                 self.crawler.signals.send_catch_log(page_abandoned, request=response.request)
+                return
+            if self.store_outage is not None:  # continuous: failed in this round, fetched again in a later one
+                self.store_outage.struck(exc)
+                self.engine.tally.failed(response.url, "store_unwritable")
+                for out in self._emit(rnd, await self._call(self.engine.finish, rnd, node, FAILED)):
+                    yield out
                 return
             logger.error("%s: the crawl stops (%s not recorded)", exc, response.url)
             self.crawler.stats.set_value("webrace/store_unwritable", str(exc))
