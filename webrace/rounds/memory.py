@@ -19,13 +19,25 @@ waits (:func:`building`): a collection then would walk what is being built to fi
 
 Freezing moves every object alive at that moment, not only the round's: a page in flight
 then stays uncollected until the round closes. That is bounded by what is in flight.
+
+What the collection frees goes back to the C allocator, which keeps it: glibc's malloc gives
+a freed block back to the system only from the top of its heap, and each thread that
+allocates gets an arena of its own (a worker has several: the reactor, the store, Redis and
+lease threads, the middlewares' pools), so a process that frees as much as it allocates still
+grows, block by block, in the gaps. After each round's collection the free memory of every
+arena is given back (glibc's ``malloc_trim``; elsewhere nothing is done).
+``WEBRACE_MALLOC_TRIM=0`` in the environment leaves it out (``bench/soak.py --ab-trim``
+compares the two).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
+import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 _lock = threading.Lock()
@@ -61,10 +73,35 @@ def building() -> Iterator[None]:
 
 
 def release_built() -> None:
-    """A round closed: everything frozen is collectable again, and what is garbage is collected now."""
+    """A round closed: everything frozen is collectable again, what is garbage is collected
+    now, and the allocator gives back what that freed."""
     with _lock:
         gc.unfreeze()
     gc.collect()
+    give_back()
 
 
-__all__ = ["building", "keep_built", "release_built"]
+def _malloc_trim() -> Callable[[int], int] | None:
+    if os.environ.get("WEBRACE_MALLOC_TRIM", "1") == "0":
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim = libc.malloc_trim  # glibc only (musl, macOS: no such function)
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return trim
+
+
+_trim = _malloc_trim()
+
+
+def give_back() -> bool:
+    """The C allocator's free memory given back to the system (glibc); whether it was asked."""
+    if _trim is None:
+        return False
+    _trim(0)
+    return True
+
+
+__all__ = ["building", "give_back", "keep_built", "release_built"]
