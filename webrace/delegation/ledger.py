@@ -62,8 +62,10 @@ class Ledger:
         return capacity is None or self._load[crawler_id] + pages <= capacity
 
     def _full_message(self) -> str:
-        return (f"every crawler is at capacity ({sum(self._load.values())} pages delegated): "
-                "register more crawlers or raise their capacities")
+        return (
+            f"every crawler is at capacity ({sum(self._load.values())} pages delegated): "
+            "register more crawlers or raise their capacities"
+        )
 
     def _delegate(self, subnet: Subnet, crawler_id: str) -> None:
         self._owner[subnet] = crawler_id
@@ -107,13 +109,23 @@ class Ledger:
             held.add(key)
             self._load[crawler_id] += 1
 
-    def _assign(self, key: str, ip: IPAddress, subnet: Subnet | None, crawler_id: str, session: Session,
-                reason: str, moved: tuple[Move, ...] = (), verified: int = 0) -> Decision:
+    def _assign(
+        self,
+        key: str,
+        ip: IPAddress,
+        subnet: Subnet | None,
+        crawler_id: str,
+        session: Session,
+        reason: str,
+        moved: tuple[Move, ...] = (),
+        verified: int = 0,
+    ) -> Decision:
         """``verified``: probes of pages that moved (at other addresses than ``ip``), counted
         with the decision's own."""
         self._give([key], subnet, crawler_id)
-        return self._decided(Decision(crawler_id, ip, subnet, len(session.results) + verified, reason,
-                                      dict(session.results), moved))
+        return self._decided(
+            Decision(crawler_id, ip, subnet, len(session.results) + verified, reason, dict(session.results), moved)
+        )
 
     def _decided(self, decision: Decision) -> Decision:
         self.stats[f"delegation/{decision.reason}"] += 1

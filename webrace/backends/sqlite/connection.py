@@ -35,6 +35,7 @@ def connect(path: Path, threads: bool = False) -> sqlite3.Connection:
 
 def serialised(method: Callable[..., Any]) -> Callable[..., Any]:
     """One call at a time on the store's connection, from whichever thread."""
+
     @functools.wraps(method)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         with self.lock:
