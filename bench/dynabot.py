@@ -4,11 +4,11 @@ Sets (each started on 127.0.0.1, each with its members and look-alikes per servi
 
 - ``test``: the project's own test services (``webrace/demo/services.py``);
 - ``holdout``: services written by someone who did not read the prober, in the styles real
-  BLAST sites have (``bench/holdout_services.py``, ground truth in ``holdout_services.md``);
+  BLAST sites have (``holdout/holdout_services.py``, ground truth in ``holdout_services.md``);
 - ``holdout2``: imitations of named public BLAST servers, written independently of both
-  (``bench/holdout2_services.py``), when present;
-- ``real``: real open-source web applications installed by ``bench/realapps/install.py``
-  (ground truth in ``bench/realapps/truth.toml``), with the keyword search class, one crawl per
+  (``holdout/holdout2_services.py``), when present;
+- ``real``: real open-source web applications installed by ``holdout/realapps/install.py``
+  (ground truth in ``holdout/realapps/truth.toml``), with the keyword search class, one crawl per
   application; POSTs are counted from each server's own access log. Its variant ``given`` is
   ``shipped`` told the keyword each application's data holds (``-a keywords=...``, from the
   ground truth), as a user who knows the site would.
@@ -44,7 +44,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "holdout"))  # the hold-out sets: holdout_services, holdout2_services, realapps
 
 from webrace.demo.services import CLASSES  # noqa: E402
 from webrace.dynabot.stats import format_report  # noqa: E402
@@ -191,7 +191,7 @@ def real_set(variants: list[str], codes: dict[str, Path], tmp: Path) -> None:
     names = list(dict.fromkeys(s["app"] for s in load_truth() if installed(s["app"])))
     missing = sorted({s["app"] for s in load_truth()} - set(names))
     if not names:
-        print("real: not run (no app installed: python bench/realapps/install.py)")
+        print("real: not run (no app installed: python holdout/realapps/install.py)")
         return
     if missing:
         print(f"real: not installed, left out: {', '.join(missing)}")

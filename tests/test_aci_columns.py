@@ -15,9 +15,9 @@ import pytest
 from scrapy.extensions.feedexport import ItemFilter
 from scrapy.utils.test import get_crawler
 
-import webrace.backends.sqlite as sqlite_module
+import webrace.backends.sqlite.aci as sqlite_aci
 from webrace.annotation.filtering import FilteringProcessor, RoundIndex, Version
-from webrace.backends.sqlite import SqliteAciStore, _Pending
+from webrace.backends.sqlite.aci import SqliteAciStore, _Pending
 from webrace.exporters import FeedExporter
 from webrace.items import AciBatch, Page
 from webrace.records.aci import Aci, PageAcis, owner_key, page_key, split_id
@@ -90,7 +90,7 @@ def judged_pages(count: int = 12) -> list[PageAcis]:
 def test_an_owners_list_reads_the_pages_the_owner_index_holds_and_those_past_it(tmp_path, monkeypatch):
     pages = judged_pages()
     # the index is brought up once past the first half of the pages; the last ones stay past it
-    monkeypatch.setattr(sqlite_module, "_TAIL_ROWS", sum(map(len, pages[:len(pages) // 2])))
+    monkeypatch.setattr(sqlite_aci, "_TAIL_ROWS", sum(map(len, pages[:len(pages) // 2])))
     expected: dict[str, list[tuple]] = {}
     for page in pages:
         for aci in page:
@@ -120,7 +120,7 @@ def test_an_owners_list_reads_the_pages_the_owner_index_holds_and_those_past_it(
 
 def test_the_owner_index_grows_by_appended_runs_and_a_store_of_a_row_per_aci_is_moved_to_blobs(tmp_path, monkeypatch):
     pages = judged_pages()
-    monkeypatch.setattr(sqlite_module, "_TAIL_ROWS", len(pages[0]))  # a run every page or two
+    monkeypatch.setattr(sqlite_aci, "_TAIL_ROWS", len(pages[0]))  # a run every page or two
     path = tmp_path / "aci.sqlite"
     with SqliteAciStore(path) as store:
         for page in pages:
@@ -218,7 +218,7 @@ def test_a_feed_that_takes_no_acis_never_makes_them(tmp_path):
 
 
 def test_a_page_too_varied_for_one_row_layout_is_refused_whole(tmp_path, monkeypatch):
-    monkeypatch.setattr(sqlite_module, "_FIELD_MAX", 2)
+    monkeypatch.setattr(sqlite_aci, "_FIELD_MAX", 2)
     page = judged_pages(1)[0]
     with SqliteAciStore(tmp_path / "aci.sqlite") as store:
         if len(page.keys) <= 2 and len(set(page.relevance)) <= 2:

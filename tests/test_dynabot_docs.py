@@ -1,7 +1,7 @@
 """DynaBot on documentation sites whose search runs in JavaScript, as real software built them:
 Python's documentation (Sphinx: ``search.html?q=`` is empty as served, searchtools.js writes the
 results) and MkDocs' (a search dialog with an unnamed field, answered as one types), from
-Debian's ``python3.11-doc`` and ``mkdocs-doc`` (``python bench/realapps/install.py --apps
+Debian's ``python3.11-doc`` and ``mkdocs-doc`` (``python holdout/realapps/install.py --apps
 pythondocs,mkdocs`` installs them), each served as static files on 127.0.0.1."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ MKDOCS = Path("/usr/share/doc/mkdocs/html")
 needs_chromium = pytest.mark.usefixtures("needs_browser")  # decided when the first such test runs
 needs_docs = pytest.mark.skipif(not (SPHINX / "search.html").exists() or not (MKDOCS / "index.html").exists(),
                                 reason="needs Debian's python3.11-doc and mkdocs-doc (apt-get install python3.11-doc "
-                                       "mkdocs-doc, or python bench/realapps/install.py --apps pythondocs,mkdocs)")
+                                       "mkdocs-doc, or python holdout/realapps/install.py --apps pythondocs,mkdocs)")
 
 
 class Docs:

@@ -1,5 +1,5 @@
-"""DynaBot against real applications (bench/realapps): their own access logs say what it sent.
-Skipped, with the reason, when the apps are not installed (python bench/realapps/install.py)."""
+"""DynaBot against real applications (holdout/realapps): their own access logs say what it sent.
+Skipped, with the reason, when the apps are not installed (python holdout/realapps/install.py)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ import pytest
 from conftest import Project
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.append(str(ROOT / "bench"))  # appended: bench/rules.py must not hide the rules package
+sys.path.append(str(ROOT / "holdout"))
 
 from realapps.serve import RealApps, installed  # noqa: E402
 
 APPS = ["django", "datasette", "isso", "omega"]
 MISSING = [name for name in APPS if not installed(name)]
 pytestmark = [pytest.mark.skipif(bool(MISSING), reason=f"real apps not installed: {', '.join(MISSING)} "
-                                                       "(python bench/realapps/install.py)"),
+                                                       "(python holdout/realapps/install.py)"),
               pytest.mark.xdist_group("realapps")]
 SCD = ROOT / "serviceclasses"
 

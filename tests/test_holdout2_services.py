@@ -1,4 +1,4 @@
-"""Hold-out set 2 (bench/holdout2_services.py): every member answers a person's submission.
+"""Hold-out set 2 (holdout/holdout2_services.py): every member answers a person's submission.
 
 Each member's form is fetched, filled in and posted with urllib as a browser would (multipart
 where the form says so), then waiting pages are followed through their refresh until the answer:
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(not (shutil.which("blastn") and shutil.which("ma
 pytestmark = [pytestmark, pytest.mark.xdist_group("holdout2_services")]
 
 _spec = importlib.util.spec_from_file_location(
-    "holdout2_services", Path(__file__).resolve().parent.parent / "bench" / "holdout2_services.py")
+    "holdout2_services", Path(__file__).resolve().parent.parent / "holdout" / "holdout2_services.py")
 hs_mod = sys.modules.setdefault("holdout2_services", importlib.util.module_from_spec(_spec))
 _spec.loader.exec_module(hs_mod)
 

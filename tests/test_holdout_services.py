@@ -1,6 +1,6 @@
-"""The hold-out services (bench/holdout_services.py) answer a correct manual submission with
+"""The hold-out services (holdout/holdout_services.py) answer a correct manual submission with
 a real BLAST report: every member of nucleotide and protein BLAST, by hand, with urllib; and
-the non-members and hostile sites behave as bench/holdout_services.md says."""
+the non-members and hostile sites behave as holdout/holdout_services.md says."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "holdout_services.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "holdout" / "holdout_services.py"
 
 pytestmark = pytest.mark.skipif(
     any(shutil.which(p) is None for p in ("blastn", "blastp", "blastx", "tblastx", "tblastn", "makeblastdb",
@@ -30,7 +30,7 @@ pytestmark = [pytestmark, pytest.mark.xdist_group("holdout_services")]
 
 
 def load_module():
-    spec = importlib.util.spec_from_file_location("holdout_services", BENCH)
+    spec = importlib.util.spec_from_file_location("holdout_services", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)

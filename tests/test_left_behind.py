@@ -131,15 +131,15 @@ def test_the_browser_the_web_app_tests_drive(sealed):
 
 
 def test_a_real_application_served_by_gunicorn(sealed):
-    sys.path.insert(0, str(CHECKOUT / "bench"))
+    sys.path.insert(0, str(CHECKOUT / "holdout"))
     try:
         from realapps.common import cache_dir
         from realapps.serve import installed
     finally:
-        sys.path.remove(str(CHECKOUT / "bench"))
+        sys.path.remove(str(CHECKOUT / "holdout"))
     if not installed("django"):
-        pytest.skip("the real applications are not installed (python bench/realapps/install.py)")
-    apps = sealed.start(sys.executable, str(CHECKOUT / "bench" / "realapps" / "serve.py"), "--apps", "django",
+        pytest.skip("the real applications are not installed (python holdout/realapps/install.py)")
+    apps = sealed.start(sys.executable, str(CHECKOUT / "holdout" / "realapps" / "serve.py"), "--apps", "django",
                         WEBRACE_REALAPPS_DIR=str(cache_dir()))
     try:
         assert apps.stdout.readline().startswith("django")  # started and answering

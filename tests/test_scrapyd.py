@@ -75,7 +75,7 @@ def deploy(base: str, tmp_path: Path) -> None:
     [deploy] names this scrapyd."""
     checkout = tmp_path / "checkout"
     shutil.copytree(ROOT, checkout, ignore=shutil.ignore_patterns(
-        ".git", "tests", "bench", "*.egg-info", "build", "__pycache__", ".webrace", "*.png"))
+        ".git", "tests", "bench", "holdout", "*.egg-info", "build", "__pycache__", ".webrace", "*.png"))
     (checkout / "scrapy.cfg").write_text(
         f"[settings]\ndefault = webrace.settings\n\n[deploy]\nurl = {base}\nproject = webrace\n")
     deployed = subprocess.run(["scrapyd-deploy", "--version", "r1"], cwd=checkout,

@@ -46,7 +46,7 @@ logger = logging.getLogger(__name__)
 
 def open_urd_store(settings: Any) -> UrdStore:
     """The URD-DB. It stays where the scheduler runs, so it is SQLite in both modes."""
-    from webrace.backends.sqlite import SqliteUrdStore
+    from webrace.backends.sqlite.urd import SqliteUrdStore
 
     return SqliteUrdStore(data_dir(settings) / "urd.sqlite")
 
@@ -83,7 +83,7 @@ def open_metainfo_store(settings: Any, objects: CompressedObjects | None = None)
     set (a page stored by one worker is re-crawled conditionally by any other; the headers
     and links of its records go to ``objects``, default :func:`open_object_store`)."""
     from webrace.backends.redis import RedisMetaInfoStore, legacy_layout, prefix
-    from webrace.backends.sqlite import SqliteMetaInfoStore
+    from webrace.backends.sqlite.metainfo import SqliteMetaInfoStore
 
     if distributed(settings):
         client = connect(settings)
@@ -133,7 +133,7 @@ def open_aci_store(settings: Any) -> AciStore:
     """The ACI store: in Redis with ``REDIS_URL`` (every worker adds to one store), else
     embedded (``WEBRACE_DATA_DIR/aci.sqlite``)."""
     from webrace.backends.redis import RedisAciStore, prefix
-    from webrace.backends.sqlite import SqliteAciStore
+    from webrace.backends.sqlite.aci import SqliteAciStore
 
     if distributed(settings):
         return RedisAciStore(connect(settings), prefix(settings))
@@ -144,7 +144,7 @@ def open_results_store(settings: Any) -> ResultsStore:
     """Scout's results table: in Redis with ``REDIS_URL`` (shared by every worker), else
     ``WEBRACE_DATA_DIR/results.sqlite``."""
     from webrace.backends.redis import RedisResultsStore, prefix
-    from webrace.backends.sqlite import SqliteResultsStore
+    from webrace.backends.sqlite.results import SqliteResultsStore
 
     if distributed(settings):
         return RedisResultsStore(connect(settings), prefix(settings))
@@ -157,7 +157,7 @@ def open_sentinel_store(settings: Any) -> SentinelStore:
     ``WEBRACE_DATA_DIR/sentinels.sqlite``."""
     from webrace.backends.redis import prefix
     from webrace.backends.redis_sentinels import RedisSentinelStore
-    from webrace.backends.sqlite import SqliteSentinelStore
+    from webrace.backends.sqlite.sentinels import SqliteSentinelStore
 
     if distributed(settings):
         return RedisSentinelStore(connect(settings), prefix(settings))

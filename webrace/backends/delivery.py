@@ -29,7 +29,7 @@ import redis
 
 from webrace.backends.redis import DEFAULT_PREFIX
 from webrace.backends.sealing import ChannelCipher, is_plain
-from webrace.backends.sqlite import _Transaction, connect
+from webrace.backends.sqlite.connection import Transaction, connect
 from webrace.records.channel import Channel
 
 Sent = tuple[str, str, int]  # (kind, item id, item time in epoch ms)
@@ -120,12 +120,12 @@ class SqliteDeliveryStore(DeliveryStore):
         """URLs an older version stored in clear: encrypted, once."""
         plain = self.conn.execute("SELECT id, url FROM channel WHERE instr(url, '://') > 0").fetchall()
         if plain:
-            with _Transaction(self.conn):
+            with Transaction(self.conn):
                 self.conn.executemany("UPDATE channel SET url = ? WHERE id = ? AND url = ?",
                                       [(self.cipher.seal(url), cid, url) for cid, url in plain])
 
     def put_channel(self, channel: Channel) -> bool:
-        with _Transaction(self.conn):
+        with Transaction(self.conn):
             before = self.conn.total_changes
             self.conn.execute("INSERT OR IGNORE INTO channel (id, owner, url, events, since) VALUES (?, ?, ?, ?, ?)",
                               (channel.id, channel.owner, self.cipher.seal(channel.url), ",".join(channel.events),
@@ -141,7 +141,7 @@ class SqliteDeliveryStore(DeliveryStore):
         return [Channel(r[0], r[1], self.cipher.open(r[2]) or "", tuple(r[3].split(",")), *r[4:]) for r in rows]
 
     def remove_channel(self, owner: str, channel_id: str) -> bool:
-        with _Transaction(self.conn):
+        with Transaction(self.conn):
             if not self.conn.execute("DELETE FROM channel WHERE id = ? AND owner = ?", (channel_id, owner)).rowcount:
                 return False
             self.conn.execute("DELETE FROM sent WHERE channel = ?", (channel_id,))
@@ -149,13 +149,13 @@ class SqliteDeliveryStore(DeliveryStore):
 
     def claim(self, channel_id: str, holder: str, lease_ms: int) -> bool:
         now = _now_ms()
-        with _Transaction(self.conn):
+        with Transaction(self.conn):
             return bool(self.conn.execute(
                 "UPDATE channel SET holder = ?, lease_until = ? WHERE id = ? AND (holder IS NULL OR holder = ? "
                 "OR lease_until < ?)", (holder, now + lease_ms, channel_id, holder, now)).rowcount)
 
     def release(self, channel_id: str, holder: str) -> None:
-        with _Transaction(self.conn):
+        with Transaction(self.conn):
             self.conn.execute("UPDATE channel SET holder = NULL, lease_until = 0 WHERE id = ? AND holder = ?",
                               (channel_id, holder))
 
@@ -164,7 +164,7 @@ class SqliteDeliveryStore(DeliveryStore):
         return [i for i in ids if self.conn.execute(query, (channel_id, kind, i)).fetchone() is None]
 
     def delivered(self, channel_id: str, items: Iterable[Sent], at_ms: int, since: int) -> None:
-        with _Transaction(self.conn):
+        with Transaction(self.conn):
             self.conn.executemany("INSERT OR IGNORE INTO sent (channel, kind, item, at) VALUES (?, ?, ?, ?)",
                                   [(channel_id, kind, item, at) for kind, item, at in items])
             self.conn.execute("UPDATE channel SET attempts = 0, next_try = 0, last_error = '', failing_since = NULL, "
@@ -172,7 +172,7 @@ class SqliteDeliveryStore(DeliveryStore):
             self.conn.execute("DELETE FROM sent WHERE channel = ? AND at < ?", (channel_id, since))
 
     def failed(self, channel_id: str, at_ms: int, error: str, next_try: int) -> int:
-        with _Transaction(self.conn):
+        with Transaction(self.conn):
             self.conn.execute("UPDATE channel SET attempts = attempts + 1, next_try = ?, last_error = ?, "
                               "failing_since = COALESCE(failing_since, ?) WHERE id = ?",
                               (next_try, error, at_ms, channel_id))

@@ -67,7 +67,7 @@ from webrace.delegation.hierarchy import IPAddress, Subnet
 from webrace.delegation.knowledge import EXACT, IP, MIN_MS, Estimate
 
 if TYPE_CHECKING:
-    from webrace.delegation.delegator import Delegator
+    from webrace.delegation.ledger import Ledger
 
 Room = dict[str, float]  # crawler -> ms it costs to make room for one more page on it
 MAX_CANCELS = 100  # cycles cancelled while looking for room, at most
@@ -133,9 +133,9 @@ REFRESH = 100  # pages placed (at least, and a tenth of all) between two estimat
 
 
 class KnowledgePolicy:
-    """Decisions from the kept knowledge of one :class:`Delegator`."""
+    """Decisions from the kept knowledge of one :class:`~webrace.delegation.delegator.Delegator`."""
 
-    def __init__(self, delegator: Delegator) -> None:
+    def __init__(self, delegator: Ledger) -> None:
         self.d = delegator
         self.knowledge = delegator.knowledge
         # page -> estimated ms from each crawler when it was placed: the median, and a cautious

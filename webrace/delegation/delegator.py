@@ -29,11 +29,8 @@ strategy every other fetch time is knowledge too (:meth:`Knowledge.fetched`).
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import replace
-
-import radix
 
 from webrace.delegation.choice import MAX_EXPLORE, KnowledgePolicy
 from webrace.delegation.decisions import (
@@ -52,10 +49,9 @@ from webrace.delegation.decisions import (
     Decision,
     DelegationError,
     Move,
-    Session,
 )
 from webrace.delegation.hierarchy import Hierarchy, IPAddress, Subnet, target_ip
-from webrace.delegation.knowledge import Knowledge
+from webrace.delegation.ledger import Ledger
 from webrace.delegation.probing import Prober
 from webrace.delegation.search import SearchPolicy
 
@@ -65,8 +61,9 @@ __all__ = ["BALANCED", "DELEGATED", "FASTEST", "HIERARCHY", "KNOWLEDGE", "KNOWN"
 STRATEGIES = {KNOWLEDGE: KnowledgePolicy, SEARCH: SearchPolicy}
 
 
-class Delegator:
-    """Delegates subnets, and through them URLs, to registered crawlers.
+class Delegator(Ledger):
+    """Delegates subnets, and through them URLs, to registered crawlers. Its books (who holds
+    which subnet and page) are a :class:`~webrace.delegation.ledger.Ledger`.
 
     ``regret`` (knowledge): the expected share of a page's latency a choice may lose rather
     than probe (0.003: three tenths of a percent).
@@ -108,8 +105,7 @@ class Delegator:
             raise DelegationError(f"horizon={horizon}: a run cannot have fewer URLs than none")
         if strategy not in STRATEGIES:
             raise DelegationError(f"strategy {strategy!r} is none of {', '.join(STRATEGIES)}")
-        self.hierarchy = hierarchy
-        self.prober = prober
+        super().__init__(hierarchy, prober, clock)
         self.threshold_ms = threshold_ms
         self.lookahead = lookahead  # None: the paper's stopping rule (see search.py)
         self.variance_ms = variance_ms
@@ -122,21 +118,7 @@ class Delegator:
         self.probe_credit = probe_credit
         self.explore = explore
         self.horizon = horizon
-        self._delegated_urls = 0  # delegate() calls, a URL seen again among them: the batch ends at ``horizon``
         self.movable = movable
-        self.knowledge = Knowledge(hierarchy, clock)
-        self.crawlers: dict[str, Crawler] = {}
-        self.stats: Counter[str] = Counter()
-        self._owner: dict[Subnet, str] = {}
-        self._owned: dict[str, set[Subnet]] = {}
-        self._delegated = radix.Radix()  # the delegated subnets, for "delegated subnets inside this one"
-        self._page_crawler: dict[str, str] = {}
-        self._page_subnet: dict[str, Subnet | None] = {}
-        self._pages_on: dict[tuple[str, Subnet | None], set[str]] = {}
-        self._held: dict[str, set[str]] = {}
-        self._load: Counter[str] = Counter()
-        self._fetches: dict[tuple[str, Subnet], dict[IPAddress, tuple[int, float]]] = {}
-        self._streak: Counter[tuple[str, Subnet]] = Counter()
         self.policy: KnowledgePolicy | SearchPolicy = STRATEGIES[strategy](self)
 
     # -- crawlers -----------------------------------------------------------------------
@@ -182,10 +164,6 @@ class Delegator:
         self._pages_on.get((crawler_id, subnet), set()).discard(key)
         self._held.get(crawler_id, set()).discard(key)
         self._load[crawler_id] = max(0, self._load[crawler_id] - 1)
-
-    def owner(self, subnet: Subnet) -> str | None:
-        """The crawler the subnet is delegated to."""
-        return self._owner.get(subnet)
 
     def adopt(self, subnet: Subnet, crawler_id: str) -> None:
         """Record a delegation decided elsewhere (another worker's coordinator, in the
@@ -266,71 +244,6 @@ class Delegator:
     def _learn_fetch(self, crawler_id: str, ip: IPAddress, ms: float) -> None:
         if self.strategy == KNOWLEDGE:
             self.knowledge.fetched(crawler_id, ip, ms)
-
-    # -- bookkeeping --------------------------------------------------------------------
-
-    def _room(self, crawler_id: str, pages: int) -> bool:
-        capacity = self.crawlers[crawler_id].capacity
-        return capacity is None or self._load[crawler_id] + pages <= capacity
-
-    def _full_message(self) -> str:
-        return (f"every crawler is at capacity ({sum(self._load.values())} pages delegated): "
-                "register more crawlers or raise their capacities")
-
-    def _delegate(self, subnet: Subnet, crawler_id: str) -> None:
-        self._owner[subnet] = crawler_id
-        self._owned[crawler_id].add(subnet)
-        self._delegated.add(subnet.prefix).data["subnet"] = subnet
-
-    def _undelegate(self, subnet: Subnet) -> None:
-        self._owned[self._owner.pop(subnet)].discard(subnet)
-        self._delegated.delete(subnet.prefix)
-
-    def _move(self, subnet: Subnet, source: str, target: str) -> None:
-        """The subnet, and its pages on ``source``, to ``target``."""
-        self._undelegate(subnet)
-        self._delegate(subnet, target)
-        self._give(self._take_pages(subnet, source), subnet, target)
-        self._fetches.pop((source, subnet), None)
-        self._streak.pop((source, subnet), None)
-
-    def _move_page(self, key: str, target: str) -> Subnet | None:
-        """One page to ``target`` (its subnet stays delegated where it was); its subnet."""
-        source, subnet = self._page_crawler[key], self._page_subnet[key]
-        self._pages_on[source, subnet].discard(key)
-        self._held[source].discard(key)
-        self._load[source] -= 1
-        self._give([key], subnet, target)
-        return subnet
-
-    def _take_pages(self, subnet: Subnet, crawler_id: str) -> set[str]:
-        pages = self._pages_on.pop((crawler_id, subnet), set())
-        self._held.get(crawler_id, set()).difference_update(pages)
-        self._load[crawler_id] -= len(pages)
-        return pages
-
-    def _give(self, pages: Iterable[str], subnet: Subnet | None, crawler_id: str) -> None:
-        on = self._pages_on.setdefault((crawler_id, subnet), set())
-        held = self._held.setdefault(crawler_id, set())
-        for key in pages:
-            self._page_crawler[key] = crawler_id
-            self._page_subnet[key] = subnet
-            on.add(key)
-            held.add(key)
-            self._load[crawler_id] += 1
-
-    def _assign(self, key: str, ip: IPAddress, subnet: Subnet | None, crawler_id: str, session: Session,
-                reason: str, moved: tuple[Move, ...] = (), verified: int = 0) -> Decision:
-        """``verified``: probes of pages that moved (at other addresses than ``ip``), counted
-        with the decision's own."""
-        self._give([key], subnet, crawler_id)
-        return self._decided(Decision(crawler_id, ip, subnet, len(session.results) + verified, reason,
-                                      dict(session.results), moved))
-
-    def _decided(self, decision: Decision) -> Decision:
-        self.stats[f"delegation/{decision.reason}"] += 1
-        self.stats["delegation/probes"] += decision.probes
-        return decision
 
     def _crawler(self, crawler_id: str) -> Crawler:
         try:

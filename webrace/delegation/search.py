@@ -47,13 +47,13 @@ from webrace.delegation.decisions import (
 from webrace.delegation.hierarchy import IPAddress, Subnet
 
 if TYPE_CHECKING:
-    from webrace.delegation.delegator import Delegator
+    from webrace.delegation.ledger import Ledger
 
 
 class SearchPolicy:
-    """The seed's bottom-up search, for the subnets of one :class:`Delegator`."""
+    """The seed's bottom-up search, for the subnets of one :class:`~webrace.delegation.delegator.Delegator`."""
 
-    def __init__(self, delegator: Delegator) -> None:
+    def __init__(self, delegator: Ledger) -> None:
         self.d = delegator
         self.probes: dict[Subnet, dict[str, float]] = {}  # stored probe results, for balancing
 

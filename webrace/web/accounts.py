@@ -26,7 +26,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 from webrace.backends import data_dir
-from webrace.backends.sqlite import connect
+from webrace.backends.sqlite.connection import connect
 from webrace.names import canonical_owner, owner_name_problem  # one rule for every entry path
 
 # Owner names: what urd.xsd allows as an owner, so every account can own URDs.

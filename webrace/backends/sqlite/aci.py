@@ -1,388 +1,21 @@
-"""Embedded state stores: SQLite files under ``WEBRACE_DATA_DIR``."""
+"""The embedded ACI store (``aci.sqlite``): a page version's ACIs kept once for all its owners."""
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
-import sqlite3
 import sys
 import threading
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import replace
-from itertools import islice
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore, Version
-from webrace.datadir import private, unusable
+from webrace.backends.base import AciStore
+from webrace.backends.sqlite.connection import Transaction, connect, serialised
 from webrace.records.aci import Aci, Keys, PageAcis, _xml_safe, owner_key, page_key, quoting, split_id, summary_of
-from webrace.records.metainfo import MetaInfo, Revisit, VersionExists
-from webrace.records.sentinel import Sentinel
-from webrace.urd import MAX_TIME_MS, Urd
-
-# A URD is parsed once, when it is added: the crawl reads its fields from the columns (xml
-# keeps the URD as it was added; lastcheck and next_due are in their columns).
-_URD_SCHEMA = """
-CREATE TABLE IF NOT EXISTS urd (
-    id        TEXT PRIMARY KEY,
-    owner     TEXT NOT NULL,
-    url       TEXT NOT NULL,
-    next_due  INTEGER NOT NULL,
-    xml       TEXT NOT NULL,
-    timing,
-    depth     INTEGER,
-    lastcheck,
-    scope     TEXT,
-    urgent    INTEGER,
-    keywords  TEXT,
-    threshold TEXT,
-    type      TEXT
-);
-CREATE INDEX IF NOT EXISTS urd_next_due ON urd(next_due);
-"""
-# The columns a URD-DB written before them gets on open (filled from each row's XML, once).
-_URD_FIELDS = ("timing", "depth", "lastcheck", "scope", "urgent", "keywords", "threshold", "type")
-# timing and lastcheck have no type: a URD stored before the bounds existed may hold more
-# than an SQLite INTEGER does, kept then as its decimal text (read back with int()).
-_URD_FIELD_TYPES = {"timing": "", "depth": "INTEGER", "lastcheck": "", "urgent": "INTEGER"}
-_URD_COLUMNS = "id, owner, url, next_due, " + ", ".join(_URD_FIELDS)
-# Rows an older WebRACE added after the migration have no fields: read from their XML.
-_URD_SELECT = f"SELECT {_URD_COLUMNS}, CASE WHEN timing IS NULL THEN xml END FROM urd"  # noqa: S608 - names are module constants; values are bound
-_SET_FIELDS = f"({', '.join(_URD_FIELDS)}) = ({', '.join('?' * len(_URD_FIELDS))})"
-# URDs being added, before they are stored together (SQLite keeps temporary tables on disk).
-_STAGE = f"CREATE TEMP TABLE staged ({_URD_COLUMNS}, xml)"
-_BATCH = 1000  # rows staged per statement
-SQLITE_MAX_INTEGER = 2**63 - 1
-# URDs whose timing and lastcheck are integers (not the decimal text of a value too large)
-_PLAIN_TIMES = "timing IS NOT NULL AND typeof(timing) = 'integer' AND typeof(lastcheck) IN ('integer', 'null')"
-# Urd.next_due as stored: the natural time unless `scrapy urd due` asked for another
-_NATURAL = "CASE WHEN lastcheck IS NULL THEN 0 ELSE min(lastcheck + timing, :latest) END"
-_MARK_CHECKED = (f"UPDATE urd SET lastcheck = :at, next_due = CASE WHEN next_due != {_NATURAL} AND next_due > :at "  # noqa: S608 - names are module constants; values are bound
-                 f"THEN next_due ELSE min(:at + timing, :latest) END "
-                 f"WHERE id IN (SELECT id FROM checking) AND {_PLAIN_TIMES}")
-
-
-_CACHE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS metainfo (
-    url  TEXT PRIMARY KEY,
-    xml  TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS version (
-    url      TEXT NOT NULL,
-    number   INTEGER NOT NULL,
-    digest   TEXT NOT NULL,
-    fetched  INTEGER NOT NULL,
-    size     INTEGER NOT NULL,
-    status   INTEGER NOT NULL,
-    header   TEXT,
-    PRIMARY KEY (url, number)
-);
-CREATE INDEX IF NOT EXISTS version_digest ON version(digest);
-CREATE TABLE IF NOT EXISTS revisit (
-    url      TEXT NOT NULL,
-    fetched  INTEGER NOT NULL,
-    number   INTEGER NOT NULL,
-    digest   TEXT NOT NULL,
-    header   TEXT
-);
-CREATE INDEX IF NOT EXISTS revisit_url ON revisit(url, fetched);
-"""
-
-
-def connect(path: Path, threads: bool = False) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit), WAL. ``threads``: usable
-    from any thread (its store then serialises calls with a lock of its own)."""
-    conn = None
-    try:  # a directory, a file that is no database, a place this user cannot write: one line
-        path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=not threads)
-        conn.execute("PRAGMA journal_mode=WAL")
-    except (OSError, sqlite3.DatabaseError) as exc:
-        if conn is not None:
-            conn.close()
-        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-            raise  # busy past the timeout: not the place's fault
-        raise unusable(path, exc) from None
-    conn.execute("PRAGMA synchronous=NORMAL")
-    for name in (path.name, f"{path.name}-wal", f"{path.name}-shm"):  # private whatever the umask
-        private(path.with_name(name))
-    return conn
-
-
-class SqliteUrdStore(UrdStore):
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.conn = connect(self.path)
-        self.conn.executescript(_URD_SCHEMA)
-        self._migrate()
-
-    def _migrate(self) -> None:
-        """A URD-DB from before the field columns: add them and fill them from each row's
-        XML, once, in one transaction (then no crawl parses XML again)."""
-        if not self._unmigrated():
-            return
-        with self._transaction():
-            have = {row[1] for row in self.conn.execute("PRAGMA table_info(urd)")}
-            for name in _URD_FIELDS:
-                if name not in have:  # another process may have added them meanwhile
-                    self.conn.execute(f"ALTER TABLE urd ADD COLUMN {name} {_URD_FIELD_TYPES.get(name, 'TEXT')}")
-            rows = self.conn.execute("SELECT xml FROM urd WHERE timing IS NULL").fetchall()
-            urds = (Urd.from_xml(xml) for (xml,) in rows)
-            self.conn.executemany(f"UPDATE urd SET {_SET_FIELDS} WHERE id = ?",  # noqa: S608 - names are module constants; values are bound
-                                  ((*_fields(urd), urd.id) for urd in urds))
-
-    def _unmigrated(self) -> bool:
-        have = {row[1] for row in self.conn.execute("PRAGMA table_info(urd)")}
-        return not set(_URD_FIELDS) <= have or self.conn.execute(
-            "SELECT 1 FROM urd WHERE timing IS NULL LIMIT 1").fetchone() is not None
-
-    def put_many(self, urds: Iterable[Urd]) -> None:
-        """``urds`` may be a long iterator (a large ``urd add``): it is staged in a temporary
-        table in batches, with no list of it in memory and no lock on the URD-DB while it
-        runs, then stored in one short transaction. An exception from it stores nothing."""
-        rows = ((u.id, u.owner, u.url, _fits(u.next_due), *_fields(u), u.to_xml()) for u in urds)
-        self.conn.execute(_STAGE)
-        marks = ", ".join("?" * (len(_URD_FIELDS) + 5))
-        try:
-            while batch := list(islice(rows, _BATCH)):
-                with _Transaction(self.conn, immediate=False):  # writes the temporary table only
-                    self.conn.executemany(f"INSERT INTO temp.staged VALUES ({marks})", batch)  # noqa: S608 - names are module constants; values are bound
-            with self._transaction():
-                self.conn.execute(f"INSERT OR REPLACE INTO urd ({_URD_COLUMNS}, xml) "  # noqa: S608 - names are module constants; values are bound
-                                  f"SELECT {_URD_COLUMNS}, xml FROM temp.staged ORDER BY rowid")
-        finally:
-            self.conn.execute("DROP TABLE temp.staged")
-
-    def remove(self, ids: Iterable[str]) -> list[str]:
-        removed = []
-        with self._transaction():
-            for urd_id in ids:
-                if self.conn.execute("DELETE FROM urd WHERE id = ?", (urd_id,)).rowcount:
-                    removed.append(urd_id)
-        return removed
-
-    def get(self, urd_id: str) -> Urd | None:
-        row = self.conn.execute(f"{_URD_SELECT} WHERE id = ?", (urd_id,)).fetchone()
-        return _urd(row) if row else None
-
-    def all(self) -> list[Urd]:
-        return [_urd(row) for row in self.conn.execute(f"{_URD_SELECT} ORDER BY id")]
-
-    def due(self, now_ms: int) -> list[Urd]:
-        rows = self.conn.execute(f"{_URD_SELECT} WHERE next_due <= ? ORDER BY next_due, id", (now_ms,))
-        return [_urd(row) for row in rows]
-
-    def next_due(self) -> int | None:
-        return self.conn.execute("SELECT MIN(next_due) FROM urd").fetchone()[0]  # the next_due index answers
-
-    def make_due(self, ids: Iterable[str] | None, at_ms: int) -> list[str]:
-        with self._transaction():
-            if ids is None:
-                self.conn.execute("UPDATE urd SET next_due = ?", (at_ms,))
-                return [i for (i,) in self.conn.execute("SELECT id FROM urd ORDER BY id")]
-            found = []
-            for urd_id in ids:
-                if self.conn.execute("UPDATE urd SET next_due = ? WHERE id = ?", (at_ms, urd_id)).rowcount:
-                    found.append(urd_id)
-            return found
-
-    def mark_checked(self, ids: Iterable[str], at_ms: int) -> None:
-        """Each URD's ``lastcheck`` is ``at_ms`` and its next due time ``at_ms`` + timing,
-        unless `scrapy urd due` asked for a later time after the round opened. Two statements
-        for the URDs whose fields are plain integers (a round of 10,000 URDs closes at once);
-        the others (fields older than the bounds) one by one."""
-        with self._transaction():
-            self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS checking (id TEXT PRIMARY KEY)")
-            self.conn.execute("DELETE FROM checking")
-            self.conn.executemany("INSERT OR IGNORE INTO checking (id) VALUES (?)", ((i,) for i in ids))
-            self.conn.execute(_MARK_CHECKED, {"at": at_ms, "latest": MAX_TIME_MS})
-            others = [i for (i,) in self.conn.execute(f"SELECT id FROM urd WHERE id IN (SELECT id FROM checking) "  # noqa: S608 - names are module constants; values are bound
-                                                      f"AND NOT ({_PLAIN_TIMES})")]
-            for urd_id in others:
-                row = self.conn.execute(f"{_URD_SELECT} WHERE id = ?", (urd_id,)).fetchone()
-                asked = _urd(row).due_at
-                urd = _urd(row).checked(at_ms)
-                # `scrapy urd due` after the round opened (at_ms): that request still stands
-                next_due = asked if asked is not None and asked > at_ms else urd.next_due
-                self.conn.execute(f"UPDATE urd SET next_due = ?, {_SET_FIELDS} WHERE id = ?",  # noqa: S608 - names are module constants; values are bound
-                                  (_fits(next_due), *_fields(urd), urd_id))
-            self.conn.execute("DELETE FROM checking")
-
-    def close(self) -> None:
-        self.conn.close()
-
-    def _transaction(self) -> sqlite3.Connection:
-        return _Transaction(self.conn)
-
-
-def _fits(ms: int) -> int:
-    """``ms``, at most what a SQLite INTEGER holds: a time no bound checked cannot overflow."""
-    return min(ms, SQLITE_MAX_INTEGER)
-
-
-_PLAIN = ["http", "pull", "filter"]  # the seed's type of nearly every URD: stored as NULL
-
-
-def _integer(value: int | None) -> int | str | None:
-    """``value`` as an SQLite INTEGER, or as its text when it is larger than one."""
-    return str(value) if value is not None and not -SQLITE_MAX_INTEGER - 1 <= value <= SQLITE_MAX_INTEGER else value
-
-
-def _fields(urd: Urd) -> tuple:
-    """The values of ``_URD_FIELDS`` for ``urd``."""
-    record = urd.to_record()
-    return (_integer(record["timing"]), record["depth"], _integer(record["lastcheck"]), record["scope"],
-            int(record["urgent"]),
-            record["keywords"], record["threshold"], json.dumps(record["type"]) if record["type"] != _PLAIN else None)
-
-
-def _urd(row: tuple) -> Urd:
-    """A URD from its columns (``_URD_SELECT``), not from its XML unless it has no fields."""
-    urd_id, owner, url, next_due, timing, depth, lastcheck, scope, urgent, keywords, threshold, kind, xml = row
-    if xml is not None:
-        urd = Urd.from_xml(xml)
-    else:
-        urd = Urd.from_record({"id": urd_id, "owner": owner, "url": url, "timing": timing, "depth": depth,
-                               "lastcheck": lastcheck, "scope": scope, "urgent": urgent, "keywords": keywords,
-                               "threshold": threshold, "type": json.loads(kind) if kind else None})
-    return urd if urd.next_due == next_due else replace(urd, due_at=next_due)
-
-
-def _serialised(method: Callable[..., Any]) -> Callable[..., Any]:
-    """One call at a time on the store's connection, from whichever thread."""
-    @functools.wraps(method)
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with self.lock:
-            return method(self, *args, **kwargs)
-
-    return call
-
-
-class SqliteMetaInfoStore(MetaInfoStore):
-    """The embedded meta-info store. Usable from several threads (the crawl does its store
-    work in a thread pool, off the reactor): calls are serialised by a lock."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.lock = threading.RLock()
-        self.conn = connect(self.path, threads=True)
-        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(version)")}
-        if columns and "header" not in columns:  # a cache written before versions kept their headers
-            self.conn.execute("ALTER TABLE version ADD COLUMN header TEXT")
-        self.conn.executescript(_CACHE_SCHEMA)
-
-    @_serialised
-    def get(self, url: str) -> MetaInfo | None:
-        row = self.conn.execute("SELECT xml FROM metainfo WHERE url = ?", (url,)).fetchone()
-        return MetaInfo.from_xml(row[0]) if row else None
-
-    @_serialised
-    def put(self, meta: MetaInfo, new_version: Version | None = None) -> None:
-        with _Transaction(self.conn):
-            self.conn.execute("INSERT OR REPLACE INTO metainfo (url, xml) VALUES (?, ?)", (meta.url, meta.to_xml()))
-            if new_version is not None:
-                v = new_version
-                try:
-                    self.conn.execute(
-                        "INSERT INTO version (url, number, digest, fetched, size, status, header) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (v.url, v.number, v.digest, v.fetched, v.size, v.status, v.header),
-                    )
-                except sqlite3.IntegrityError as exc:  # the transaction rolls back: nothing written
-                    raise VersionExists(f"{v.url} has a version {v.number} already") from exc
-
-    @_serialised
-    def versions(self, url: str) -> list[Version]:
-        rows = self.conn.execute(
-            "SELECT url, number, digest, fetched, size, status, header FROM version WHERE url = ? ORDER BY number",
-            (url,))
-        return [Version(*row) for row in rows]
-
-    @_serialised
-    def want(self, url: str, keys: Iterable[str]) -> MetaInfo | None:
-        with _Transaction(self.conn):  # (the lock serialises this store's callers; the transaction, other processes)
-            row = self.conn.execute("SELECT xml FROM metainfo WHERE url = ?", (url,)).fetchone()
-            if row is None:
-                return None
-            meta = MetaInfo.from_xml(row[0])
-            wanted = meta.wanting(keys)
-            if wanted != meta.wanted:
-                meta = replace(meta, wanted=wanted)
-                self.conn.execute("UPDATE metainfo SET xml = ? WHERE url = ?", (meta.to_xml(), url))
-            return meta
-
-    @_serialised
-    def confirm(self, meta: MetaInfo, revisit: Revisit | None, keep: int) -> None:
-        with _Transaction(self.conn):
-            self.conn.execute("INSERT OR REPLACE INTO metainfo (url, xml) VALUES (?, ?)", (meta.url, meta.to_xml()))
-            if revisit is not None:
-                self._add_revisit(revisit, keep)
-
-    @_serialised
-    def add_revisit(self, revisit: Revisit, keep: int) -> None:
-        with _Transaction(self.conn):
-            self._add_revisit(revisit, keep)
-
-    def _add_revisit(self, revisit: Revisit, keep: int) -> None:
-        r = revisit
-        self.conn.execute("INSERT INTO revisit (url, fetched, number, digest, header) VALUES (?, ?, ?, ?, ?)",
-                          (r.url, r.fetched, r.number, r.digest, r.header))
-        self.conn.execute(
-            "DELETE FROM revisit WHERE url = ? AND rowid NOT IN "
-            "(SELECT rowid FROM revisit WHERE url = ? ORDER BY fetched DESC, rowid DESC LIMIT ?)",
-            (r.url, r.url, max(keep, 0)))
-
-    @_serialised
-    def revisits(self, url: str) -> list[Revisit]:
-        rows = self.conn.execute(
-            "SELECT url, fetched, number, digest, header FROM revisit WHERE url = ? ORDER BY fetched, rowid", (url,))
-        return [Revisit(*row) for row in rows]
-
-    @_serialised
-    def urls(self) -> list[str]:
-        return [url for (url,) in self.conn.execute("SELECT url FROM metainfo ORDER BY url")]
-
-    @_serialised
-    def prune(self, keep: int, protected: set[str] = frozenset()) -> list[Version]:
-        rows = self.conn.execute(
-            "SELECT url, number, digest, fetched, size, status, header FROM ("
-            " SELECT *, ROW_NUMBER() OVER (PARTITION BY url ORDER BY number DESC) AS age FROM version"
-            ") WHERE age > ?",
-            (max(keep, 1),),
-        ).fetchall()
-        dropped = [Version(*row) for row in rows if row[2] not in protected]
-        with _Transaction(self.conn):
-            self.conn.executemany(
-                "DELETE FROM version WHERE url = ? AND number = ?", [(v.url, v.number) for v in dropped]
-            )
-            # a 304 confirming a version no longer kept confirms nothing that can be shown
-            self.conn.execute("DELETE FROM revisit WHERE NOT EXISTS (SELECT 1 FROM version v "
-                              "WHERE v.url = revisit.url AND v.number = revisit.number)")
-        return dropped
-
-    @_serialised
-    def referenced_digests(self) -> set[str]:
-        return {d for (d,) in self.conn.execute("SELECT DISTINCT digest FROM version")}
-
-    @_serialised
-    def drop_version(self, expected: MetaInfo, meta: MetaInfo, version: Version) -> bool | None:
-        with _Transaction(self.conn):
-            row = self.conn.execute("SELECT xml FROM metainfo WHERE url = ?", (meta.url,)).fetchone()
-            if row is None or row[0] != expected.to_xml():
-                return None
-            self.conn.execute("UPDATE metainfo SET xml = ? WHERE url = ?", (meta.to_xml(), meta.url))
-            self.conn.execute("DELETE FROM version WHERE url = ? AND number = ?", (version.url, version.number))
-            return self.conn.execute("SELECT 1 FROM version WHERE digest = ? LIMIT 1",
-                                     (version.digest,)).fetchone() is not None
-
-    @_serialised
-    def close(self) -> None:
-        self.conn.close()
-
 
 # A page's ACIs are kept as the crawl makes them (webrace.records.aci.PageAcis): the page
 # version once (aci_version: the text its summaries quote, compressed, the keywords they quote
@@ -462,6 +95,8 @@ def _int64s(blob: Any, width: int = 1) -> np.ndarray:
                         f"{len(blob)} bytes" if isinstance(blob, bytes) else type(blob).__name__)
         return np.zeros(0, dtype=_INT64)
     return np.frombuffer(blob, dtype=_INT64)
+
+
 _VERSION_FIELDS = "v.id, v.key, v.uri, v.docbase, v.version, v.updatetime, v.filesize, v.format, v.extension, v.title"
 _OWNER_BITS = 25
 _FIELD_MAX, _OWNER_MAX = 1 << 18, 1 << _OWNER_BITS  # distinct summaries (and relevances) a page version holds; owners
@@ -483,7 +118,7 @@ class SqliteAciStore(AciStore):
         self.conn.executescript(_ACI_SCHEMA)
         self.legacy = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'aci'").fetchone()
         if self.legacy:
-            with _Transaction(self.conn):
+            with Transaction(self.conn):
                 have = {row[1] for row in self.conn.execute("PRAGMA table_info(aci)")}
                 for name in _LEGACY_OWN:
                     if name not in have:
@@ -509,7 +144,7 @@ class SqliteAciStore(AciStore):
         exists = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'aci_row'"
         if not self.conn.execute(exists).fetchone():
             return
-        with _Transaction(self.conn):
+        with Transaction(self.conn):
             if not self.conn.execute(exists).fetchone():  # another process moved it meanwhile
                 return
             last = 0
@@ -543,7 +178,7 @@ class SqliteAciStore(AciStore):
         again (it is derived from the pages' blobs)."""
         older = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'aci_owner_rows'"
         if self.conn.execute(older).fetchone():
-            with _Transaction(self.conn):
+            with Transaction(self.conn):
                 if self.conn.execute(older).fetchone():
                     self.conn.execute("DROP TABLE aci_owner_rows")
                     self.conn.execute("DELETE FROM aci_runs")
@@ -573,7 +208,7 @@ class SqliteAciStore(AciStore):
             raise entry.error
         return entry.added
 
-    @_serialised
+    @serialised
     def add_pages(self, pages: list[PageAcis | Iterable[Aci]]) -> list[int | Exception]:
         """Every page in one transaction (each alone should it fail, see :meth:`add`)."""
         entries = [_Pending([q for q in ([p] if isinstance(p, PageAcis) else PageAcis.of(list(p))) if q])
@@ -588,7 +223,7 @@ class SqliteAciStore(AciStore):
 
     def _write(self, batch: list[_Pending]) -> None:
         try:
-            with _Transaction(self.conn):
+            with Transaction(self.conn):
                 counts = [self._store(entry.pages) for entry in batch]
         except Exception:
             self._forget_numbers()
@@ -597,7 +232,7 @@ class SqliteAciStore(AciStore):
                 return
             for entry in batch:  # which of them failed: each alone
                 try:
-                    with _Transaction(self.conn):
+                    with Transaction(self.conn):
                         entry.added = self._store(entry.pages)
                 except Exception as exc:
                     self._forget_numbers()
@@ -727,7 +362,7 @@ class SqliteAciStore(AciStore):
                                            "(SELECT value FROM json_each(?))", (json.dumps(new),)))
         return known
 
-    @_serialised
+    @serialised
     def list(self, owner: str, since: int = 0, min_relevance: float = 0.0) -> list[Aci]:
         number = self._owner_no.get(owner) or self._number_of(owner)
         rows = [] if number is None else self._rows(number, self._pages_of(number), since)
@@ -835,7 +470,7 @@ class SqliteAciStore(AciStore):
             self._parts_kept[page] = parts
         return parts
 
-    @_serialised
+    @serialised
     def get(self, aci_id: str) -> Aci | None:
         parts = split_id(aci_id)
         if parts is not None:
@@ -851,7 +486,7 @@ class SqliteAciStore(AciStore):
             return _legacy_aci(row) if row else None
         return None
 
-    @_serialised
+    @serialised
     def owners(self) -> list[str]:
         numbers = {o for (o,) in self.conn.execute(f"SELECT DISTINCT id & {_OWNER_MAX - 1} FROM aci_owner_index")}  # noqa: S608 - names are module constants; values are bound
         for (blob,) in self.conn.execute(f"SELECT rows FROM aci_page_rows WHERE page > {_INDEXED}"):  # noqa: S608 - names are module constants; values are bound
@@ -862,9 +497,9 @@ class SqliteAciStore(AciStore):
             names.update(o for (o,) in self.conn.execute("SELECT DISTINCT owner FROM aci"))
         return sorted(names)
 
-    @_serialised
+    @serialised
     def ack(self, owner: str, ids: Iterable[str] | None = None) -> int:
-        with _Transaction(self.conn):
+        with Transaction(self.conn):
             row = self.conn.execute("SELECT id, key FROM aci_owner_number WHERE name = ?", (owner,)).fetchone()
             done = 0
             if ids is None:
@@ -893,7 +528,7 @@ class SqliteAciStore(AciStore):
                           (owner, json.dumps(pages)))
         return self.conn.total_changes - start
 
-    @_serialised
+    @serialised
     def undelivered_digests(self) -> set[str]:
         found = {d for (d,) in self.conn.execute(
             "SELECT DISTINCT v.docbase FROM aci_version v JOIN aci_page_rows p ON p.page = v.id "
@@ -904,10 +539,10 @@ class SqliteAciStore(AciStore):
                 "FROM aci a LEFT JOIN aci_page p ON p.id = a.page WHERE a.delivered = 0"))
         return found
 
-    @_serialised
+    @serialised
     def close(self) -> None:
         if self._wrote and (self._tail or self._tail_pages):
-            with _Transaction(self.conn):
+            with Transaction(self.conn):
                 self._index_owners()
         self.conn.close()
 
@@ -963,252 +598,3 @@ def _legacy_aci(row: tuple) -> Aci:
     return Aci(owner=owner, uri=uri, relevance=float(f"{relevance:g}"), updatetime=updatetime, filesize=filesize,
                version=version, docbase=docbase, summary=summary, urgent=bool(urgent), expired=bool(expired),
                format=fmt, extension=extension, title=title, id=aci_id)
-
-
-_RESULTS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS document (
-    url  TEXT PRIMARY KEY,
-    seq  INTEGER NOT NULL UNIQUE
-);
-CREATE TABLE IF NOT EXISTS result (
-    rule     TEXT NOT NULL,
-    url      TEXT NOT NULL,
-    seq      INTEGER NOT NULL,
-    results  TEXT NOT NULL,
-    updated  INTEGER NOT NULL,
-    PRIMARY KEY (rule, url)
-);
-CREATE INDEX IF NOT EXISTS result_seq ON result(rule, seq);
-"""
-
-
-class SqliteResultsStore(ResultsStore):
-    def __init__(self, path: str | Path) -> None:
-        self.conn = connect(Path(path))
-        self.conn.executescript(_RESULTS_SCHEMA)
-
-    def seq(self, url: str) -> int:
-        row = self.conn.execute("SELECT seq FROM document WHERE url = ?", (url,)).fetchone()
-        if row:
-            return row[0]
-        with _Transaction(self.conn):
-            row = self.conn.execute("SELECT seq FROM document WHERE url = ?", (url,)).fetchone()
-            if row:
-                return row[0]
-            (top,) = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM document").fetchone()
-            self.conn.execute("INSERT INTO document (url, seq) VALUES (?, ?)", (url, top + 1))
-            return top + 1
-
-    def put(self, rule: str, url: str, seq: int, results: list, at_ms: int) -> None:
-        with _Transaction(self.conn):
-            self.conn.execute("INSERT OR REPLACE INTO result (rule, url, seq, results, updated) VALUES (?, ?, ?, ?, ?)",
-                              (rule, url, seq, json.dumps(results, ensure_ascii=False), at_ms))
-
-    def get(self, rule: str, url: str) -> list | None:
-        row = self.conn.execute("SELECT results FROM result WHERE rule = ? AND url = ?", (rule, url)).fetchone()
-        return json.loads(row[0]) if row else None
-
-    def rows(self, rule: str | None = None) -> Iterator[tuple[str, str, int, list]]:
-        if rule is None:
-            cursor = self.conn.execute("SELECT rule, url, seq, results FROM result ORDER BY rule, seq")
-        else:
-            cursor = self.conn.execute("SELECT rule, url, seq, results FROM result WHERE rule = ? ORDER BY seq",
-                                       (rule,))
-        for name, url, seq, results in cursor:
-            yield name, url, seq, json.loads(results)
-
-    def rules(self) -> list[str]:
-        return [r for (r,) in self.conn.execute("SELECT DISTINCT rule FROM result ORDER BY rule")]
-
-    def close(self) -> None:
-        self.conn.close()
-
-
-_SENTINEL_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sentinel (
-    id        TEXT PRIMARY KEY,
-    owner     TEXT NOT NULL,
-    url       TEXT NOT NULL,
-    next_due  INTEGER NOT NULL,
-    seen      TEXT,
-    json      TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS sentinel_due ON sentinel(next_due);
-CREATE INDEX IF NOT EXISTS sentinel_url ON sentinel(url);
-CREATE TABLE IF NOT EXISTS pagedigest (
-    sha   TEXT PRIMARY KEY,
-    data  BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS notification (
-    id        TEXT PRIMARY KEY,
-    owner     TEXT NOT NULL,
-    sentinel  TEXT NOT NULL,
-    at        INTEGER NOT NULL,
-    json      TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS notification_owner ON notification(owner, at);
-CREATE TABLE IF NOT EXISTS notedigest (
-    note  TEXT NOT NULL,
-    sha   TEXT NOT NULL,
-    PRIMARY KEY (note, sha)
-);
-CREATE INDEX IF NOT EXISTS notedigest_sha ON notedigest(sha);
-"""
-
-
-class SqliteSentinelStore(SentinelStore):
-    def __init__(self, path: str | Path) -> None:
-        self.sentinel_cls = Sentinel
-        self.lock = threading.RLock()  # usable from any thread (the crawl looks sentinels up in worker threads)
-        self.conn = connect(Path(path), threads=True)
-        self.conn.executescript(_SENTINEL_SCHEMA)
-        if "asked" not in {row[1] for row in self.conn.execute("PRAGMA table_info(sentinel)")}:
-            self.conn.execute("ALTER TABLE sentinel ADD COLUMN asked INTEGER NOT NULL DEFAULT 0")
-
-    @_serialised
-    def add(self, sentinels: Iterable[Any]) -> list[str]:
-        ids = []
-        with _Transaction(self.conn):
-            for s in sentinels:
-                self.conn.execute(
-                    "INSERT INTO sentinel (id, owner, url, next_due, seen, json, asked) "
-                    "VALUES (?, ?, ?, 0, NULL, ?, 1) ON CONFLICT(id) DO UPDATE SET json = excluded.json, asked = 1",
-                    (s.id, s.owner, s.url, s.to_json()))
-                ids.append(s.id)
-        return ids
-
-    @_serialised
-    def remove(self, ids: Iterable[str]) -> list[str]:
-        removed = []
-        with _Transaction(self.conn):
-            for i in ids:
-                if self.conn.execute("DELETE FROM sentinel WHERE id = ?", (i,)).rowcount:
-                    removed.append(i)
-        return removed
-
-    @_serialised
-    def all(self, owner: str | None = None) -> list[tuple[Any, int, str | None]]:
-        where = " WHERE owner = ?" if owner else ""
-        query = f"SELECT json, next_due, seen FROM sentinel{where} ORDER BY url, id"  # noqa: S608 - names are module constants; values are bound
-        rows = self.conn.execute(query, (owner,) if owner else ())
-        return [(self.sentinel_cls.from_json(j), due, seen) for j, due, seen in rows]
-
-    @_serialised
-    def due(self, now_ms: int) -> list[tuple[Any, str | None]]:
-        rows = self.conn.execute("SELECT json, seen, asked FROM sentinel WHERE next_due <= ? ORDER BY url, id",
-                                 (now_ms,))
-        return [(replace(self.sentinel_cls.from_json(j), asked=bool(asked)), seen) for j, seen, asked in rows]
-
-    @_serialised
-    def watching(self, url: str) -> list[tuple[Any, str | None]]:
-        rows = self.conn.execute("SELECT json, seen FROM sentinel WHERE url = ? ORDER BY id", (url,))
-        return [(self.sentinel_cls.from_json(j), seen) for j, seen in rows]
-
-    @_serialised
-    def make_due(self, ids: Iterable[str] | None, at_ms: int) -> list[str]:
-        with _Transaction(self.conn):
-            if ids is None:
-                self.conn.execute("UPDATE sentinel SET next_due = ?, asked = 1", (at_ms,))
-                return [i for (i,) in self.conn.execute("SELECT id FROM sentinel ORDER BY id")]
-            return [i for i in ids if self.conn.execute("UPDATE sentinel SET next_due = ?, asked = 1 WHERE id = ?",
-                                                        (at_ms, i)).rowcount]
-
-    @_serialised
-    def checked(self, ids: Iterable[str], at_ms: int, seen: str | None = None) -> None:
-        with _Transaction(self.conn):
-            for i in ids:
-                row = self.conn.execute("SELECT json FROM sentinel WHERE id = ?", (i,)).fetchone()
-                if row is None:
-                    continue  # removed meanwhile
-                every = self.sentinel_cls.from_json(row[0]).every
-                if seen is None:
-                    self.conn.execute("UPDATE sentinel SET next_due = ?, asked = 0 WHERE id = ?",
-                                      (min(at_ms + every, MAX_TIME_MS), i))
-                else:
-                    self.conn.execute("UPDATE sentinel SET next_due = ?, seen = ?, asked = 0 WHERE id = ?",
-                                      (min(at_ms + every, MAX_TIME_MS), seen, i))
-
-    @_serialised
-    def advance(self, expected: Mapping[str, str | None], at_ms: int, seen: str, data: bytes,
-                notes: Iterable[Any]) -> list[str]:
-        with _Transaction(self.conn):
-            moved = [i for i, was in expected.items() if self._reseat(i, was, at_ms, seen)]
-            if moved:
-                self.conn.execute("INSERT OR IGNORE INTO pagedigest (sha, data) VALUES (?, ?)", (seen, data))
-                self._notify(n for n in notes if n.sentinel in moved)
-        return moved
-
-    def _reseat(self, sentinel_id: str, was: str | None, at_ms: int, seen: str) -> bool:
-        """Move the sentinel to ``seen`` if its baseline is still ``was``."""
-        row = self.conn.execute("SELECT json, seen FROM sentinel WHERE id = ?", (sentinel_id,)).fetchone()
-        if row is None or (row[1] or None) != (was or None):
-            return False
-        every = self.sentinel_cls.from_json(row[0]).every
-        self.conn.execute("UPDATE sentinel SET next_due = ?, seen = ?, asked = 0 WHERE id = ?",
-                          (min(at_ms + every, MAX_TIME_MS), seen, sentinel_id))
-        return True
-
-    @_serialised
-    def put_digest(self, sha: str, data: bytes) -> None:
-        with _Transaction(self.conn):
-            self.conn.execute("INSERT OR IGNORE INTO pagedigest (sha, data) VALUES (?, ?)", (sha, data))
-
-    @_serialised
-    def get_digest(self, sha: str) -> bytes | None:
-        row = self.conn.execute("SELECT data FROM pagedigest WHERE sha = ?", (sha,)).fetchone()
-        return bytes(row[0]) if row else None
-
-    @_serialised
-    def gc_digests(self) -> int:
-        with _Transaction(self.conn):
-            return self.conn.execute("DELETE FROM pagedigest WHERE sha NOT IN "
-                                     "(SELECT seen FROM sentinel WHERE seen IS NOT NULL) "
-                                     "AND sha NOT IN (SELECT sha FROM notedigest)").rowcount
-
-    @_serialised
-    def add_notifications(self, notes: Iterable[Any]) -> int:
-        with _Transaction(self.conn):
-            return self._notify(notes)
-
-    def _notify(self, notes: Iterable[Any]) -> int:
-        """Keep the notes (a repeated id is ignored) and the digests their diffs need."""
-        notes = list(notes)
-        before = self.conn.total_changes
-        self.conn.executemany(
-            "INSERT OR IGNORE INTO notification (id, owner, sentinel, at, json) VALUES (?, ?, ?, ?, ?)",
-            [(n.id, n.owner, n.sentinel, n.at, json.dumps(n.to_dict(), ensure_ascii=False)) for n in notes])
-        added = self.conn.total_changes - before
-        self.conn.executemany("INSERT OR IGNORE INTO notedigest (note, sha) VALUES (?, ?)",
-                              [(n.id, sha) for n in notes for sha in _note_digests(n)])
-        return added
-
-    @_serialised
-    def notifications(self, owner: str, since: int = 0) -> list[dict]:
-        rows = self.conn.execute("SELECT json FROM notification WHERE owner = ? AND at >= ? ORDER BY at DESC, id",
-                                 (owner, since))
-        return [json.loads(j) for (j,) in rows]
-
-    @_serialised
-    def close(self) -> None:
-        self.conn.close()
-
-
-def _note_digests(note: Any) -> list[str]:
-    """The digests a notification's diff is built from (none for one made without them)."""
-    return [sha for sha in (getattr(note, "before_digest", ""), getattr(note, "after_digest", "")) if sha]
-
-
-class _Transaction:
-    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception: all or nothing.
-    ``immediate=False``: a plain BEGIN, which locks only the databases it writes."""
-
-    def __init__(self, conn: sqlite3.Connection, immediate: bool = True) -> None:
-        self.conn = conn
-        self.begin = "BEGIN IMMEDIATE" if immediate else "BEGIN"
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute(self.begin)
-        return self.conn
-
-    def __exit__(self, exc_type: object, *exc: object) -> None:
-        self.conn.execute("ROLLBACK" if exc_type else "COMMIT")

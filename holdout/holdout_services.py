@@ -1,7 +1,7 @@
 """A hold-out set of local web services for DynaBot: BLAST services written the way real ones
 are across the internet (not the way the prober expects), look-alikes and hostile sites.
 
-``python bench/holdout_services.py [--port N] [--seeds FILE]`` builds small BLAST databases in
+``python holdout/holdout_services.py [--port N] [--seeds FILE]`` builds small BLAST databases in
 a temporary directory, serves every service on 127.0.0.1 (a free port by default) until
 Ctrl-C, and prints its base URL first, then every start page with the classes it belongs to.
 ``HoldoutServices`` starts that subprocess (``with HoldoutServices() as s: s.members[...]``),
@@ -13,7 +13,7 @@ Every result comes from the REAL BLAST+ programs (``blastn``, ``blastp``, ``blas
 a timeout, at most four at a time, on bounded input (``MAX_LETTERS``, ``MAX_QUERIES``,
 ``MAX_BODY``), against databases built at start from the FASTA records below. The ground
 truth, service by service (style, why it is realistic, member or not and why), is
-``bench/holdout_services.md``.
+``holdout/holdout_services.md``.
 
 =================  ============================================================  ============================
 name               style                                                         member of
@@ -2214,7 +2214,7 @@ def build_site(engine: Engine) -> LoggingSite:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python bench/holdout_services.py",
+    parser = argparse.ArgumentParser(prog="python holdout/holdout_services.py",
                                      description="DynaBot's hold-out services on 127.0.0.1, until Ctrl-C.")
     parser.add_argument("--port", type=int, default=0, help="0 (default): any free port")
     parser.add_argument("--seeds", default="", metavar="FILE",

@@ -1,9 +1,9 @@
 """Start the installed real applications on 127.0.0.1, each on a free port with its own access
 log, and stop them.
 
-    python bench/realapps/serve.py [--apps a,b] [--seeds FILE]   # until Ctrl-C
+    python holdout/realapps/serve.py [--apps a,b] [--seeds FILE]   # until Ctrl-C
 
-    import sys; sys.path.insert(0, "bench")
+    import sys; sys.path.insert(0, "holdout")
     from realapps.serve import RealApps
     with RealApps() as apps:                      # every installed app (install.py first)
         apps.running["trac"].base                 # http://127.0.0.1:PORT
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-if __package__ in (None, ""):  # run as a script: the package lives in bench/
+if __package__ in (None, ""):  # run as a script: the package lives in holdout/
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from realapps import logs  # noqa: E402
@@ -95,7 +95,7 @@ class RealApps:
     def start(self) -> RealApps:
         missing = [n for n in self.names if n not in APPS or not installed(n, self.root)]
         if missing:
-            raise RuntimeError(f"not installed: {', '.join(missing)} (python bench/realapps/install.py --apps "
+            raise RuntimeError(f"not installed: {', '.join(missing)} (python holdout/realapps/install.py --apps "
                                f"{','.join(missing)})")
         self._tmp = tempfile.TemporaryDirectory(prefix="realapps-")
         try:
@@ -197,7 +197,7 @@ def matches(path: str, patterns: list[str]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python bench/realapps/serve.py",
+    parser = argparse.ArgumentParser(prog="python holdout/realapps/serve.py",
                                      description="Run the installed real applications on 127.0.0.1 until Ctrl-C.")
     parser.add_argument("--apps", default="", help="comma-separated names (default: every installed app)")
     parser.add_argument("--seeds", default="", metavar="FILE", help="write every source's start URL here")

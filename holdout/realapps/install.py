@@ -3,7 +3,7 @@ environment under ``$XDG_CACHE_HOME/webrace-realapps/<app>`` (``WEBRACE_REALAPPS
 a venv from PyPI, or Debian packages (``apt-get``, as root) where Debian ships the software,
 and the app's data, built from what this machine has offline (see each module in ``apps/``).
 
-    python bench/realapps/install.py [--apps a,b] [--force]
+    python holdout/realapps/install.py [--apps a,b] [--force]
 
 Needs the network for PyPI and Debian only; nothing is fetched when the apps run. Prints, per
 app, the seconds taken and the disk used; an app that fails is reported and the others go on.
@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: the package lives in bench/
+if __package__ in (None, ""):  # run as a script: the package lives in holdout/
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from realapps.apps import APPS  # noqa: E402
@@ -50,7 +50,7 @@ def install(name: str, root: Path, force: bool = False) -> tuple[bool, float, st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python bench/realapps/install.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python holdout/realapps/install.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--apps", default=",".join(APPS), help="comma-separated (default: all): %(default)s")
     parser.add_argument("--force", action="store_true", help="reinstall apps already installed")
     args = parser.parse_args(argv)

@@ -1,8 +1,8 @@
 """Hold-out set 2: local imitations of real public BLAST web servers, and their neighbours.
 
-``python bench/holdout2_services.py --port 0`` builds small BLAST databases from FASTA written
+``python holdout/holdout2_services.py --port 0`` builds small BLAST databases from FASTA written
 here, serves one Twisted site on 127.0.0.1 and prints its base URL as its first line. Every
-service lives under its own path prefix (see ``SERVICES``); ``bench/holdout2_services.md``
+service lives under its own path prefix (see ``SERVICES``); ``holdout/holdout2_services.md``
 says what each imitates. Results come from the real BLAST+ programs (no shell, bounded input,
 a timeout). Nothing is ever fetched from elsewhere: links to the internet point at ``/offsite``.
 

@@ -1,4 +1,4 @@
-"""The real-applications hold-out set (bench/realapps): its logs are read as the servers write
+"""The real-applications hold-out set (holdout/realapps): its logs are read as the servers write
 them, and its ground truth is complete (members, side-effect controls, apps that exist)."""
 
 import sys
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-# bench/ on the path only while realapps is imported: its other modules (bench/rules.py...) would
-# shadow the project's packages of the same name for every test that runs after this one
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+# holdout/ on the path only while realapps is imported: the tests that run after this one find
+# the path as they would have
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "holdout"))
 try:
     from realapps import logs
     from realapps.apps import APPS
