@@ -174,8 +174,10 @@ class Redis:
 class Soak:
     """The processes of one mode, in ``root``, and what is sampled from them."""
 
-    def __init__(self, root: Path, mode: str, site: SiteServer, profile_every: float | None) -> None:
+    def __init__(self, root: Path, mode: str, site: SiteServer, profile_every: float | None,
+                 ab_trim: bool = False) -> None:
         self.root, self.mode, self.site = root, mode, site
+        self.ab_trim = ab_trim  # worker-0 without malloc_trim (the baseline), worker-1 with it
         self.redis = Redis(root) if mode == "distributed" else None
         self.prefix = f"soak-{uuid.uuid4().hex[:8]}:"
         self.procs: dict[str, subprocess.Popen] = {}
@@ -221,8 +223,11 @@ class Soak:
                             WEBRACE_MEMORY_PROFILE_INTERVAL=str(self.profile_every))
         sets = [a for k, v in settings.items() for a in ("-s", f"{k}={v}")] if args[:1] == ("crawl",) else []
         log = (self.root / f"{name}.log").open("w")
+        env = self.env(data)
+        if self.ab_trim and name == "worker-0":
+            env["WEBRACE_MALLOC_TRIM"] = "0"
         self.procs[name] = subprocess.Popen([sys.executable, "-m", "scrapy", *args, *sets], cwd=self.root,
-                                            env=self.env(data), stdout=log, stderr=subprocess.STDOUT)
+                                            env=env, stdout=log, stderr=subprocess.STDOUT)
 
     def start(self) -> None:
         if self.redis is None:
@@ -414,7 +419,10 @@ def run(args: argparse.Namespace, root: Path) -> bool:
     soak = None
     try:
         load = workload(site.url, args.pages, args.urds, args.sentinels, args.seed)
-        soak = Soak(root, args.mode, site, args.profile_every if args.tracemalloc else None)
+        soak = Soak(root, args.mode, site, args.profile_every if args.tracemalloc else None, args.ab_trim)
+        if args.ab_trim:
+            print("A/B: worker-0 runs with WEBRACE_MALLOC_TRIM=0 (the baseline), worker-1 gives memory back "
+                  "after each round (the candidate)", flush=True)
         soak.register(load)
         print(f"Site: {args.pages} pages of {args.page_kb:g} KB at {site.url}, {args.change:.0%} of its leaves "
               f"changing a minute; {args.urds} URDs of {OWNERS} owners, {args.sentinels} sentinels; mode "
@@ -472,7 +480,11 @@ def main() -> int:
     parser.add_argument("--profile-every", type=float, default=120.0, help="seconds between tracemalloc dumps")
     parser.add_argument("--workdir", type=Path, default=None, help="kept afterwards (default: a temporary one)")
     parser.add_argument("--png", default=None, help="default bench/soak-MODE.png; '' for none")
+    parser.add_argument("--ab-trim", action="store_true",
+                        help="distributed: worker-0 without malloc_trim, worker-1 with it, in the same run")
     args = parser.parse_args()
+    if args.ab_trim and args.mode != "distributed":
+        parser.error("--ab-trim compares the two workers of --mode distributed")
     if args.png is None:
         args.png = str(HERE / f"soak-{args.mode}.png")
     if not (args.minutes > 0 and args.interval > 0 and 0 <= args.change <= 1 and args.pages >= 10
