@@ -64,6 +64,34 @@ def test_schedule_loop_outlives_a_redis_restart_and_opens_rounds_after(tmp_path,
         assert "u1" not in loop.lines[opened][1], lines
 
 
+def test_schedule_loop_started_while_redis_is_away_waits_for_it_and_opens_the_round(tmp_path, redis_binary):
+    server = RedisServer.launch(redis_binary, tmp_path, *PERSISTENCE["none"])
+    scheduler = scheduler_project(tmp_path, server)
+    scheduler.add_urds(urd("u1", "alice", "http://127.0.0.1:9/a"))
+    server.kill()
+    loop = scheduler.start("urd", "schedule", "--loop", "--interval", "0.2")
+    try:
+        loop.wait_for("Redis unreachable")
+        server.start()
+        loop.wait_for("opened", "u1")
+    finally:
+        code = loop.stop()
+        server.kill()
+    lines = loop.text
+    assert "Traceback" not in lines and "error:" not in lines and code == 0, lines
+    assert lines.count("Redis unreachable") == 1 and lines.count("Redis reachable again") == 1, lines
+
+
+def test_schedule_once_with_redis_away_is_one_error_line(tmp_path, redis_binary):
+    server = RedisServer.launch(redis_binary, tmp_path, *PERSISTENCE["none"])
+    scheduler = scheduler_project(tmp_path, server)
+    server.kill()
+    done = scheduler.scrapy("urd", "schedule")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [f"error: Cannot reach Redis at {server.url}: Error 111 connecting to "
+                                        f"127.0.0.1:{server.port}. Connection refused. Start it, fix REDIS_URL, "
+                                        "or unset REDIS_URL to run embedded."], done.stderr
+
 def test_outage_waits_one_second_doubling_to_thirty_and_is_said_once_each_way():
     said, now = [], [100.0]
     outage = Outage(said.append, clock=lambda: now[0])

@@ -150,24 +150,36 @@ class Command(ScrapyCommand):
 
         if not distributed(self.settings):
             raise UsageError("`schedule` is for the distributed mode: set REDIS_URL")
-        from webrace.backends.redis import RedisUnavailable
+        from webrace.backends.errors import RedisUnavailable, RedisUnreachable
 
+        def opened() -> Any:
+            return open_round_engine(self.settings, sentinels=StoredSentinels(self.settings), worker=False)
+
+        engines: list[Any] = []
         try:
-            engine = open_round_engine(self.settings, sentinels=StoredSentinels(self.settings), worker=False)
-        except RedisUnavailable as exc:
+            engines.append(opened())
+        except RedisUnreachable:
+            if not loop:
+                raise
+        except RedisUnavailable as exc:  # not a Redis URL, a wrong password: waiting would not help
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = 1
             return
         if not loop:
-            schedule_pass(engine)
+            schedule_pass(engines[0])
             return
         from webrace.outage import Outage, keep_going
+
+        def one_pass() -> None:  # started while Redis was away: its engine once Redis answers
+            if not engines:
+                engines.append(opened())
+            schedule_pass(engines[0])
 
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())  # a supervisor's stop: the pass in hand ends first
         outage = Outage(lambda line: print(line, file=sys.stderr, flush=True))
         try:
-            keep_going(lambda: schedule_pass(engine), interval, outage, stop.wait, redis_away())
+            keep_going(one_pass, interval, outage, stop.wait, redis_away())
         except KeyboardInterrupt:
             print("Stopped.")
 
