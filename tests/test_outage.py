@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import redis
 from conftest import Project, RedisServer, urd
-from test_delivery import aci, add_channel, hook, hook_server, store_items  # noqa: F401 - fixtures
+from test_delivery import aci, add_channel, hook, hook_server, make_settings, store_items, undelivered  # noqa: F401
 from test_distributed import all_paths, feed_urls, redis_env, wide_site, worker_project  # noqa: F401 - fixtures
 from web_client import Client
 
@@ -300,3 +300,34 @@ def test_a_worker_waits_out_a_full_object_store_and_every_page_reaches_its_feed(
     assert said.count("The object store cannot be written") == 1, said[-5000:]
     assert said.count("The object store can be written again") == 1, said[-5000:]
     assert feed_urls(out) == {wide_site.url(p) for p in all_paths()}
+
+
+def test_a_message_sent_just_before_redis_goes_away_is_marked_when_it_is_back_and_not_sent_again(
+        tmp_path, redis_binary, hook):  # noqa: F811 - the fixture imported
+    from webrace.commands import redis_away
+    from webrace.delivery.agent import DeliveryAgent
+
+    server = RedisServer.launch(redis_binary, tmp_path, *PERSISTENCE["aof"])
+    try:
+        settings = make_settings(tmp_path / "data", REDIS_URL=server.url, WEBRACE_REDIS_PREFIX="webrace:")
+        add_channel(settings, "alice", hook.url("/one"))
+        now = now_millis()
+        store_items(settings, [aci("alice", f"/p{i}", now + i) for i in range(3)])
+        agent = DeliveryAgent(settings)
+        real = agent.sender
+
+        def then_redis_goes(url: str, title: str, body: str, timeout: float) -> str | None:
+            error = real(url, title, body, timeout)
+            server.kill()  # between the send and its mark
+            return error
+
+        agent.sender = then_redis_goes
+        with pytest.raises(redis_away()):
+            agent.run_pass()
+        server.start()
+        agent.sender = real
+        again = agent.run_pass()
+        assert again.stats["delivery/messages"] == 0
+        assert len(hook.messages("/one")) == 1 and undelivered(settings) == set()
+    finally:
+        server.kill()

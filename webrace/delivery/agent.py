@@ -128,21 +128,25 @@ class DeliveryAgent:
         self.policy = policy or ChannelPolicy.from_settings(settings)
         self.sender = sender or (lambda url, title, body, timeout: send(url, title, body, timeout, self.policy.guard))
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        # messages sent whose marks the store did not take yet (it went away between the send
+        # and the mark): marked before anything else is planned, so nothing is sent twice
+        self.unrecorded: list[tuple[str, str, list, int, int]] = []  # (owner, channel id, items, at, since)
 
     def run_pass(self) -> PassReport:
         """One pass over every channel (stores opened here: a pass may run in any thread)."""
         report = PassReport()
         with open_delivery_store(self.settings) as store:
+            marked = self._mark_sent(store)  # (Redis away still: the pass ends here, the loop waits)
             channels = store.channels()
-            if not channels:
+            if not channels and not marked:
                 return report
             with open_aci_store(self.settings) as acis, open_sentinel_store(self.settings) as sentinels:
                 jobs = self._plan(store, acis, sentinels, channels, report)
                 try:
                     self._send(jobs)
                 finally:
-                    self._record(store, jobs, report)
-                self._acknowledge(store, acis, jobs, report)
+                    marked += self._record(store, jobs, report)
+                self._acknowledge(store, acis, marked, report)
         return report
 
     # -- 1. plan -------------------------------------------------------------------------
@@ -216,20 +220,36 @@ class DeliveryAgent:
 
     # -- 3. record -----------------------------------------------------------------------
 
-    def _record(self, store: DeliveryStore, jobs: list[_Job], report: PassReport) -> None:
+    def _record(self, store: DeliveryStore, jobs: list[_Job], report: PassReport) -> list[tuple[str, list]]:
+        """The messages sent marked, failures counted; (owner, items) of each message marked."""
         now = self.clock()
-        for job in jobs:
-            channel, message = job.channel, job.message
-            try:
-                if job.error is None:
-                    store.delivered(channel.id, message.items, now, max(channel.since, now - LATENESS_MS))
-                    report.stats["delivery/messages"] += 1
-                    for kind, _, _ in message.items:
-                        report.stats[f"delivery/items/{kind}"] += 1
-                else:
-                    self._failed(store, channel, job.error[:MAX_ERROR], now, report)
-            finally:
-                store.release(channel.id, self.holder)
+        for job in jobs:  # every message sent is remembered before the store is asked to mark any
+            if job.error is None:
+                self.unrecorded.append((job.channel.owner, job.channel.id, job.message.items, now,
+                                        max(job.channel.since, now - LATENESS_MS)))
+                report.stats["delivery/messages"] += 1
+                for kind, _, _ in job.message.items:
+                    report.stats[f"delivery/items/{kind}"] += 1
+        try:
+            marked = self._mark_sent(store)
+            for job in jobs:
+                if job.error is not None:
+                    self._failed(store, job.channel, job.error[:MAX_ERROR], now, report)
+        finally:
+            for job in jobs:
+                store.release(job.channel.id, self.holder)
+        return marked
+
+    def _mark_sent(self, store: DeliveryStore) -> list[tuple[str, list]]:
+        """The marks of the messages sent, oldest first; one the store refuses stays for the
+        next try (its error ends the pass). (owner, items) of each message marked."""
+        marked = []
+        while self.unrecorded:
+            owner, channel_id, items, at, since = self.unrecorded[0]
+            store.delivered(channel_id, items, at, since)
+            self.unrecorded.pop(0)
+            marked.append((owner, items))
+        return marked
 
     def _failed(self, store: DeliveryStore, channel: Channel, error: str, now: int, report: PassReport) -> None:
         failures = channel.attempts + 1
@@ -254,13 +274,13 @@ class DeliveryAgent:
 
     # -- 4. acknowledge ------------------------------------------------------------------
 
-    def _acknowledge(self, store: DeliveryStore, acis: AciStore, jobs: list[_Job], report: PassReport) -> None:
-        """ACIs sent in this pass that every ACI channel of their owner has now taken."""
+    def _acknowledge(self, store: DeliveryStore, acis: AciStore, marked: list[tuple[str, list]],
+                     report: PassReport) -> None:
+        """ACIs sent and marked (``marked``: owner, items) that every ACI channel of their
+        owner has now taken."""
         sent: dict[str, dict[str, int]] = {}
-        for job in jobs:
-            if job.error is None:
-                mine = sent.setdefault(job.channel.owner, {})
-                mine.update({i: at for kind, i, at in job.message.items if kind == "aci"})
+        for owner, items in marked:
+            sent.setdefault(owner, {}).update({i: at for kind, i, at in items if kind == "aci"})
         for owner, candidates in sent.items():
             ready = set(candidates)
             for channel in (c for c in store.channels(owner) if c.wants("aci")):
