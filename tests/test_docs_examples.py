@@ -182,12 +182,17 @@ class Background:
         return self.proc.returncode
 
 
+CHECKOUT_MARK = "<!-- session: checkout -->"  # a page whose examples run from the checkout's root
+LEFT_OUT = {".git", ".webrace", "build", "dist", "__pycache__", ".pytest_cache", ".ruff_cache", ".hypothesis"}
+
+
 @dataclass
 class Session:
     """One page's shell: its working directory, environment and background jobs."""
 
     root: Path
     ports: dict[str, str]
+    checkout: bool = False
     cwd: Path = field(init=False)
     env: dict[str, str] = field(init=False)
     jobs: list[Background] = field(default_factory=list)
@@ -198,9 +203,14 @@ class Session:
         home, bin_dir = self.root / "home", self.root / "bin"
         for directory in (self.cwd, home, bin_dir):
             directory.mkdir()
+        if self.checkout:  # a clone's root, read-only: its files linked, what the page writes beside them
+            for entry in ROOT.iterdir():
+                if entry.name not in LEFT_OUT and not entry.name.endswith(".egg-info"):
+                    (self.cwd / entry.name).symlink_to(entry)
         python = shlex.quote(sys.executable)
         shims = {"python": f"exec {python} \"$@\"", "python3": f"exec {python} \"$@\"",
-                 "scrapy": f"exec {python} -m scrapy \"$@\"", "xpack": f"exec {python} -m webrace.xpack.cli \"$@\""}
+                 "scrapy": f"exec {python} -m scrapy \"$@\"", "xpack": f"exec {python} -m webrace.xpack.cli \"$@\"",
+                 "warcio": f"exec {python} -m warcio.cli \"$@\""}
         for name, line in shims.items():
             (bin_dir / name).write_text(f"#!/bin/sh\n{line}\n")
             (bin_dir / name).chmod(0o755)
@@ -296,7 +306,8 @@ def test_the_pages_examples_run_as_written(page: Path, tmp_path: Path, request: 
     for tool in ("curl", "wget", "javadoc"):
         if any(re.search(rf"(^|[\s|(]){tool}\b", command) for command in typed) and shutil.which(tool) is None:
             pytest.skip(f"{page.name} runs {tool}, which is not installed")
-    session = Session(tmp_path, {port: str(free_port()) for port in DOC_PORTS})
+    checkout = CHECKOUT_MARK in page.read_text(encoding="utf-8")
+    session = Session(tmp_path, {port: str(free_port()) for port in DOC_PORTS}, checkout)
     if any(re.search(r"(^|\s)redis-server\b", command) for command in typed):
         session.shim("redis-server", request.getfixturevalue("redis_binary"))  # the tests' own (conftest.py)
     try:
