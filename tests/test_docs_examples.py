@@ -55,11 +55,18 @@ WAIT_TIMEOUT = 60  # seconds for a background command to print what the page sho
 CHECKER = doctest.OutputChecker()
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 # the variables a user has not set in a fresh shell (tests/conftest.py sets some for the suite)
-UNSET = ("SCRAPY_SETTINGS_MODULE", "WEBRACE_DATA_DIR", "REDIS_URL", "WEBRACE_REDIS_PREFIX", "WEBRACE_OBJECTS_DIR",
-         "SCRAPY_PROJECT", "PYTEST_CURRENT_TEST")
+UNSET = (
+    "SCRAPY_SETTINGS_MODULE",
+    "WEBRACE_DATA_DIR",
+    "REDIS_URL",
+    "WEBRACE_REDIS_PREFIX",
+    "WEBRACE_OBJECTS_DIR",
+    "SCRAPY_PROJECT",
+    "PYTEST_CURRENT_TEST",
+)
 
 # The counts, per kind, over every page (README.md and docs/): see the module's docstring.
-EXPECTED_COUNTS = {"run": 0, "written": 0, "not run": 0, "run elsewhere": 0}
+EXPECTED_COUNTS = {"run": 48, "written": 7, "not run": 12, "run elsewhere": 7}
 
 
 @dataclass
@@ -208,20 +215,29 @@ class Session:
                 if entry.name not in LEFT_OUT and not entry.name.endswith(".egg-info"):
                     (self.cwd / entry.name).symlink_to(entry)
         python = shlex.quote(sys.executable)
-        shims = {"python": f"exec {python} \"$@\"", "python3": f"exec {python} \"$@\"",
-                 "scrapy": f"exec {python} -m scrapy \"$@\"", "xpack": f"exec {python} -m webrace.xpack.cli \"$@\"",
-                 "warcio": f"exec {python} -m warcio.cli \"$@\""}
+        shims = {
+            "python": f'exec {python} "$@"',
+            "python3": f'exec {python} "$@"',
+            "scrapy": f'exec {python} -m scrapy "$@"',
+            "xpack": f'exec {python} -m webrace.xpack.cli "$@"',
+            "warcio": f'exec {python} -m warcio.cli "$@"',
+        }
         for name, line in shims.items():
             (bin_dir / name).write_text(f"#!/bin/sh\n{line}\n")
             (bin_dir / name).chmod(0o755)
         env = {k: v for k, v in os.environ.items() if k not in UNSET}
         path = os.pathsep.join([str(ROOT), env["PYTHONPATH"]]) if env.get("PYTHONPATH") else str(ROOT)
-        self.env = {**env, "PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", "HOME": str(home),
-                    "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
+        self.env = {
+            **env,
+            "PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+            "HOME": str(home),
+            "PYTHONPATH": path,
+            "PYTHONUNBUFFERED": "1",
+        }
         self.bin = bin_dir
 
     def shim(self, name: str, target: str) -> None:
-        (self.bin / name).write_text(f"#!/bin/sh\nexec {shlex.quote(target)} \"$@\"\n")
+        (self.bin / name).write_text(f'#!/bin/sh\nexec {shlex.quote(target)} "$@"\n')
         (self.bin / name).chmod(0o755)
 
     def ported(self, text: str) -> str:
@@ -246,8 +262,7 @@ class Session:
             args = [sys.executable, "-m", "doctest", "-o", "ELLIPSIS", "-o", "NORMALIZE_WHITESPACE", str(script)]
             script.rename(script.with_suffix(".txt"))
             args[-1] = str(script.with_suffix(".txt"))
-        done = subprocess.run(args, cwd=self.cwd, env=self.env, capture_output=True, text=True,
-                              timeout=COMMAND_TIMEOUT)
+        done = subprocess.run(args, cwd=self.cwd, env=self.env, capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
         assert done.returncode == 0, f"{block.where}: the python block failed:\n{done.stdout}{done.stderr}"
 
     def step(self, block: Block, step: Step, status_shown: bool = False) -> None:
@@ -265,19 +280,33 @@ class Session:
                     assert background.proc.returncode == 0, f"{where}: {background.output[-3000:]}"
             return
         if command.rstrip().endswith("&") and not command.rstrip().endswith("&&"):
-            proc = subprocess.Popen(["bash", "-c", f"set -a\n{command.rstrip().removesuffix('&')}"], cwd=self.cwd,
-                                    env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                ["bash", "-c", f"set -a\n{command.rstrip().removesuffix('&')}"],
+                cwd=self.cwd,
+                env=self.env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
             self.jobs.append(Background(proc, command))
             self.jobs[-1].wait_for(shown)
             return
         # bash, with the session's directory, variables (every assignment exported: set -a) and the
         # previous command's status ($?); afterwards its directory and variables are the session's
         cwd, env = self.root / "cwd", self.root / "env"
-        script = (f"cd {shlex.quote(str(self.cwd))}\nset -a\n(exit {self.status})\n{command}\n"
-                  f"__status=$?\npwd > {cwd}\nenv -0 > {env}\nexit $__status\n")
-        done = subprocess.run(["bash", "-c", script], env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, timeout=COMMAND_TIMEOUT)
+        script = (
+            f"cd {shlex.quote(str(self.cwd))}\nset -a\n(exit {self.status})\n{command}\n"
+            f"__status=$?\npwd > {cwd}\nenv -0 > {env}\nexit $__status\n"
+        )
+        done = subprocess.run(
+            ["bash", "-c", script],
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=COMMAND_TIMEOUT,
+        )
         if cwd.exists():  # not when the command ended the shell (exit)
             self.cwd = Path(cwd.read_text().strip())
             pairs = (item.split("=", 1) for item in env.read_text().split("\0") if "=" in item)
@@ -287,8 +316,9 @@ class Session:
             assert done.returncode == 0 or status_shown, f"{where}: status {done.returncode}:\n{done.stdout[-3000:]}"
             self.status = done.returncode
         if step.checked:
-            assert CHECKER.check_output(shown, done.stdout, FLAGS), \
+            assert CHECKER.check_output(shown, done.stdout, FLAGS), (
                 f"{where}: printed\n{done.stdout[-4000:]}\nwhere the page shows\n{shown}"
+            )
 
     def close(self) -> None:
         for background in reversed(self.jobs):
@@ -296,8 +326,9 @@ class Session:
 
 
 def commands(page: Path) -> list[str]:
-    return [step.command for block in ALL[page] if block.kind == "run" and block.lang != "python"
-            for step in steps(block)]
+    return [
+        step.command for block in ALL[page] if block.kind == "run" and block.lang != "python" for step in steps(block)
+    ]
 
 
 @pytest.mark.parametrize("page", RUN, ids=[str(p.relative_to(ROOT)) for p in RUN])
