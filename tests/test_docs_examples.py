@@ -30,11 +30,13 @@ lead can quote them and a new block is counted on purpose.
 
 from __future__ import annotations
 
+import contextlib
 import doctest
 import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -43,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from conftest import CHOSEN
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -54,7 +57,8 @@ COMMAND_TIMEOUT = 300  # seconds: the longest command of a page is a crawl of a 
 WAIT_TIMEOUT = 60  # seconds for a background command to print what the page shows
 CHECKER = doctest.OutputChecker()
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-# the variables a user has not set in a fresh shell (tests/conftest.py sets some for the suite)
+# the variables a user has not set in a fresh shell (tests/conftest.py chooses them for the suite)
+UNSET = (*CHOSEN, "PYTEST_CURRENT_TEST")
 UNSET = (
     "SCRAPY_SETTINGS_MODULE",
     "WEBRACE_DATA_DIR",
@@ -179,13 +183,16 @@ class Background:
             assert ok and printed(), f"{self.command!r} printed:\n{self.output[-3000:]}\nnot:\n{shown}"
 
     def stop(self) -> int:
+        """Ends the command and what it started: its process group, a session of its own."""
         if self.proc.poll() is None:
-            self.proc.terminate()
+            os.killpg(self.proc.pid, signal.SIGTERM)
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+        with contextlib.suppress(ProcessLookupError):  # a child that outlived the shell
+            os.killpg(self.proc.pid, signal.SIGTERM)
         return self.proc.returncode
 
 
