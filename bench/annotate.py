@@ -12,7 +12,7 @@ processor" is what the crawl runs per new version: decoding, text, title, matchi
 ACI with its summary for every matching owner.
 
 Goal: 10,000 owners within 20 ms per page (text extraction and matching) on the machine of
-the README's figures, where the naive way took 155 s for them. A busy machine slows every
+the figures of docs/benchmarks/index.md, where the naive way took 155 s for them. A busy machine slows every
 time measured here, so the verdict is that goal as a ratio: the naive way's time per page
 over ours, both timed in turn in this run (they meet the same load), must be at least
 155 s / 20 ms = 7,750x (scaled with the owners and keywords asked for). The times in

@@ -16,7 +16,7 @@ DOWNLOAD_DELAY 0.5 s, two requests per host. Each crawls, in the same run, three
 3. slow server: ``bench/site_server.py`` with 300 ms before each answer. Goal: the server is
    busy with the candidate's requests at most 1 / (1 + WEBRACE_DELAY_FACTOR) of the time,
    each answer counted with the rest that follows it (first start to last start: the bound
-   the README promises); the share up to the last answer's end is printed too.
+   docs/explanation/manners.md promises); the share up to the last answer's end is printed too.
 
     pip install -e '.[bench]' && python bench/politeness.py [--png bench/politeness.png] [--quick]
 

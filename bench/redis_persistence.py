@@ -31,7 +31,7 @@ import redis
 
 MODES = {"none": ("--appendonly", "no"), "everysec": ("--appendonly", "yes", "--appendfsync", "everysec"),
          "always": ("--appendonly", "yes", "--appendfsync", "always")}
-RECORD = b"x" * 370  # what a stored page costs Redis (README, bench/storage.py)
+RECORD = b"x" * 370  # what a stored page costs Redis (docs/explanation/distributed.md, bench/storage.py)
 
 
 def redis_binary() -> str:

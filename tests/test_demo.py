@@ -1,6 +1,6 @@
-"""The demos as the README shows them: `python -m webrace.demo --keep DIR` leaves a project
-directory where the commands its closing tips print work as printed, and section 10's
-DynaBot example runs as written on `python -m webrace.demo.services`."""
+"""The demos as the docs show them: `python -m webrace.demo --keep DIR` leaves a project
+directory where the commands its closing tips print work as printed, and the DynaBot example
+of docs/how-to/dynabot.md runs as written on `python -m webrace.demo.services`."""
 
 from __future__ import annotations
 
@@ -84,9 +84,9 @@ def test_the_site_served_again_as_the_tips_say_is_recrawled_with_conditional_get
     assert pages and any(p.get("not_modified") for p in pages)
 
 
-def readme_commands(section: str) -> list[str]:
-    """The ``$ `` lines of the first console block of a README section ("10.")."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8").split(f"\n### {section} ", 1)[1].split("\n### ", 1)[0]
+def page_commands(page: str, section: str) -> list[str]:
+    """The ``$ `` lines of the first console block of a docs page's section ("On local services")."""
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8").split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
     block = text.split("```console\n", 1)[1].split("```", 1)[0]
     return [line[2:] for line in block.splitlines() if line.startswith("$ ")]
 
@@ -94,12 +94,12 @@ def readme_commands(section: str) -> list[str]:
 LISTED = [s for s in SERVICES if s.listed]
 
 
-def test_the_readme_dynabot_example_runs_as_written_on_the_local_services(tmp_path):
-    serve, *crawls = readme_commands("10.")
+def test_the_docs_dynabot_example_runs_as_written_on_the_local_services(tmp_path):
+    serve, *crawls = page_commands("how-to/dynabot.md", "On local services")
     assert serve == "python -m webrace.demo.services &" and len(crawls) == 2
     (tmp_path / "serviceclasses").symlink_to(ROOT / "serviceclasses")  # "from this repository"
     env = {**USER_ENV, "SCRAPY_SETTINGS_MODULE": "webrace.settings", "WEBRACE_DATA_DIR": str(tmp_path / "data")}
-    with_browser = browser.available() is None  # as the crawls about to run decide it (the README's, as written)
+    with_browser = browser.available() is None  # as the crawls about to run decide it (the page's, as written)
     server = subprocess.Popen(as_typed(serve.removesuffix(" &")).split(), cwd=tmp_path, env=env,
                               stdout=subprocess.PIPE, text=True)
     try:

@@ -1,6 +1,6 @@
 """Scout's JavaDoc application on real javadoc output: the JDK's `javadoc` runs over the Java
 sources in tests/fixtures/javadoc, the site it writes is crawled, and the member index
-answers which types have a member, inherited ones included; and README section 7's recipe
+answers which types have a member, inherited ones included; and the recipe of docs/how-to/rules.md
 runs word for word from a clone's root."""
 
 from __future__ import annotations
@@ -93,10 +93,13 @@ def test_two_phases_collect_then_rerun_offline(site, project, javadoc_output):
                                                    f"Found first {EXPECTED['first']}"]
 
 
-def readme_recipe() -> list[tuple[str, list[str]]]:
-    """The console block of README section 7's JavaDoc example: each ``$ `` command with the
-    output lines shown under it."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8").split("**Example: Scout's JavaDoc application.**", 1)[1]
+GUIDE = ROOT / "docs" / "how-to" / "rules.md"
+
+
+def guide_recipe() -> list[tuple[str, list[str]]]:
+    """The console block of the JavaDoc example of docs/how-to/rules.md: each ``$ `` command
+    with the output lines shown under it."""
+    text = GUIDE.read_text(encoding="utf-8").split("## Example: Scout's JavaDoc application", 1)[1]
     steps: list[tuple[str, list[str]]] = []
     for line in text.split("```console\n", 1)[1].split("```", 1)[0].splitlines():
         if line.startswith("$ "):
@@ -107,7 +110,7 @@ def readme_recipe() -> list[tuple[str, list[str]]]:
 
 
 def as_typed(command: str) -> str:
-    """A README command as this interpreter runs it (``scrapy`` and ``python`` on PATH may be others)."""
+    """A command of the guide as this interpreter runs it (``scrapy`` and ``python`` on PATH may be others)."""
     command = re.sub(r"^scrapy ", f"{shlex.quote(sys.executable)} -m scrapy ", command)
     return re.sub(r"^python ", f"{shlex.quote(sys.executable)} ", command)
 
@@ -123,12 +126,12 @@ def clone_root(root: Path) -> Path:
     return root
 
 
-def test_the_readme_recipe_runs_word_for_word_from_the_repository_root(tmp_path):
-    """README section 7's JavaDoc recipe, each command as printed, from a clone's root with a
+def test_the_guides_recipe_runs_word_for_word_from_the_repository_root(tmp_path):
+    """The guide's JavaDoc recipe (docs/how-to/rules.md), each command as printed, from a clone's root with a
     user's environment (the data directory is the default ``.webrace``), served by
     ``python -m http.server``; its one placeholder is the port (the system picks a free one).
-    Every command succeeds and prints what the README shows under it."""
-    steps = readme_recipe()
+    Every command succeeds and prints what the guide shows under it."""
+    steps = guide_recipe()
     assert [command.split()[:3] for command, _ in steps] == [
         ["javadoc", "-quiet", "-Xdoclint:none"], ["python", "-m", "http.server"], ["scrapy", "urd", "add"],
         ["scrapy", "crawl", "urd"], ["scrapy", "rules", "run"], ["python", "-m", "rules.javadoc"]]
@@ -136,7 +139,7 @@ def test_the_readme_recipe_runs_word_for_word_from_the_repository_root(tmp_path)
     placeholder = re.search(r" http\.server (\d+) ", serve).group(1)
     urd_file = re.search(r"scrapy urd add (\S+)", rest[0][0]).group(1)
     shipped = (ROOT / urd_file).read_text(encoding="utf-8")
-    assert f"http://127.0.0.1:{placeholder}/element-list" in shipped  # the README's port is the URD's
+    assert f"http://127.0.0.1:{placeholder}/element-list" in shipped  # the guide's port is the URD's
     if (ROOT / ".git").exists():  # shipped: a clone has it (git does not ignore it)
         assert subprocess.run(["git", "check-ignore", "-q", urd_file], cwd=ROOT).returncode == 1
 

@@ -1,5 +1,5 @@
 """Deployment with scrapyd: `scrapyd-deploy` the project to a real scrapyd on 127.0.0.1 and
-schedule `urd` through schedule.json, as the README shows."""
+schedule `urd` through schedule.json, as docs/how-to/scrapyd.md shows."""
 
 from __future__ import annotations
 

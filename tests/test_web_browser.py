@@ -6,7 +6,7 @@ One module-wide set-up, shared by every test: a site of the tests' own; two owne
 and a sentinel put in the stores in-process, the sentinel's baseline being an earlier
 version of its page; one real `scrapy crawl urd`, which makes the ACIs and, the page having
 changed since that baseline, a notification; accounts made with ``open_accounts``; one
-server; one browser. The run takes the README's screenshots (web-owner.png, web-diff.png)
+server; one browser. The run takes the screenshots docs/how-to/web-app.md shows (web-owner.png, web-diff.png)
 and, with WEBRACE_SCREENSHOTS=1 in the environment, writes them to docs/img/ (otherwise to
 a temporary directory, so that a test run leaves the checkout as it was). Skipped, saying
 why, when the browser cannot run."""
@@ -45,7 +45,7 @@ from webrace.web.accounts import open_accounts
 pytestmark = [pytest.mark.usefixtures("needs_browser"), pytest.mark.xdist_group("web_browser")]
 
 VIEWPORT = {"width": 1000, "height": 400}  # the screenshots grow to the page's height
-DOCS_IMAGES = Path(__file__).parent.parent / "docs" / "img"  # where the README shows them from
+DOCS_IMAGES = Path(__file__).parent.parent / "docs" / "img"  # where docs/how-to/web-app.md shows them from
 PASSWORDS = {"alice": "correct horse battery staple", "bob": "tr0ub4dor&3 but longer"}
 
 # Alice's page: her URD's keyword ("crawler") is in it and in the page it links to, so she
@@ -202,7 +202,7 @@ def _path(page: Page) -> str:
 
 
 def _screenshot(page: Page, name: str) -> None:
-    """One of the README's pictures, as this run's page shows it: into docs/img/ with
+    """One of the docs' pictures, as this run's page shows it: into docs/img/ with
     WEBRACE_SCREENSHOTS=1, else into a temporary directory (the picture is taken either way)."""
     keep = os.environ.get("WEBRACE_SCREENSHOTS") == "1"
     images = DOCS_IMAGES if keep else Path(tempfile.gettempdir()) / "webrace-img"

@@ -40,7 +40,7 @@ WEBRACE_MAX_CRAWL_DELAY = 60.0
 # is fetched from it this round), and how long its rules are kept (the RFC's 24 hours).
 WEBRACE_ROBOTS_TIMEOUT = 10.0
 WEBRACE_ROBOTS_MAX_AGE = 86400.0
-# Pacing per host (README, "Manners"): after each answer the host rests this many times as long
+# Pacing per host (docs/explanation/manners.md): after each answer the host rests this many times as long
 # as the answer took to download, so with one request at a time our share of its time stays
 # under 1 / (1 + factor): a third by default. 304s are cheap, so a re-crawl goes fast.
 WEBRACE_DELAY_FACTOR = 2.0
@@ -49,7 +49,7 @@ WEBRACE_MIN_DELAY = 0.0
 WEBRACE_MAX_DELAY = 30.0
 # Requests in flight to one host at most.
 WEBRACE_HOST_CONCURRENCY = 1
-# Traps (README, "Manners"): pages one URD may request in one round; links past it are
+# Traps (docs/explanation/manners.md): pages one URD may request in one round; links past it are
 # counted as ignored/budget and the summary names the URD.
 WEBRACE_MAX_PAGES_PER_URD = 10000
 # A link whose path repeats one segment more than this many times, or has more segments than
@@ -103,7 +103,7 @@ WEBRACE_STORE_THREADS = 4
 WEBRACE_ANNOTATE_THREADS = 1
 # Store versions with an XML media type (text/xml, application/xml, application/*+xml, e.g.
 # XHTML, RSS, Atom) XPack-encoded: smaller, and `scrapy store query` answers XPath from them
-# without unpacking. They read back equal under canonical XML, not byte for byte (see README).
+# without unpacking. They read back equal under canonical XML, not byte for byte (docs/how-to/xpack.md).
 WEBRACE_STORE_XPACK = False
 # A directory: the crawl writes its own WARC files there as it goes (request + response per full
 # fetch, revisit per 304; webrace/archive.py), rotated by size. None = off.
@@ -223,7 +223,7 @@ WEBRACE_IDLE_CLOSE = None
 WEBRACE_REDIS_START_WAIT = None
 
 # IPMicra in the distributed mode: each worker has its own queue per round and a page waits
-# in the queue of the worker its host's IP is delegated to (README, section 11).
+# in the queue of the worker its host's IP is delegated to (docs/explanation/ipmicra.md).
 WEBRACE_DELEGATION = False
 WEBRACE_WORKER_ID = None  # this worker's name (default: host name and process id)
 WEBRACE_WORKER_IP = None  # the address this worker crawls from (its home subnet is delegated to it)

@@ -8,9 +8,9 @@
    ``scrapy crawl urd -O pages.jsonl``;
 4. sum up the crawl from ``.webrace/last-crawl.json`` and ``pages.jsonl``.
 
-The working directory is temporary unless ``--keep DIR`` names one to keep; there, every
-command of the README's tour works as printed, and the closing tips say how to serve the
-site again on the address the URDs name. The exit status is non-zero when a step fails or
+The working directory is temporary unless ``--keep DIR`` names one to keep; there, the
+commands of the tutorial (docs/tutorial.md) work with the run's address, and the closing tips
+say how to serve the site again on the address the URDs name. The exit status is non-zero when a step fails or
 the crawl fetched no page.
 """
 
@@ -269,7 +269,7 @@ def print_files(root: Path, kept: bool) -> None:
 def print_tips(root: Path, base: str, owner: str) -> None:
     """Commands that work as printed in the kept directory (tested in tests/test_demo.py)."""
     port = urlsplit(base).port
-    print(f"\nLook around; the commands of the README's tour work in this directory:\n"
+    print(f"\nLook around; the commands of the tutorial (docs/tutorial.md) work in this directory, with its address:\n"
           f"  cd {shlex.quote(str(root))}\n"
           f"  scrapy urd list\n"
           f"  scrapy aci list --owner {owner}\n"

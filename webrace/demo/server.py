@@ -4,12 +4,16 @@ The standard library's HTTP server is all the demo needs, so it runs on a machin
 web server installed. Port 0 lets the system pick a free port; :func:`start` returns the
 address to put in the URDs.
 
-Run alone (``python -m webrace.demo.server [--port N]``) to crawl the site by hand.
+Run alone (``python -m webrace.demo.server [--port N] [--site DIR]``) to crawl the site by hand;
+``--site DIR`` serves a copy of it in ``DIR`` (made the first time), whose pages you may edit to
+see a re-crawl find the change (the tutorial does).
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import sys
 import threading
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -74,9 +78,24 @@ def stop() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m webrace.demo.server", description="Serve the WebRACE demo site.")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: any free port)")
+    parser.add_argument(
+        "--site",
+        metavar="DIR",
+        type=Path,
+        help="serve DIR, a copy of the demo site made there first if DIR does not exist (its pages are yours to edit)",
+    )
     args = parser.parse_args(argv)
-    server, base = start(args.port)
-    print(f"Serving {SITE_DIR} at {base}/ (Ctrl-C to stop)", flush=True)
+    directory = SITE_DIR if args.site is None else args.site
+    try:
+        if args.site is not None and not args.site.exists():
+            shutil.copytree(SITE_DIR, args.site)
+        if not directory.is_dir():
+            raise NotADirectoryError(f"not a directory: {directory}")
+        server, base = start(args.port, directory)
+    except OSError as exc:  # a port in use, a directory that cannot be written
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"Serving {directory} at {base}/ (Ctrl-C to stop)", flush=True)
     try:
         threading.Event().wait()  # the server runs in its thread; wait here for Ctrl-C
     except KeyboardInterrupt:
