@@ -295,6 +295,10 @@ EXTENSIONS = {
     "webrace.memprofile.MemoryProfile": 530,  # allocation sites that grow (WEBRACE_MEMORY_PROFILE)
     "webrace.progress.Progress": 540,  # the progress line on a terminal (WEBRACE_PROGRESS)
 }
+# Scrapy's telnet console is off: a shell into the crawl on a port every local user can reach
+# (it has a password, printed in the log) is not for a shared installation, and its two log lines
+# are noise on every crawl; TELNETCONSOLE_ENABLED=True turns it on for debugging.
+TELNETCONSOLE_ENABLED = False
 FEED_EXPORT_ENCODING = "utf-8"
 # one item type per CSV file; a page's owner lists encoded once for all pages sharing them (webrace/exporters.py)
 FEED_EXPORTERS = {
