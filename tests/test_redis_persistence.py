@@ -35,12 +35,15 @@ def test_a_redis_killed_and_started_again_loses_what_the_docs_say(redis_binary, 
 
 
 def recipe_options(line: str) -> tuple[str, ...]:
-    """A ``redis-server`` line's persistence options: its port (a page's own) and a trailing ``&`` left out."""
+    """A ``redis-server`` line's persistence options: where it listens and its password (a
+    page's own) and a trailing ``&`` left out."""
     words = shlex.split(line.split("#", 1)[0])[1:]
     if words[-1:] == ["&"]:
         words.pop()
-    if words[:1] == ["--port"]:
-        del words[:2]
+    for option in ("--port", "--bind", "--requirepass"):
+        while option in words:
+            at = words.index(option)
+            del words[at:at + 2]
     return tuple(words)
 
 

@@ -68,7 +68,7 @@ class DeliveryExtension:
     def from_crawler(cls, crawler: Crawler) -> DeliveryExtension:
         settings = crawler.settings
         if not settings.getbool("WEBRACE_DELIVERY"):
-            raise NotConfigured("WEBRACE_DELIVERY is off")
+            raise NotConfigured  # off, as by default: nothing to say (Scrapy logs a reason as a warning)
         ext = cls(crawler, DeliveryAgent(settings))
         crawler.signals.connect(ext.trigger, signal=round_closed)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
