@@ -306,14 +306,7 @@ class Session:
             f"cd {shlex.quote(str(self.cwd))}\nset -a\n(exit {self.status})\n{command}\n"
             f"__status=$?\npwd > {cwd}\nenv -0 > {env}\nexit $__status\n"
         )
-        done = subprocess.run(
-            ["bash", "-c", script],
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            timeout=COMMAND_TIMEOUT,
-        )
+        done = run_session(["bash", "-c", script], self.env, where)
         if cwd.exists():  # not when the command ended the shell (exit)
             self.cwd = Path(cwd.read_text().strip())
             pairs = (item.split("=", 1) for item in env.read_text().split("\0") if "=" in item)
@@ -330,6 +323,22 @@ class Session:
     def close(self) -> None:
         for background in reversed(self.jobs):
             background.stop()
+
+
+def run_session(args: list[str], env: dict[str, str], where: str) -> subprocess.CompletedProcess:
+    """``args`` in a session of its own: a command still running after ``COMMAND_TIMEOUT`` ends
+    with everything it started (its process group), not only the shell (a crawl the shell
+    started would run on, orphaned, after the test)."""
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=COMMAND_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        raise AssertionError(f"{where}: still running after {COMMAND_TIMEOUT} s:\n{out[-3000:]}") from None
+    return subprocess.CompletedProcess(args, proc.returncode, out, None)
 
 
 def commands(page: Path) -> list[str]:

@@ -83,12 +83,15 @@ class RecrawlMiddleware:
         self._threads = max(1, crawler.settings.getint("WEBRACE_STORE_THREADS", 4))
         self._pool: ThreadPool | None = None
         self._cache_lock = threading.Lock()
+        self._closed = False
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     async def offload(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` in the store's thread pool, awaited (its exception raised here)."""
         from twisted.internet import reactor  # the one Scrapy installed (never at import time)
 
+        if self._closed:  # a call after the crawl closed (a timer that fired late): here, no new pool
+            return fn(*args, **kwargs)  # (one started now would never be stopped: the process could not exit)
         if self._pool is None:
             self._pool = ThreadPool(1, self._threads, name="webrace-store")
             self._pool.start()
@@ -110,6 +113,7 @@ class RecrawlMiddleware:
         return self.cache.index.get_many(urls)
 
     def spider_closed(self) -> None:
+        self._closed = True
         if self._pool is not None:  # after the work it was given (stop() waits for it)
             self._pool.stop()
             self._pool = None

@@ -520,6 +520,7 @@ class Announced:
         self.crawler = crawler
         self.pending: list[tuple[str, int]] = []
         self._call: Any = None
+        self.closed = False
 
     def item_out(self, item: Any, spider: scrapy.Spider) -> None:
         if (not isinstance(item, Page) or not item.get("new_version") or item.get("version") is None
@@ -533,7 +534,7 @@ class Announced:
 
     def flush(self) -> Any:
         batch, self.pending = self.pending, []
-        if not batch:
+        if not batch or self.closed:
             return None
         cache = object_cache(self.crawler)
         return deferred_from_coro(store_io(self.crawler)(cache.index.announced, batch)).addErrback(
@@ -541,6 +542,7 @@ class Announced:
 
     def close(self) -> None:
         """At the spider's close (the store thread has stopped): the rest, here."""
+        self.closed = True
         if self._call is not None and self._call.active():
             self._call.cancel()
         batch, self.pending = self.pending, []
