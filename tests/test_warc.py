@@ -5,6 +5,7 @@ re-crawled conditionally, truncated and corrupt archives."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import errno
 import functools
 import gzip
@@ -17,7 +18,9 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -149,7 +152,11 @@ def test_export_writes_a_response_and_request_per_version_and_a_revisit_per_304(
     assert rv["warc"]["WARC-Refers-To-Target-URI"] == url
     assert rv["warc"]["WARC-Refers-To-Date"] == v1["warc"]["WARC-Date"]
     assert rv["warc"]["WARC-Payload-Digest"] == sha and rv["warc"]["WARC-Refers-To"] == v1["warc"]["WARC-Record-ID"]
-    assert rv["status"] == "304 Not Modified" and rv["http"]["Etag"] == '"v1"'
+    # replayed as the version it confirms: that response's status and headers, freshened by the 304's
+    assert rv["status"] == "200 OK" and rv["http"]["Etag"] == '"v1"'
+    assert rv["http"]["Content-Length"] == str(len(page(["/q.html"])))
+    assert rv["http"]["Content-Type"] == "text/html; charset=utf-8"
+    assert rv["warc"][warc.ANSWER_FIELD] == "HTTP/1.1 304 Not Modified"
     request = recs[2]
     assert request["warc"]["WARC-Concurrent-To"] == v1["warc"]["WARC-Record-ID"]
     assert request["status"] == "/p.html HTTP/1.1" and request["protocol"] == "GET"
@@ -213,7 +220,8 @@ def test_export_from_the_distributed_mode(redis_url, redis_prefix, other, tmp_pa
         report = export(shared, tmp_path / "out.warc.gz")
         assert (report.responses, report.revisits, report.problems) == (2, 1, [])
         revisit = [r for r in records(tmp_path / "out.warc.gz") if r["type"] == "revisit"][0]
-        assert revisit["status"].startswith("304") and revisit["warc"]["WARC-Refers-To-Date"] == warc_date(T0)
+        assert revisit["status"] == "200 OK" and revisit["warc"]["WARC-Refers-To-Date"] == warc_date(T0)
+        assert revisit["warc"][warc.ANSWER_FIELD] == "HTTP/1.1 304 Not Modified"  # Redis keeps no 304 headers
         do_import(other, tmp_path / "out.warc.gz")
         assert [v.digest for v in other.versions(url)] == [v.digest for v in shared.versions(url)]
 
@@ -486,7 +494,9 @@ def test_archiver_writes_an_expected_304_as_a_revisit_of_the_stored_version(tmp_
                          meta={CONDITIONAL: {"url": "http://a.test/", "meta": stored}}, ETag='"1"'))
     files.close()
     revisit = records(files.finished[0])[1]
-    assert revisit["type"] == "revisit" and revisit["status"] == "304 Not Modified"
+    assert revisit["type"] == "revisit" and revisit["status"] == "200 OK"  # the stored version's, for replay
+    assert revisit["warc"][warc.ANSWER_FIELD] == "HTTP/1.1 304 Not Modified"
+    assert revisit["http"]["Content-Length"] == str(len(b"<p>v1</p>")) and revisit["http"]["Etag"] == '"1"'
     assert revisit["warc"]["WARC-Profile"].endswith("/revisit/server-not-modified")
     assert revisit["warc"]["WARC-Refers-To-Date"] == warc_date(T0)
     assert revisit["warc"]["WARC-Payload-Digest"] == warc.warc_digest(hashlib.sha256(b"<p>v1</p>").digest())
@@ -592,8 +602,48 @@ def pywb_bin() -> Path | None:
     return Path(found).parent if found and shutil.which("wb-manager") else None
 
 
-@pytest.mark.skipif(pywb_bin() is None, reason="pywb not found: it pins redis 2.x, so it needs a virtualenv of its "
-                    "own: python -m venv V && V/bin/pip install pywb && export WEBRACE_PYWB=V/bin (.ci/run does)")
+needs_pywb = pytest.mark.skipif(
+    pywb_bin() is None, reason="pywb not found: it pins redis 2.x, so it needs a virtualenv of its own: "
+    "python -m venv V && V/bin/pip install pywb && export WEBRACE_PYWB=V/bin (.ci/run does)")
+
+
+@contextlib.contextmanager
+def pywb(root: Path, collections: dict[str, list[Path]]) -> Iterator[str]:
+    """pywb's own `wayback` serving these WARCs, one collection each (``wb-manager init/add``),
+    on 127.0.0.1: yields its base URL; killed at the end."""
+    bin_dir = pywb_bin()
+    root.mkdir()
+    for name, paths in collections.items():
+        for args in (["init", name], ["add", name, *map(str, paths)]):
+            made = subprocess.run([str(bin_dir / "wb-manager"), *args], cwd=root, capture_output=True, text=True,
+                                  timeout=120)
+            assert made.returncode == 0, made.stderr
+    port = _free_port()
+    server = subprocess.Popen([str(bin_dir / "wayback"), "-p", str(port), "-b", "127.0.0.1", "-d", str(root)],
+                              cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for_port(port, server)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.kill()
+        server.wait(timeout=30)
+
+
+def replayed(base: str, collection: str, url: str, stamp: str = "") -> tuple[int, bytes]:
+    """What pywb serves for ``url`` at capture ``stamp`` (14 digits; empty: the newest),
+    unrewritten (``id_``), redirects to the capture's own time followed."""
+    try:
+        with urllib.request.urlopen(f"{base}/{collection}/{stamp}id_/{url}", timeout=30) as answer:
+            return answer.status, answer.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def wayback_stamp(ms: int) -> str:
+    return warc_date(ms).replace("-", "").replace("T", "").replace(":", "")[:14]
+
+
+@needs_pywb
 def test_exported_warc_replays_in_pywb(cache, tmp_path):
     url = "http://a.test/page.html"
     first = fetch(cache, url, page(["/other.html"], text="first édition"), T0, etag='"1"',
@@ -602,25 +652,52 @@ def test_exported_warc_replays_in_pywb(cache, tmp_path):
     fetch(cache, url, page(text="second"), T0 + 120_000)
     out = tmp_path / "out.warc.gz"
     export(cache, out)
-    root, bin_dir = tmp_path / "pywb", pywb_bin()
-    root.mkdir()
-    for args in (["init", "webrace"], ["add", "webrace", str(out)]):
-        made = subprocess.run([str(bin_dir / "wb-manager"), *args], cwd=root, capture_output=True, text=True,
-                              timeout=120)
-        assert made.returncode == 0, made.stderr
-    port = _free_port()
-    server = subprocess.Popen([str(bin_dir / "wayback"), "-p", str(port), "-b", "127.0.0.1", "-d", str(root)],
-                              cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        wait_for_port(port, server)
+    with pywb(tmp_path / "pywb", {"webrace": [out]}) as base:
         for version in cache.versions(url):
-            stamp = warc_date(version.fetched).replace("-", "").replace("T", "").replace(":", "")[:14]
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/webrace/{stamp}id_/{url}", timeout=30) as answer:
-                assert answer.status == 200
-                assert answer.read() == cache.get(url, version.number)[1]
-    finally:
-        server.kill()
-        server.wait(timeout=30)
+            assert replayed(base, "webrace", url, wayback_stamp(version.fetched)) == (
+                200, cache.get(url, version.number)[1])
+
+
+@needs_pywb
+def test_a_crawl_with_unchanged_recrawls_browses_in_pywb_at_every_capture_the_newest_included(
+        project, tmp_path, nginx):
+    """Issue 47: users browse an archive by URL, and its newest capture of an unchanged page is a
+    revisit of a 304. pywb serves a revisit's own status and headers over the original's payload
+    (a 3xx, 304 included, with no body): the revisit must carry the confirmed response's."""
+    server = nginx
+    server.extra = GZIP_CONF
+    pages = gzip_site(server.root)
+    (server.root / "plain.txt").write_bytes(b"not gzipped\n" * 3)
+    pages["/plain.txt"] = (server.root / "plain.txt").read_bytes()
+    (server.root / "index.html").write_text(page(["/a.html", "/static/s.html", "/plain.txt"], "index").decode())
+    pages["/index.html"] = (server.root / "index.html").read_bytes()
+    server.start()
+    project.add_urds(urd("g", "alice", server.url("/index.html"), depth=2))
+    archive = tmp_path / "crawl-warcs"
+    for _ in range(2):  # a first crawl, then a re-crawl answered 304 throughout
+        run = project.crawl(WEBRACE_STORE_WARC=archive)
+        assert run.returncode == 0, run.stderr[-3000:]
+        project.make_due()
+    assert run.stat("recrawl/not_modified") == len(pages)
+    out = tmp_path / "export.warc.gz"
+    exported = project.scrapy("store", "export", "--warc", str(out))
+    assert exported.returncode == 0, exported.stderr
+    collections = {"export": [out], "crawl": sorted(archive.iterdir())}
+    check = subprocess.run([sys.executable, "-m", "warcio.cli", "check", *map(str, [p for ps in collections.values()
+                                                                                   for p in ps])],
+                           capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0, check.stdout
+    with pywb(tmp_path / "pywb", collections) as base:
+        for name, paths in collections.items():
+            captures = [(r["warc"]["WARC-Target-URI"], r["warc"]["WARC-Date"], r["type"])
+                        for path in paths for r in records(path) if r["type"] in ("response", "revisit")
+                        and urlsplit(r["warc"]["WARC-Target-URI"]).path in pages]
+            assert sorted(kind for _, _, kind in captures) == ["response"] * len(pages) + ["revisit"] * len(pages)
+            for url in {u for u, _, _ in captures}:  # browsed by URL: the newest capture, a revisit
+                assert replayed(base, name, url) == (200, pages[urlsplit(url).path]), (name, url)
+            for url, date, _ in captures:  # and at every capture
+                stamp = date.replace("-", "").replace("T", "").replace(":", "")[:14]
+                assert replayed(base, name, url, stamp) == (200, pages[urlsplit(url).path]), (name, url, date)
 
 
 def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 60) -> None:
@@ -700,8 +777,12 @@ def test_every_record_of_a_gzip_served_page_names_the_wire_encoding_and_length(p
             else:  # chunked: the gzip bytes received (nginx's count adds the chunks' framing)
                 assert 0 < wire <= answered[page_path].sent and wire < len(rec["body"])
         revisits = [r for r in recs if r["type"] == "revisit"]
-        assert len(revisits) == len(pages), paths  # a 304 has no body: nothing to name but its own headers
-        assert all("Content-Length" not in r["http"] for r in revisits)  # Scrapy's "0" would say the page is empty
+        assert len(revisits) == len(pages), paths
+        for rec in revisits:  # the confirmed response's headers (never Scrapy's "Content-Length: 0" of the 304)
+            page_path = urlsplit(rec["warc"]["WARC-Target-URI"]).path
+            assert rec["status"] == "200 OK" and rec["warc"][warc.ANSWER_FIELD] == "HTTP/1.1 304 Not Modified"
+            assert rec["http"]["Content-Length"] == str(len(pages[page_path]))
+            assert rec["http"]["X-WebRACE-Orig-Content-Encoding"] == "gzip"
         check = subprocess.run([sys.executable, "-m", "warcio.cli", "check", *map(str, paths)],
                                capture_output=True, text=True, timeout=60)
         assert check.returncode == 0, check.stdout

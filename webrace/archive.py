@@ -50,10 +50,11 @@ from webrace.extractor import UrlExtractor
 from webrace.middlewares.recrawl import CONDITIONAL
 from webrace.spiders.responses import header_text, is_binary
 from webrace.store.warc import (
+    ANSWER_FIELD,
     SERVER_NOT_MODIFIED,
     Capture,
     replayable_headers,
-    revisit_headers,
+    revisit_record_headers,
     split_header,
     warc_date,
     warc_digest,
@@ -183,10 +184,13 @@ def exchange_records(request: Request, response: Response) -> list[tuple[str, st
     conditional = request.meta.get(CONDITIONAL)
     if response.status == 304 and conditional and conditional["url"] == url and conditional["meta"].digest:
         meta = conditional["meta"]
-        main = ("revisit", url, StatusAndHeaders(status, revisit_headers(fields), protocol="HTTP/1.1"), b"", {
+        # the confirmed response's status and headers, freshened by the 304's: what replay serves
+        shown, kept = revisit_record_headers(meta.header or f"HTTP/1.1 {meta.status}", header_text(response),
+                                             meta.size)
+        main = ("revisit", url, StatusAndHeaders(shown, kept, protocol="HTTP/1.1"), b"", {
             "WARC-Type": "revisit", "WARC-Record-ID": main_id, "WARC-Date": date, "WARC-Profile": SERVER_NOT_MODIFIED,
             "WARC-Refers-To-Target-URI": url, "WARC-Refers-To-Date": warc_date(meta.fetched),
-            "WARC-Payload-Digest": warc_digest(bytes.fromhex(meta.digest))})
+            "WARC-Payload-Digest": warc_digest(bytes.fromhex(meta.digest)), ANSWER_FIELD: status_line})
     else:
         body = response.body
         main = ("response", url, StatusAndHeaders(status, replayable_headers(fields, len(body)), protocol="HTTP/1.1"),

@@ -188,13 +188,14 @@ class _UrlExport:
             self.report.problems.append(f"{self.url} 304 at {warc_date(revisit.fetched)}: "
                                         f"version {revisit.number} no longer stored: not written")
             return False
-        status_line, fields = split_header(revisit.header or "HTTP/1.1 304 Not Modified")
-        http = StatusAndHeaders(status_line.partition(" ")[2] or "304 Not Modified", revisit_headers(fields),
-                                protocol="HTTP/1.1")
+        answer = revisit.header or "HTTP/1.1 304 Not Modified"
+        status, fields = revisit_record_headers(self._header(confirmed), answer, confirmed.size)
+        http = StatusAndHeaders(status, fields, protocol="HTTP/1.1")
         date = warc_date(revisit.fetched)
         warc_headers = {"WARC-Profile": SERVER_NOT_MODIFIED,
                         "WARC-Refers-To-Target-URI": self.url, "WARC-Refers-To-Date": warc_date(confirmed.fetched),
-                        "WARC-Payload-Digest": self._digest(confirmed)}
+                        "WARC-Payload-Digest": self._digest(confirmed),
+                        ANSWER_FIELD: split_header(answer)[0] or "HTTP/1.1 304 Not Modified"}
         if confirmed.number in self.record_ids:
             warc_headers["WARC-Refers-To"] = self.record_ids[confirmed.number]
         record = self.writer.create_warc_record(self.url, "revisit", http_headers=http,
@@ -300,6 +301,37 @@ def replayable_headers(fields: list[tuple[str, str]], length: int) -> list[tuple
             kept.append((name, value))
     kept.append(("Content-Length", str(length)))
     return kept
+
+
+# A 304's fields that say nothing about the confirmed representation, or about its framing:
+# a cache updating a stored response with a 304 leaves these as they were (RFC 9111 sections
+# 3.2 and 4.3.4; RFC 9110 section 7.6.1's hop-by-hop fields).
+_NOT_FRESHENED = frozenset({"content-length", "content-encoding", "content-type", "content-range",
+                            "transfer-encoding", "connection", "keep-alive", "proxy-connection", "te", "trailer",
+                            "upgrade"})
+# On a revisit record: the status line of the answer it records (a 304's), when its HTTP
+# headers are the confirmed response's (see :func:`revisit_record_headers`).
+ANSWER_FIELD = "WebRACE-Revisit-Answer"
+
+
+def revisit_record_headers(confirmed_header: str, answer_header: str | None,
+                           length: int) -> tuple[str, list[tuple[str, str]]]:
+    """The status and HTTP headers of a ``server-not-modified`` revisit record: the confirmed
+    version's, as its response record has them (:func:`replayable_headers`, ``length`` its
+    body's bytes), freshened by the 304's fields as a cache does (RFC 9111 section 4.3.4: its
+    ``Date``, ``ETag``, ``Cache-Control``... replace the stored ones; fields that describe the
+    body or its framing stay the version's). Replay tools serve a revisit with its own status
+    and headers over the original's payload (pywb's ``ResolvingLoader``; a 3xx status, a 304
+    included, is served with no body at all), so a revisit carrying the 304's status line
+    browsed as an empty page. The 304's own status line goes in the WARC header
+    :data:`ANSWER_FIELD`."""
+    status_line, fields = split_header(confirmed_header)
+    base = replayable_headers(fields, length)
+    updates = [(name, value) for name, value in revisit_headers(split_header(answer_header or "")[1])
+               if name.lower() not in _NOT_FRESHENED and not name.lower().startswith(ORIG_PREFIX.lower())]
+    replaced = {name.lower() for name, _ in updates}
+    kept = [(name, value) for name, value in base if name.lower() not in replaced]
+    return status_line.partition(" ")[2] or "200 OK", kept + updates
 
 
 def revisit_headers(fields: list[tuple[str, str]]) -> list[tuple[str, str]]:
