@@ -192,6 +192,8 @@ class RoundEngine(ABC):
                 target = rnd.frontier.get(url)
                 if target is not None and any(r > 0 for r in gained.values()):
                     step.fetch += self._follow(rnd, target, gained)
+                    if rnd.shared:
+                        rnd.frontier.expanded(target.url, gained)
         step += self.finish(rnd, node, DONE)
         return step
 
@@ -344,6 +346,8 @@ class RoundEngine(ABC):
                     not_followed.append((link, reason))
             self._not_followed(not_followed, known)
             results = rnd.frontier.offer_many(parent.page_url, parent.depth + 1, offers)
+            if parent is not node and rnd.shared:  # URDs merged into a done page: its links now followed
+                rnd.frontier.expanded(parent.url, parent_budgets)
             for (link, _), (verdict, gained, state) in zip(offers, results, strict=True):
                 self.tally.follow(link)  # new, merged or a duplicate: in the round's frontier
                 if verdict is Offer.NEW:
