@@ -168,6 +168,8 @@ class DeliveryAgent:
             finally:
                 if journal is not None:
                     journal.close()
+                    if not report.stats["delivery/journal_errors"]:
+                        self.journal_problem = None  # it works again: a new trouble is said again
         return report
 
     # -- 1. plan -------------------------------------------------------------------------
@@ -295,8 +297,6 @@ class DeliveryAgent:
         except (OSError, sqlite3.Error) as exc:  # DataDirUnusable (a corrupt file, a place not writable) is an OSError
             self._journal_trouble(exc, report)
             return None
-        if journal is not None and self.journal_problem:
-            self.journal_problem = None  # works again: a new trouble is said again
         return journal
 
     def _journal_has(self, journal: DeliveryJournal | None, channel: Channel, kind: str, ids: set[str], now: int,
