@@ -47,7 +47,9 @@ for the rounds to close and delivery to go idle, stops everything with SIGTERM, 
 Losses that only the empty restarts explain (ACIs and notifications stored in Redis and not yet
 delivered when it lost its data, items sent again because Redis forgot they were sent, a
 sentinel's history broken by its re-registration) are counted apart and do not fail (2)-(3):
-they are what running Redis without persistence costs. The run's directory keeps every
+they are what running Redis without persistence costs. (Items sent again should stay near 0:
+``deliver --loop`` keeps a journal of what it delivered in its own data directory, which Redis
+losing its data does not touch.) The run's directory keeps every
 process's output, the feeds, ``received.jsonl`` (what the receiver got) and ``faults.txt``.
 
 Exit status 0 when every invariant holds, 1 otherwise, 2 when the harness could not run.

@@ -481,6 +481,8 @@ def test_delivery_store_contract(store):
     (c,) = store.channels("alice")
     assert (c.events, c.since, c.attempts, c.next_try, c.last_error, c.failing_since) == (
         ("aci", "notification"), 100, 2, 1000, "bang", 500)
+    store.remember("c1", [("aci", "w", 300)])  # known sent without a send: the failures stay
+    assert store.unsent("c1", "aci", ["w", "v"]) == ["v"] and store.channels()[0].attempts == 2
     store.delivered("c1", [("aci", "x", 150), ("aci", "y", 250)], 700, since=200)
     assert store.unsent("c1", "aci", ["x", "y", "z"]) == ["x", "z"]  # x is below since: forgotten
     (c,) = store.channels()

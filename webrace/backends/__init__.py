@@ -37,6 +37,7 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:
     from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore
     from webrace.backends.delivery import DeliveryStore
+    from webrace.backends.sqlite.journal import DeliveryJournal
     from webrace.rounds.engine import RoundEngine
     from webrace.store.cache import ObjectCache
     from webrace.store.objects import CompressedObjects, ObjectStore
@@ -176,6 +177,18 @@ def open_delivery_store(settings: Any) -> DeliveryStore:
     if distributed(settings):
         return RedisDeliveryStore(connect(settings), cipher, prefix(settings))
     return SqliteDeliveryStore(data_dir(settings) / "delivery.sqlite", cipher)
+
+
+def open_delivery_journal(settings: Any) -> DeliveryJournal | None:
+    """What this delivery agent delivered (``WEBRACE_DATA_DIR/delivery-journal.sqlite``, in both
+    modes: it is the process's own); None when ``WEBRACE_DELIVERY_JOURNAL_DAYS`` is 0."""
+    from webrace.backends.sqlite.journal import DeliveryJournal
+
+    days = settings.getfloat("WEBRACE_DELIVERY_JOURNAL_DAYS", 30.0)
+    if days <= 0:
+        return None
+    return DeliveryJournal(data_dir(settings) / "delivery-journal.sqlite", int(days * 86_400_000),
+                           settings.getint("WEBRACE_DELIVERY_JOURNAL_MAX", 1_000_000))
 
 
 def distributed(settings: Any) -> bool:
