@@ -12,7 +12,7 @@ from test_round_engine import SITE, crawl
 from webrace.backends import open_round_engine, open_sentinel_store, open_urd_store
 from webrace.backends.redis_sentinels import RedisSentinelStore
 from webrace.backends.sqlite import SqliteSentinelStore, SqliteUrdStore
-from webrace.clock import ClockWatch, span, step_line
+from webrace.clock import ClockWatch, SteadySeconds, span, steady_reactor, step_line
 from webrace.records.sentinel import make
 from webrace.rounds.engine import Counts
 from webrace.sentinels.due import StoredSentinels
@@ -192,3 +192,42 @@ def test_a_round_open_across_a_step_back_leaves_its_urds_due_at_the_next_open(en
     mono.now += 5
     again = engine.open_due(BACK + 5000)
     assert again is not None and again.real_urds == ["u"]
+
+
+# -- a crawl's reactor ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("steady", "fired"), [(False, []), (True, ["due"])])
+def test_a_steady_reactor_runs_its_timed_calls_on_time_across_a_step_back(steady, fired):
+    from twisted.internet.selectreactor import SelectReactor
+
+    wall, mono = [B / 1000], Monotonic()
+    reactor = SelectReactor()  # not installed: its own timed calls only
+    try:
+        if steady:
+            steady_reactor(reactor, SteadySeconds(lambda: wall[0], mono))
+        else:  # Twisted's own: time.time
+            reactor.seconds = lambda: wall[0]
+        calls = []
+        reactor.callLater(10, calls.append, "due")
+        wall[0] -= 3600 - 10  # ten seconds later, the wall clock set back an hour
+        mono.now += 10
+        reactor.runUntilCurrent()
+        assert calls == fired
+    finally:
+        reactor.waker.connectionLost(None)
+
+
+def test_the_urd_spider_steadies_the_crawls_reactor(tmp_path, monkeypatch):
+    from scrapy.utils.test import get_crawler
+    from twisted.internet.selectreactor import SelectReactor
+
+    from webrace.spiders import urd
+
+    reactor = SelectReactor()  # stands for the one Scrapy installs (none is installed in this process)
+    monkeypatch.setattr(urd, "_reactor", lambda: reactor)
+    try:
+        urd.UrdSpider.from_crawler(get_crawler(urd.UrdSpider, {"WEBRACE_DATA_DIR": str(tmp_path / "data")}))
+        assert isinstance(reactor.seconds, SteadySeconds)
+    finally:
+        reactor.waker.connectionLost(None)

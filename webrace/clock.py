@@ -48,6 +48,25 @@ class ClockWatch:
         return drift if abs(drift) > self.threshold_ms else 0
 
 
+class SteadySeconds:
+    """Epoch seconds that advance with the monotonic clock: the wall clock's reading when made,
+    then no step (for relative waits only, never for a date)."""
+
+    def __init__(self, wall: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.monotonic = monotonic
+        self.offset = wall() - monotonic()
+
+    def __call__(self) -> float:
+        return self.monotonic() + self.offset
+
+
+def steady_reactor(reactor: object, seconds: SteadySeconds | None = None) -> None:
+    """Keep a Twisted reactor's timed calls (``callLater``, ``LoopingCall``) in steady time
+    from now on (once per reactor; calls already pending keep their times, which agree)."""
+    if not isinstance(reactor.seconds, SteadySeconds):
+        reactor.seconds = seconds or SteadySeconds()
+
+
 def span(ms: int) -> str:
     """3_725_000 -> ``1h2m5s``; under a second -> ``0s``."""
     seconds, parts = abs(ms) // 1000, []
@@ -65,4 +84,4 @@ def step_line(step_ms: int, what: str) -> str:
             f"(against the monotonic clock): {what}")
 
 
-__all__ = ["STEP_THRESHOLD_S", "ClockWatch", "span", "step_line", "wall_millis"]
+__all__ = ["STEP_THRESHOLD_S", "ClockWatch", "SteadySeconds", "span", "steady_reactor", "step_line", "wall_millis"]

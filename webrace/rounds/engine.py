@@ -166,7 +166,9 @@ class RoundEngine(ABC):
         if step > 0:
             self._inc("clock/stepped_forward")
             self.say(step_line(step, "what fell due meanwhile is crawled now, in one round; due times are unchanged"))
-        if step >= 0 and self._reclocked:
+        if step < 0:
+            self._reclocked = False  # (Redis away meanwhile: done at the next opening all the same)
+        if self._reclocked:
             return
         with self._store() as store:
             urds = store.reclock(now_ms)
