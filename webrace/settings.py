@@ -66,6 +66,10 @@ WEBRACE_RECRAWL = True
 WEBRACE_OBJECT_CACHE = "webrace.backends.open_object_cache"
 # Keep running: start each URD again when it falls due (the seed's mini-crawler).
 WEBRACE_CONTINUOUS = False
+# The wall clock moving this many seconds more or less than the monotonic clock between two
+# rounds is a step (NTP, a resumed VM): said in one line; after a step back, URDs checked "in
+# the future" and sentinels due beyond their interval are made due now.
+WEBRACE_CLOCK_STEP_THRESHOLD = 60.0
 # A new version relevant to none of its owners (their URDs have keywords, none matched enough)
 # is not kept: its body is dropped from the object store, its meta-info stays (the seed's way).
 WEBRACE_DROP_IRRELEVANT = True

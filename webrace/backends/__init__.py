@@ -220,6 +220,7 @@ def open_round_engine(settings: Any, stats: Any = None, sentinels: Any = None,
     :class:`LocalRounds` or :class:`RedisRounds` (with IPMicra routing when
     ``WEBRACE_DELEGATION`` is on, for a ``worker``: the engine's ``delegation``)."""
     from webrace.backends.redis import prefix
+    from webrace.clock import STEP_THRESHOLD_S, ClockWatch
     from webrace.distributed.delegation import RedisDelegation
     from webrace.distributed.registry import RoundRegistry, closed_round_ttl
     from webrace.rounds.engine import Limits
@@ -230,8 +231,11 @@ def open_round_engine(settings: Any, stats: Any = None, sentinels: Any = None,
                     max_queries=settings.getint("WEBRACE_TRAP_MAX_QUERIES_PER_PATH"),
                     max_links=settings.getint("WEBRACE_MAX_LINKS_PER_PAGE"))
     urd_store = (lambda: open_urd_store(settings)) if with_urd_store else None
+    clock = ClockWatch(settings.getfloat("WEBRACE_CLOCK_STEP_THRESHOLD", STEP_THRESHOLD_S))
     if not distributed(settings):
-        return LocalRounds(urd_store, limits, stats, sentinels)
+        engine = LocalRounds(urd_store, limits, stats, sentinels)
+        engine.clock = clock
+        return engine
     client, key_prefix = connect(settings), prefix(settings)
     delegation = None
     if worker and settings.getbool("WEBRACE_DELEGATION"):
@@ -239,7 +243,7 @@ def open_round_engine(settings: Any, stats: Any = None, sentinels: Any = None,
         delegation.register()  # this worker joins the delegation (the others route hosts to it)
     registry = RoundRegistry(client, key_prefix, delegation.route if delegation else None, closed_round_ttl(settings))
     engine = RedisRounds(registry, urd_store, limits, stats, sentinels)
-    engine.delegation = delegation
+    engine.delegation, engine.clock = delegation, clock
     return engine
 
 

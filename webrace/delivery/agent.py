@@ -18,7 +18,8 @@ lease (another delivery loop may hold it):
    failure and sets the next try (exponential backoff from ``WEBRACE_DELIVERY_RETRY_BASE``,
    capped at ``WEBRACE_DELIVERY_RETRY_MAX``); after ``WEBRACE_DELIVERY_FAILING_AFTER``
    failures in a row the channel is reported failing (a warning, a stats counter, `scrapy
-   deliver channel list`), and still retried at the capped backoff;
+   deliver channel list`), and still retried at the capped backoff; a next try further away
+   than the channel's backoff was set before the wall clock stepped back: it is due at once;
 4. acknowledge: an ACI every one of the owner's ACI channels has taken is acknowledged in the
    ACI store (the mark `scrapy aci ack` sets, so `scrapy store gc` may drop its version).
    An owner without channels: nothing is acknowledged.
@@ -54,6 +55,7 @@ from webrace.backends import open_aci_store, open_delivery_journal, open_deliver
 from webrace.backends.base import AciStore, SentinelStore
 from webrace.backends.delivery import DeliveryStore
 from webrace.backends.sqlite.journal import DeliveryJournal
+from webrace.clock import STEP_THRESHOLD_S, ClockWatch, step_line
 from webrace.delivery.channels import shown, status
 from webrace.delivery.guard import REFUSED
 from webrace.delivery.message import Message, compose
@@ -140,6 +142,7 @@ class DeliveryAgent:
         self.settings = settings
         self.config = DeliveryConfig.from_settings(settings)
         self.clock = clock
+        self.watch = ClockWatch(settings.getfloat("WEBRACE_CLOCK_STEP_THRESHOLD", STEP_THRESHOLD_S))
         self.policy = policy or ChannelPolicy.from_settings(settings)
         self.sender = sender or (lambda url, title, body, timeout: send(url, title, body, timeout, self.policy.guard))
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -177,6 +180,11 @@ class DeliveryAgent:
     def _plan(self, store: DeliveryStore, acis: AciStore, sentinels: SentinelStore,
               channels: list[Channel], journal: DeliveryJournal | None, report: PassReport) -> list[_Job]:
         now, jobs = self.clock(), []
+        step = self.watch.step(now)
+        if step:
+            report.stats["delivery/clock_steps"] += 1
+            logger.warning(step_line(step, "retries due meanwhile are tried now" if step > 0 else
+                                     "a retry due later than its channel's backoff is tried now"))
         for owner, group in groupby(channels, key=lambda c: c.owner):
             mine = [c for c in group if self._takes(store, c, now, report)]
             if not mine:
@@ -201,7 +209,11 @@ class DeliveryAgent:
                            "WEBRACE_DELIVERY_CHANNEL_KEY, or the data directory's channel-key file)",
                            channel.id, channel.owner)
             return False
-        if channel.next_try > now:
+        if channel.next_try - now > self.config.backoff_ms(channel.attempts):
+            # further away than its own backoff: set before the wall clock stepped back (the
+            # wait would be stretched by the step), so it is over now
+            report.stats["delivery/retry_reclocked"] += 1
+        elif channel.next_try > now:
             report.stats["delivery/deferred"] += 1
             if channel.attempts >= self.config.failing_after:
                 report.failing.append(self._failing_line(channel))
