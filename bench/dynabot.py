@@ -112,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                          "real")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: baseline, plain, shipped, "
                                                                        "given (the real set only)")
+    parser.add_argument("--apps", default="", help="comma-separated: only these applications of the real set "
+                                                   "(default: every one installed)")
     args = parser.parse_args(argv)
     variants = [v for v in VARIANTS if v in args.variants.split(",") and v != "given"]
     rows, hostile_rows = [], []
@@ -119,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         codes = {"baseline": baseline_code(Path(tmp), args.baseline), "plain": ROOT, "shipped": ROOT, "given": ROOT}
         for name in args.sets.split(","):
             if name == REAL:
-                real_set([v for v in VARIANTS if v in args.variants.split(",")], codes, Path(tmp))
+                real_set([v for v in VARIANTS if v in args.variants.split(",")], codes, Path(tmp),
+                         [a.strip() for a in args.apps.split(",") if a.strip()])
                 continue
             module_name, class_name = SETS[name]
             try:
@@ -183,12 +186,16 @@ def _form_of(truth: str) -> tuple[str, str]:
     return method.upper(), path
 
 
-def real_set(variants: list[str], codes: dict[str, Path], tmp: Path) -> None:
+def real_set(variants: list[str], codes: dict[str, Path], tmp: Path, only: list[str] | None = None) -> None:
     """The real applications, one crawl per application and variant, each variant on freshly
     started apps (what one variant filed is not seen by the next, and its log lines are its own)."""
     from realapps.serve import RealApps, installed, load_truth
 
     names = list(dict.fromkeys(s["app"] for s in load_truth() if installed(s["app"])))
+    unknown = sorted(set(only or ()) - {s["app"] for s in load_truth()})
+    if unknown:
+        raise SystemExit(f"--apps: no such application in truth.toml: {', '.join(unknown)}")
+    names = [n for n in names if not only or n in only]
     missing = sorted({s["app"] for s in load_truth()} - set(names))
     if not names:
         print("real: not run (no app installed: python holdout/realapps/install.py)")

@@ -743,6 +743,8 @@ class DynaBotSpider(scrapy.Spider):
             return list(self.send_next(source))
         if source.browser and hops == 0 and (response.meta.get(browser.STATE) or {}).get("typed"):
             self._told(source, "typed into, not submitted: the page answers as one types")
+        elif source.browser and hops == 0 and (response.meta.get(browser.STATE) or {}).get("submitter") == "Enter":
+            self._told(source, "a search box outside any form: typed into, Enter pressed")
         markup, text, forms = self._read(response)
         if response.status >= 400:
             if probe.control:  # the service refused the nonsense value: what the claim is judged on
@@ -752,6 +754,13 @@ class DynaBotSpider(scrapy.Spider):
             self._refine(source, probe, example, markup)
             return list(self.send_next(source))
         step = self._step(source, path[-1][0], response.url, markup, text, forms, values, submitted)
+        if step.kind == "result" and browser.FORMLESS in probe.form.attributes.split() and page_results_only(
+                self.service, step.vertex, markup, source.page_markup, values, self.max_extracted):
+            # a search box in no form whose "results" are the links the page showed before it
+            # was typed into: a script filtering the page, not a search
+            self.crawler.stats.inc_value("dynabot/formless_filters")
+            self._told(source, "its only results are links the page showed before: a filter of the page, no answer")
+            step = Step("none")
         if step.kind == "result" and not probe.control and page_results_only(
                 self.service, step.vertex, markup, source.page_markup, values, self.max_extracted) and (
                 request := self._render_answer(source, response, markup, values, probe, path, submitted, hops,
