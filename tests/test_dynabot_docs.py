@@ -31,11 +31,13 @@ class Docs:
 
     def __init__(self, root: Path) -> None:
         self.requests: list[str] = []
+        self.methods: list[str] = []  # each request's method (a POST is answered 501)
         docs = self
 
         class Handler(SimpleHTTPRequestHandler):
             def log_message(self, format: str, *args: object) -> None:
                 docs.requests.append(self.path)
+                docs.methods.append(self.command)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
         self.server.daemon_threads = True
@@ -220,7 +222,7 @@ def test_a_search_box_outside_any_form_is_typed_into_and_enter_pressed_in_browse
     assert profile["states"][-1]["url"].endswith("/search.html?q=lantern")
     assert [r["text"].split('"')[1] for r in profile["extracted"]] == ["/doc1.html", "/doc2.html", "/doc3.html"]
     assert "No results found" in profile["evidence"]["no_results"]
-    assert not [path for path in site.requests if "POST" in path]
+    assert set(site.methods) == {"GET"}
 
 
 @needs_chromium
@@ -240,3 +242,32 @@ def test_a_box_outside_any_form_that_filters_the_pages_own_links_is_not_claimed(
     assert trace["outcome"] == "no-match" and "profile" not in found["filter"], trace
     assert any("its only results are links the page showed before: a filter of the page" in step["answer"]
                for step in trace["steps"]), trace["steps"]
+
+
+WIDGET_PAGE = """<!doctype html><html><head><title>Lantern notes</title></head><body>
+<h1>Lantern notes</h1><p>Lantern notes, lantern parts and the lantern walk.</p>
+<div id="postbox"><p><input type="text" id="search-name" placeholder="Your name"></p>
+<textarea id="comment"></textarea><button id="post">Post</button></div>
+<script>
+const send = () => fetch("/comments", {method: "POST", body: document.getElementById("comment").value});
+document.getElementById("search-name").addEventListener("keydown", event => { if (event.key === "Enter") send(); });
+document.getElementById("post").addEventListener("click", send);
+</script></body></html>"""
+
+
+@needs_chromium
+def test_a_box_in_no_form_beside_a_comment_field_is_never_typed_into(project, tmp_path):
+    """A comment widget built without a <form> (its name box says "search" in its id, Enter in
+    it posts the comment): a text area beside it says what it is; no request but GETs."""
+    root = tmp_path / "widget"
+    root.mkdir()
+    (root / "index.html").write_text(WIDGET_PAGE)
+    site = Docs(root)
+    try:
+        done, found = crawl(project, {"widget": site}, word="lantern", names=("widget",))
+    finally:
+        site.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    trace = found["widget"]["trace"]
+    assert trace["outcome"] == "no-form" and trace["forms"] == [], trace
+    assert set(site.methods) == {"GET"} and "/comments" not in site.requests

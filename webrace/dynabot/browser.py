@@ -586,7 +586,12 @@ async def _probe(page: Any, session: _Session, form_index: int, values: dict[str
                  blocked=[], problem=None)
     await session.idle()
     await _name_live_fields(page, session)
-    session.filling = True  # set before the evaluation: its submission may reach the route before it returns
+    formless = False
+    with suppress(PlaywrightError):
+        formless = await page.evaluate(_FORMLESS, form_index)
+    # set before the evaluation: its submission may reach the route before it returns; a search
+    # box in no form sends nothing of its own: the page's writes stay aborted
+    session.filling = not formless
     try:
         result = await page.evaluate(_FILL, {"index": form_index, "values": values, "button": button})
     except PlaywrightError as exc:  # the page navigated by itself meanwhile
@@ -642,6 +647,8 @@ _SETTLE = """([quiet, limit]) => new Promise(resolve => {
   setTimeout(check, step);
 })"""
 _SIZE = "() => document.documentElement ? document.documentElement.outerHTML.length : 0"
+_FORMLESS = ("index => { const form = document.querySelectorAll('form')[index]; "
+             f"return !!form && form.classList.contains('{FORMLESS}'); }}")
 _TYPED = "() => window.__webraceTyped || 0"  # changes to the page since the live form was typed into
 _SUBMIT = """index => {
   const form = document.querySelectorAll('form')[index];
@@ -656,16 +663,29 @@ _SUBMIT = """index => {
 # own, in the same way: an empty, hidden <form class="webrace-formless"> just after it, which
 # the box joins through its form= attribute (so analyze_forms sees one form with one field,
 # the heading above the box its heading) and whose submission is prevented (a probe presses
-# Enter in the box, as a person does: the page's own script answers, or nothing happens). At
-# most MAX_FORMLESS such boxes, visible and enabled ones only. A script that filters what the
+# Enter in the box, as a person does: the page's own script answers, or nothing happens; the
+# page's writes stay aborted meanwhile). Only boxes that say they search (type=search, in a
+# role=search element, or an id, name, class, placeholder, label or title naming a search, a
+# query or "q"), with no text area, password, e-mail or file field near them (a comment or
+# sign-up widget's fields are no search box), visible and enabled, MAX_FORMLESS at most per
+# page. A script that filters what the
 # page already shows looks the same: its "results" are the page's own links, which the spider
 # does not count as an answer (webrace.dynabot.evidence.page_results_only).
 _NAME_LIVE = """() => {
   const named = [];
   const typed = el => el.tagName === 'TEXTAREA' || (el.tagName === 'INPUT' && ['text', 'search'].includes(el.type));
+  const said = el => ['id', 'name', 'class', 'placeholder', 'aria-label', 'title']
+    .map(a => el.getAttribute(a) || '').join(' ');
+  const searchLike = el => el.type === 'search' || el.closest('[role="search"]') ||
+    /search|query|find|lookup|(^|[^a-z])q([^a-z]|$)/i.test(said(el));
+  const writing = 'textarea, [contenteditable=""], [contenteditable="true"], input[type="password"], ' +
+    'input[type="email"], input[type="file"]';
+  const alone = el => { let box = el.parentElement;  // no comment or sign-up widget around it
+    for (let up = 0; box && up < 3; up++, box = box.parentElement) if (box.querySelector(writing)) return false;
+    return true; };
   const boxes = Array.from(document.querySelectorAll('input')).filter(el => !el.form && !el.disabled &&
     !el.readOnly && ['text', 'search'].includes(el.type) && el.getClientRects().length > 0 &&
-    !el.hasAttribute('form')).slice(0, MAX_FORMLESS);
+    !el.hasAttribute('form') && searchLike(el) && alone(el)).slice(0, MAX_FORMLESS);
   boxes.forEach((el, k) => {
     const form = document.createElement('form');
     form.id = `webrace-formless-${k}`;
