@@ -26,7 +26,7 @@ Printed: members found, false claims, probes per member found and per source; th
 services' outcomes; the seed's Tables 2 and 3 for the shipped run over the test set.
 
     pip install -e '.[bench]' && python bench/dynabot.py [--baseline REV] [--sets test,holdout,holdout2,real]
-        [--variants baseline,plain,shipped,given]
+        [--variants baseline,plain,shipped,given] [--apps datasette,omega,...]
 """
 
 from __future__ import annotations
