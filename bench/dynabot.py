@@ -197,8 +197,8 @@ def real_set(variants: list[str], codes: dict[str, Path], tmp: Path, only: list[
     unknown = sorted(set(only or ()) - {s["app"] for s in load_truth()})
     if unknown:
         raise SystemExit(f"--apps: no such application in truth.toml: {', '.join(unknown)}")
+    missing = sorted({s["app"] for s in load_truth() if not only or s["app"] in only} - set(names))
     names = [n for n in names if not only or n in only]
-    missing = sorted({s["app"] for s in load_truth()} - set(names))
     if not names:
         print("real: not run (no app installed: python holdout/realapps/install.py)")
         return
