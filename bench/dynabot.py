@@ -26,7 +26,7 @@ Printed: members found, false claims, probes per member found and per source; th
 services' outcomes; the seed's Tables 2 and 3 for the shipped run over the test set.
 
     pip install -e '.[bench]' && python bench/dynabot.py [--baseline REV] [--sets test,holdout,holdout2,real]
-        [--variants baseline,plain,shipped,given]
+        [--variants baseline,plain,shipped,given] [--apps datasette,omega,...]
 """
 
 from __future__ import annotations
@@ -112,14 +112,19 @@ def main(argv: list[str] | None = None) -> int:
                                                                          "real")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: baseline, plain, shipped, "
                                                                        "given (the real set only)")
+    parser.add_argument("--apps", default="", help="comma-separated: only these applications of the real set "
+                                                   "(default: every one installed)")
     args = parser.parse_args(argv)
     variants = [v for v in VARIANTS if v in args.variants.split(",") and v != "given"]
     rows, hostile_rows = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        codes = {"baseline": baseline_code(Path(tmp), args.baseline), "plain": ROOT, "shipped": ROOT, "given": ROOT}
+        codes = {"plain": ROOT, "shipped": ROOT, "given": ROOT}
+        if "baseline" in args.variants.split(","):  # extracted only when it runs
+            codes["baseline"] = baseline_code(Path(tmp), args.baseline)
         for name in args.sets.split(","):
             if name == REAL:
-                real_set([v for v in VARIANTS if v in args.variants.split(",")], codes, Path(tmp))
+                real_set([v for v in VARIANTS if v in args.variants.split(",")], codes, Path(tmp),
+                         [a.strip() for a in args.apps.split(",") if a.strip()])
                 continue
             module_name, class_name = SETS[name]
             try:
@@ -183,13 +188,17 @@ def _form_of(truth: str) -> tuple[str, str]:
     return method.upper(), path
 
 
-def real_set(variants: list[str], codes: dict[str, Path], tmp: Path) -> None:
+def real_set(variants: list[str], codes: dict[str, Path], tmp: Path, only: list[str] | None = None) -> None:
     """The real applications, one crawl per application and variant, each variant on freshly
     started apps (what one variant filed is not seen by the next, and its log lines are its own)."""
     from realapps.serve import RealApps, installed, load_truth
 
     names = list(dict.fromkeys(s["app"] for s in load_truth() if installed(s["app"])))
-    missing = sorted({s["app"] for s in load_truth()} - set(names))
+    unknown = sorted(set(only or ()) - {s["app"] for s in load_truth()})
+    if unknown:
+        raise SystemExit(f"--apps: no such application in truth.toml: {', '.join(unknown)}")
+    missing = sorted({s["app"] for s in load_truth() if not only or s["app"] in only} - set(names))
+    names = [n for n in names if not only or n in only]
     if not names:
         print("real: not run (no app installed: python holdout/realapps/install.py)")
         return

@@ -137,6 +137,19 @@ def test_a_browser_goes_on_by_refresh_location_or_frame_but_never_to_another_sit
     assert onward("<noscript><meta http-equiv=refresh content='0;url=/js'></noscript>", "http://127.0.0.1/") is None
 
 
+def test_a_url_a_script_builds_from_what_is_typed_is_no_move_the_page_makes_on_its_own():
+    """A search box's Enter handler (``location.href = "search.html?q=" + box.value``) is no
+    refresh; a whole literal URL, alone or from a timer, is."""
+    box = '<script>box.onkeydown = e => { location.href = "search.html?q=" + encodeURIComponent(box.value); };</script>'
+    assert onward(box, "http://127.0.0.1:8000/") is None
+    assert onward("<script>location.assign('find?q=' + q)</script>", "http://127.0.0.1:8000/") is None
+    moved = onward("<script>setTimeout(() => { location.href = 'status?job=1'; }, 1500)</script>",
+                   "http://127.0.0.1:8000/q/")
+    assert (moved.how, moved.urls, moved.wait) == ("refresh", ["http://127.0.0.1:8000/q/status?job=1"], 1.5)
+    assert onward("<script>location.replace('done.html')</script>", "http://127.0.0.1:8000/").urls == [
+        "http://127.0.0.1:8000/done.html"]
+
+
 def test_a_button_named_for_the_program_is_clicked_rather_than_the_first(blastn):
     page = ('<form action="x" method="post"><textarea name="seq"></textarea>'
             '<input type="submit" name="method" value="TBLASTX"><input type="submit" name="method" value="BLASTN">'

@@ -395,13 +395,21 @@ def test_forms_the_browser_sends_itself_arrive_as_sent(crawl):
     assert crawl.one("probe", "blastn-post", 0)["state"]["submitter"] == "action"  # "Search", not "Clear"
 
 
-def test_a_lookalike_with_scripts_and_no_form_stays_without_a_form(crawl):
+def test_a_search_box_in_no_form_gets_a_form_of_its_own_and_is_answered_by_enter(crawl):
+    """scripted-news' filter box belongs to no form: the rendered DOM gives it one (a GET of
+    the page, its one field named after the box's id), which a probe types into and presses
+    Enter in; the page does not navigate (the form's own submission is prevented)."""
     assert crawl.one("plain", "scripted-news")["needs_browser"]
     rendered = crawl.one("rendered", "scripted-news")
-    assert rendered["forms"] == []
+    assert rendered["forms"] == [{"action": rendered["url"], "method": "GET", "options": {},
+                                  "parameters": {"#filter": "search"}}]
     assert rendered["state"]["aborted"] == [{"url": "http://127.0.0.2:9/collect?page=%2Fscripted-news%2F",
                                              "reason": "other host", "type": "fetch"}]
-    assert not [i for i in crawl.items if i["kind"] == "probe" and i["name"] == "scripted-news"]
+    assert rendered["state"]["named"] == ["#filter"]
+    probe = crawl.one("probe", "scripted-news", 0)
+    assert probe["state"]["filled"] == ["#filter"] and probe["state"]["submitter"] == "Enter"
+    assert probe["state"]["submitted"] and not probe["state"]["navigated"] and probe["url"] == rendered["url"]
+    assert not probe["state"]["problem"]
 
 
 def test_a_form_sent_to_another_host_is_not_sent_and_says_so(crawl):
@@ -470,8 +478,8 @@ def test_ordinary_requests_of_the_same_crawl_use_scrapys_handler(crawl):
     page_hits = [h for h in crawl.site.hits if h.path == "/page"]
     assert [bool(header(h, "Sec-Fetch-Mode")) for h in page_hits] == [False, True, True, True, True]
     assert not [h for h in crawl.site.hits if h.path == "/robots.txt" and header(h, "Sec-Fetch-Mode")]
-    # renders (blastn, news, offsite, site, live), probes (2 + 1 + 3 + 1 + blastn-post, -multipart)
-    browser_requests = 5 + 9
+    # renders (blastn, news, offsite, site, live), probes (2 + 1 + 1 + 3 + 1 + blastn-post, -multipart)
+    browser_requests = 5 + 10
     assert crawl.stats["playwright/page_count"] == crawl.stats["webrace/browser/pages"] == browser_requests
     assert crawl.stats["downloader/request_count"] > browser_requests + len(plain)  # robots.txt too
 

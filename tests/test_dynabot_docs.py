@@ -31,11 +31,13 @@ class Docs:
 
     def __init__(self, root: Path) -> None:
         self.requests: list[str] = []
+        self.methods: list[str] = []  # each request's method (a POST is answered 501)
         docs = self
 
         class Handler(SimpleHTTPRequestHandler):
             def log_message(self, format: str, *args: object) -> None:
                 docs.requests.append(self.path)
+                docs.methods.append(self.command)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
         self.server.daemon_threads = True
@@ -163,3 +165,109 @@ def test_results_a_script_writes_after_the_network_is_quiet_are_read_once_the_pa
     assert [r["text"].split('"')[1] for r in found["finder"]["profile"]["extracted"]] == [
         "/doc1.html", "/doc2.html", "/doc3.html"]
     assert "did not match any" in found["finder"]["profile"]["evidence"]["no_results"]
+
+
+BOX_PAGE = """<!doctype html><html><head><title>Lantern notes</title></head><body>
+<h1>Lantern notes</h1><div class="header"><input type="search" id="site-search" placeholder="Search"></div>
+<ul id="pages"><li><a href="/a.html">About the lantern club</a></li><li><a href="/b.html">Lantern parts</a></li>
+<li><a href="/c.html">Opening hours</a></li></ul>
+<script>
+document.getElementById("site-search").addEventListener("keydown", event => {
+  if (event.key === "Enter") location.href = "search.html?q=" + encodeURIComponent(event.target.value);
+});
+</script></body></html>"""
+
+BOX_ANSWER = """<!doctype html><html><head><title>Search</title></head><body><div id="results"></div>
+<script>
+const word = (new URLSearchParams(location.search).get("q") || "").toLowerCase();
+document.getElementById("results").innerHTML = word === "lantern"
+  ? [1, 2, 3].map(i => `<p><a href="/doc${i}.html">Doc ${i}</a> on the lantern, part ${i}</p>`).join("")
+  : "<p>No results found.</p>";
+</script></body></html>"""
+
+# what DynaBot must not claim: a box in no form whose script hides or removes the page's own
+# links as one types (webrace.demo.scripted's look-alike, without "hidden")
+FILTER_PAGE = """<!doctype html><html><head><title>Lantern notes</title></head><body>
+<h1>Lantern notes</h1><p><input type="search" id="filter" placeholder="Filter"></p><ul id="pages"></ul>
+<script>
+const all = [["/a.html", "About the lantern club"], ["/b.html", "Lantern parts and lantern glass"],
+             ["/c.html", "Opening hours"], ["/d.html", "The lantern walk"]];
+const show = word => { document.getElementById("pages").innerHTML = all
+  .filter(([, text]) => text.toLowerCase().includes(word.toLowerCase()))
+  .map(([href, text]) => `<li><a href="${href}">${text}</a></li>`).join(""); };
+show("");
+document.getElementById("filter").addEventListener("input", event => show(event.target.value));
+</script></body></html>"""
+
+
+@needs_chromium
+def test_a_search_box_outside_any_form_is_typed_into_and_enter_pressed_in_browser_mode(project, tmp_path):
+    """A search box no <form> holds, wired by a script to Enter (it loads search.html?q=...,
+    whose script writes the results): typed into in the browser, Enter pressed, its answer
+    claimed once the nonsense probe's answer ("No results found.") backs it."""
+    root = tmp_path / "box"
+    root.mkdir()
+    (root / "index.html").write_text(BOX_PAGE)
+    (root / "search.html").write_text(BOX_ANSWER)
+    site = Docs(root)
+    try:
+        done, found = crawl(project, {"box": site}, word="lantern", names=("box",))
+    finally:
+        site.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    trace, profile = found["box"]["trace"], found["box"].get("profile")
+    assert trace["outcome"] == "match", trace
+    assert "a search box outside any form: typed into, Enter pressed" in trace["steps"][1]["answer"]
+    assert profile["fields"] == [["#site-search", "lantern"]]
+    assert profile["states"][-1]["url"].endswith("/search.html?q=lantern")
+    assert [r["text"].split('"')[1] for r in profile["extracted"]] == ["/doc1.html", "/doc2.html", "/doc3.html"]
+    assert "No results found" in profile["evidence"]["no_results"]
+    assert set(site.methods) == {"GET"}
+
+
+@needs_chromium
+def test_a_box_outside_any_form_that_filters_the_pages_own_links_is_not_claimed(project, tmp_path):
+    """Typing "lantern" leaves the page's own links that hold it, the nonsense word none: the
+    answer depends on the query, but its results are what the page showed anyway."""
+    root = tmp_path / "filter"
+    root.mkdir()
+    (root / "index.html").write_text(FILTER_PAGE)
+    site = Docs(root)
+    try:
+        done, found = crawl(project, {"filter": site}, word="lantern", names=("filter",))
+    finally:
+        site.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    trace = found["filter"]["trace"]
+    assert trace["outcome"] == "no-match" and "profile" not in found["filter"], trace
+    assert any("its only results are links the page showed before: a filter of the page" in step["answer"]
+               for step in trace["steps"]), trace["steps"]
+
+
+WIDGET_PAGE = """<!doctype html><html><head><title>Lantern notes</title></head><body>
+<h1>Lantern notes</h1><p>Lantern notes, lantern parts and the lantern walk.</p>
+<div id="postbox"><p><input type="text" id="search-name" placeholder="Your name"></p>
+<textarea id="comment"></textarea><button id="post">Post</button></div>
+<script>
+const send = () => fetch("/comments", {method: "POST", body: document.getElementById("comment").value});
+document.getElementById("search-name").addEventListener("keydown", event => { if (event.key === "Enter") send(); });
+document.getElementById("post").addEventListener("click", send);
+</script></body></html>"""
+
+
+@needs_chromium
+def test_a_box_in_no_form_beside_a_comment_field_is_never_typed_into(project, tmp_path):
+    """A comment widget built without a <form> (its name box says "search" in its id, Enter in
+    it posts the comment): a text area beside it says what it is; no request but GETs."""
+    root = tmp_path / "widget"
+    root.mkdir()
+    (root / "index.html").write_text(WIDGET_PAGE)
+    site = Docs(root)
+    try:
+        done, found = crawl(project, {"widget": site}, word="lantern", names=("widget",))
+    finally:
+        site.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    trace = found["widget"]["trace"]
+    assert trace["outcome"] == "no-form" and trace["forms"] == [], trace
+    assert set(site.methods) == {"GET"} and "/comments" not in site.requests

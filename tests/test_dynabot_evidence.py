@@ -162,3 +162,50 @@ def test_an_answer_whose_only_results_are_the_form_pages_own_links_is_the_sites_
     assert page_results_only(KEYWORDS, vertex, empty, home, {"keywords": "lantern"})
     assert not page_results_only(KEYWORDS, vertex, found, home, {"keywords": "lantern"})
     assert not page_results_only(KEYWORDS, vertex, empty, home, {"keywords": "wick"})  # no result at all
+
+
+# Python's documentation as its search page shows it once searchtools.js ran (Debian's
+# python3.11-doc, rendered in Chromium; scripts, styles and the sidebar aside): its header and
+# footer hold "python" in links and after them, on every answer, the nonsense probe's too.
+SPHINX_CHROME = """<!DOCTYPE html><html lang="en"><head><title>Search &#8212; Python 3.11.2 documentation</title></head>
+<body><div class="related" role="navigation"><h3>Navigation</h3><ul>
+<li class="right"><a href="genindex.html" title="General Index" accesskey="I">index</a></li>
+<li class="right"><a href="py-modindex.html" title="Python Module Index">modules</a> |</li>
+<li><img src="_static/py.svg" alt="python logo"></li><li><a href="https://www.python.org/">Python</a> &#187;</li>
+<li id="cpython-language-and-version"><a href="index.html">3.11.2 Documentation</a> &#187;</li>
+<li class="nav-item nav-item-this"><a href="">Search</a></li></ul></div>
+<div class="body" role="main"><h1 id="search-documentation">Search</h1>
+<form action="" method="get"><input type="text" name="q" value="{word}"><input type="submit" value="search"></form>
+<div id="search-results"><h2>{heading}</h2>{answer}</div></div>
+<div class="footer">&#169; <a href="copyright.html">Copyright</a> 2001-2026, Python Software Foundation.<br>
+This page is licensed under the Python Software Foundation License Version 2.<br>
+See <a href="/license.html">History and License</a> for more information.</div></body></html>"""
+
+SPHINX_RESULTS = ('<p class="search-summary">Search finished, found 3 pages matching the search query.</p>'
+                  '<ul class="search">'
+                  '<li><a href="tutorial/index.html?highlight={word}" data-score="15">The Python Tutorial</a>'
+                  '<p class="context">Python is an easy to learn, powerful programming language.</p></li>'
+                  '<li><a href="using/cmdline.html?highlight={word}" data-score="12">1. Command line and '
+                  'environment</a><p class="context">The CPython interpreter scans the command line.</p></li>'
+                  '<li><a href="faq/general.html?highlight={word}" data-score="9">General Python FAQ</a></li></ul>')
+
+
+def sphinx(word: str, answer: str, heading: str = "Search Results") -> str:
+    return SPHINX_CHROME.replace("{word}", word).replace("{heading}", heading).replace(
+        "{answer}", answer.replace("{word}", word))
+
+
+def test_an_answer_and_a_control_that_share_chrome_holding_the_word_are_judged_on_the_results():
+    """Sent "python" (a word of the header and footer, which alone make a result list), the
+    chrome both answers show is set aside, and what is left is searchtools.js' list; the
+    nonsense probe's answer ("did not match any documents") backs it. Read too early, while the
+    scripts still search, the hit has only the chrome: no claim."""
+    control = Answer(sphinx("ytnpnpyqpn", '<p class="search-summary">Your search did not match any '
+                                          'documents.</p><ul class="search"></ul>'), {"keywords": "ytnpnpyqpn"})
+    hit = Answer(sphinx("python", SPHINX_RESULTS), {"keywords": "python"})
+    evidence = judge(KEYWORDS, RESULTS, hit, control)
+    assert evidence.backed and evidence.no_results == "did not match any", evidence
+    early = Answer(sphinx("python", '<span id="search-progress">Searching</span>', heading=""), {"keywords": "python"})
+    assert page_results_only(KEYWORDS, RESULTS, early.markup, sphinx("", ""), early.values)
+    blocked = judge(KEYWORDS, RESULTS, early, control)
+    assert not blocked.backed and "set aside" in blocked.reason

@@ -12,7 +12,7 @@ import pytest
 from scd import SCDError, load_scd
 from webrace.dynabot.analyzer import filter_settings, plan_probes
 from webrace.dynabot.forms import analyze_forms, form_request
-from webrace.dynabot.values import parse_values, site_words, vary
+from webrace.dynabot.values import answer_words, parse_values, site_words, vary, with_value
 
 ROOT = Path(__file__).resolve().parent.parent
 FORMS = ROOT / "tests" / "fixtures" / "forms"
@@ -117,3 +117,95 @@ def test_site_words_that_are_not_of_the_arguments_type_are_not_tried():
     plan = plan_probes(analyze_forms(page, "http://site.test/"), NUCLEOTIDE)
     varied = vary(plan, NUCLEOTIDE, {}, ["library", "socket"])
     assert {p.assignment["sequence"] for p in varied} == {p.assignment["sequence"] for p in plan}
+
+
+# -- words of the answers ---------------------------------------------------------------------------
+
+BARE = ('<html><body><h1>Omega Search</h1><form action="/s"><input name="P"><input type="submit"></form>'
+        '<p>Searching 1,029 documents</p></body></html>')
+NOTHING = BARE.replace("<p>Searching", "<p>No documents match your query. Popular searches: lantern walk, "
+                       "lantern glass, lantern oil; searching documents.</p><p>Searching")
+
+
+def test_an_answers_words_are_those_it_shows_and_the_start_page_does_not():
+    assert answer_words(NOTHING, BARE, 2) == ["lantern"]  # "documents", "searching" are the page's own
+    assert answer_words(NOTHING, BARE, 2, exclude=["lantern"]) == []
+    assert answer_words(BARE, BARE, 2) == [] and answer_words(NOTHING, BARE, 0) == []
+
+
+def test_a_word_of_an_answer_replaces_the_typed_in_value_when_the_arguments_type_takes_it():
+    (probe,) = plan_probes(analyze_forms(BARE, "http://127.0.0.1:8003/"), KEYWORDS)
+    changed = with_value(probe, KEYWORDS, {"keywords"}, "lantern", "a word of an answer")
+    assert changed.assignment["P"] == "lantern" and changed.why.endswith("P='lantern' (a word of an answer)")
+    again = with_value(changed, KEYWORDS, {"keywords"}, "glass", "a word of an answer")
+    assert again.why.count("P=") == 1 and again.assignment["P"] == "glass"
+    assert with_value(probe, KEYWORDS, {"other"}, "lantern", "x") is None  # not an argument the results echo
+    assert with_value(probe, KEYWORDS, {"keywords"}, "two\nlines", "x") is None  # not a Keywords
+
+
+class Bare:
+    """A search whose start page shows no word of its documents and whose "nothing found" answer
+    names popular searches (words of its documents), on a free port of 127.0.0.1."""
+
+    DOCS = {"/d1": "The lantern walk", "/d2": "Lantern glass and lantern oil", "/d3": "Lantern parts"}
+
+    def __init__(self) -> None:
+        import threading
+        from html import escape
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.queries: list[str] = []
+        bare = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                parts = urlsplit(self.path)
+                if parts.path == "/s":
+                    word = parse_qs(parts.query).get("P", [""])[0]
+                    bare.queries.append(word)
+                    found = [(u, t) for u, t in Bare.DOCS.items() if word and word.lower() in t.lower()]
+                    listed = "".join(f'<p><a href="{u}">{escape(t)}</a></p>' for u, t in found)
+                    body = BARE.replace("<p>Searching", listed + "<p>Searching") if found else NOTHING
+                else:
+                    body = BARE
+                data = body.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_bare_search_page_is_probed_with_a_word_its_nothing_found_answer_shows(project):
+    """"crawler" finds nothing, the start page has no word to borrow; the answer names popular
+    searches: "lantern", a word of theirs, is tried before the class's last-resort values."""
+    import json
+
+    site = Bare()
+    try:
+        project.write("seeds.txt", site.url + "\n")
+        out = project.root / "out.jsonl"
+        done = project.scrapy("crawl", "dynabot", "-a", f"scd={ROOT / 'serviceclasses' / 'keyword_search.xml'}",
+                              "-a", "seeds=seeds.txt", "-O", str(out), "-s", "DOWNLOAD_DELAY=0",
+                              "-s", "WEBRACE_DELAY_FACTOR=0", "-s", "WEBRACE_DYNABOT_BROWSER=False", timeout=300)
+    finally:
+        site.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    items = {item["kind"]: item for item in map(json.loads, out.read_text().splitlines())}
+    assert items["trace"]["outcome"] == "match", items["trace"]
+    assert ["P", "lantern"] in items["profile"]["fields"]
+    assert site.queries[:2] == ["crawler", "lantern"] and "example" not in site.queries
+    assert items["trace"]["steps"][0]["words"] == ["lantern"]
+    assert "(a word of an answer)" in items["trace"]["steps"][1]["why"]

@@ -465,10 +465,12 @@ def same_site(url: str, other: str) -> bool:
 
 
 # What a script does when it reloads its page or sends the browser on (a job page polling for
-# its results): read from the script's text, as no parser short of a browser can run it.
+# its results): read from the script's text, as no parser short of a browser can run it. A
+# URL the script builds (``location.href = "search.html?q=" + box.value``: a search box's
+# Enter handler) is no move the page makes on its own: only a whole literal URL counts.
 _JS_RELOAD = re.compile(r"\blocation\.reload\s*\(")
-_JS_GO = re.compile(r"""\blocation(?:\.href)?\s*=\s*(["'])([^"'\s]+)\1"""
-                    r"""|\blocation\.(?:replace|assign)\s*\(\s*(["'])([^"'\s]+)\3""")
+_JS_GO = re.compile(r"""\blocation(?:\.href)?\s*=\s*(["'])([^"'\s]+)\1(?!\s*[+\[.(])"""
+                    r"""|\blocation\.(?:replace|assign)\s*\(\s*(["'])([^"'\s]+)\3\s*\)""")
 _JS_DELAY = re.compile(r"\bsetTimeout\s*\([\s\S]{0,500}?,\s*(\d{1,6})\s*\)")
 JS_WAIT = 2.0  # seconds before a script's reload, when the script does not say
 

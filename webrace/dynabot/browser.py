@@ -96,6 +96,8 @@ IDLE_MAX = 10.0  # seconds a wait for the network to go idle lasts at most
 SETTLE_MAX = 5.0  # seconds a wait for the page's scripts to stop writing lasts at most
 TYPE_WAIT = 4.0  # seconds a live form is typed into again until the page shows something
 KEPT = 20  # entries kept in each list of the state
+MAX_FORMLESS = 3  # search boxes outside any form given a form of their own, per page
+FORMLESS = "webrace-formless"  # the class of such a form (Form.attributes holds it)
 # Chromium's preferences for the browser's profile: no preconnecting or DNS prefetching to
 # hosts the page names (a navigation to another host opened a connection to it before any
 # request could be aborted), no WebRTC over UDP (STUN requests to any server a page names are
@@ -261,6 +263,9 @@ def probe_request(url: str, form_index: int, assignment: Mapping[str, Any], butt
     search dialog) is typed into (key events fired) and answered as it is when the page
     wrote something outside the form meanwhile (``typed``), else submitted; its fields
     without a name are named first (``named``, as :func:`render_request` names them). A
+    search box in no form has a form of its own (its class :data:`FORMLESS`, see
+    ``_NAME_LIVE``): typed into as a live form, then Enter pressed in it (``submitter``
+    "Enter") rather than a submission. A
     submission whose navigation is aborted (another host, or robots.txt) fails with
     ``IgnoreRequest`` and ``meta["webrace_ignored"]`` = "other_host" or "robots"."""
     session = _Session("probe")
@@ -581,7 +586,12 @@ async def _probe(page: Any, session: _Session, form_index: int, values: dict[str
                  blocked=[], problem=None)
     await session.idle()
     await _name_live_fields(page, session)
-    session.filling = True  # set before the evaluation: its submission may reach the route before it returns
+    formless = False
+    with suppress(PlaywrightError):
+        formless = await page.evaluate(_FORMLESS, form_index)
+    # set before the evaluation: its submission may reach the route before it returns; a search
+    # box in no form sends nothing of its own: the page's writes stay aborted
+    session.filling = not formless
     try:
         result = await page.evaluate(_FILL, {"index": form_index, "values": values, "button": button})
     except PlaywrightError as exc:  # the page navigated by itself meanwhile
@@ -597,7 +607,11 @@ async def _probe(page: Any, session: _Session, form_index: int, values: dict[str
         return
     if result.get("live"):  # nothing written as one types: the page answers a submission, if anything
         with suppress(PlaywrightError):
-            await page.evaluate(_SUBMIT, form_index)
+            if result.get("formless"):  # a search box in no form: Enter pressed in it (a trusted key press)
+                state["submitter"] = "Enter"
+                await page.press(result["formless"], "Enter", timeout=session.timeout * 1000 / 4)
+            else:
+                await page.evaluate(_SUBMIT, form_index)
     state["submitted"] = True
     session.submitted_at = session.last_activity = time.monotonic()
     before = session.navigations
@@ -633,6 +647,8 @@ _SETTLE = """([quiet, limit]) => new Promise(resolve => {
   setTimeout(check, step);
 })"""
 _SIZE = "() => document.documentElement ? document.documentElement.outerHTML.length : 0"
+_FORMLESS = ("index => { const form = document.querySelectorAll('form')[index]; "
+             f"return !!form && form.classList.contains('{FORMLESS}'); }}")
 _TYPED = "() => window.__webraceTyped || 0"  # changes to the page since the live form was typed into
 _SUBMIT = """index => {
   const form = document.querySelectorAll('form')[index];
@@ -642,13 +658,50 @@ _SUBMIT = """index => {
 # A live form (no action, no submit button: a search dialog whose results the page's scripts
 # write as one types, MkDocs') may have fields without a name, which no submission would send
 # and no probe could address: each is named after its id ("#mkdocs-search-query") or its
-# place ("#form0.field1"), in the DOM the crawler reads and in the page a probe fills. (A
-# search box in no form stays out: a script filtering what the page already shows looks the
-# same, webrace.demo.scripted's look-alike.)
+# place ("#form0.field1"), in the DOM the crawler reads and in the page a probe fills. A
+# search box in no form (an <input type=search> a script wires to Enter) gets a form of its
+# own, in the same way: an empty, hidden <form class="webrace-formless"> just after it, which
+# the box joins through its form= attribute (so analyze_forms sees one form with one field,
+# the heading above the box its heading) and whose submission is prevented (a probe presses
+# Enter in the box, as a person does: the page's own script answers, or nothing happens; the
+# page's writes stay aborted meanwhile). Only boxes that say they search (type=search, in a
+# role=search element, or an id, name, class, placeholder, label or title naming a search, a
+# query or "q"), with no text area, password, e-mail or file field near them (a comment or
+# sign-up widget's fields are no search box), visible and enabled, MAX_FORMLESS at most per
+# page. A script that filters what the
+# page already shows looks the same: its "results" are the page's own links, which the spider
+# does not count as an answer (webrace.dynabot.evidence.page_results_only).
 _NAME_LIVE = """() => {
   const named = [];
   const typed = el => el.tagName === 'TEXTAREA' || (el.tagName === 'INPUT' && ['text', 'search'].includes(el.type));
+  const said = el => ['id', 'name', 'class', 'placeholder', 'aria-label', 'title']
+    .map(a => el.getAttribute(a) || '').join(' ');
+  const searchLike = el => el.type === 'search' || el.closest('[role="search"]') ||
+    /search|query|find|lookup|(^|[^a-z])q([^a-z]|$)/i.test(said(el));
+  const writing = 'textarea, [contenteditable=""], [contenteditable="true"], input[type="password"], ' +
+    'input[type="email"], input[type="file"]';
+  const alone = el => { let box = el.parentElement;  // no comment or sign-up widget around it
+    for (let up = 0; box && up < 3; up++, box = box.parentElement) if (box.querySelector(writing)) return false;
+    return true; };
+  const boxes = Array.from(document.querySelectorAll('input')).filter(el => !el.form && !el.disabled &&
+    !el.readOnly && ['text', 'search'].includes(el.type) && el.getClientRects().length > 0 &&
+    !el.hasAttribute('form') && searchLike(el) && alone(el)).slice(0, MAX_FORMLESS);
+  boxes.forEach((el, k) => {
+    const form = document.createElement('form');
+    form.id = `webrace-formless-${k}`;
+    form.className = 'webrace-formless';
+    form.hidden = true;
+    form.addEventListener('submit', event => event.preventDefault());
+    el.after(form);
+    el.setAttribute('form', form.id);
+    el.setAttribute('data-webrace-formless', String(k));
+    if (!el.name) {
+      el.name = '#' + (el.id || `formless${k}`);
+      named.push(el.name);
+    }
+  });
   document.querySelectorAll('form').forEach((form, f) => {
+    if (form.classList.contains('webrace-formless')) return;
     const listed = Array.from(form.elements);
     const submits = listed.filter(el => el.type === 'submit' || el.type === 'image');
     if (form.hasAttribute('action') || submits.length) return;
@@ -660,7 +713,7 @@ _NAME_LIVE = """() => {
     });
   });
   return named;
-}"""
+}""".replace("MAX_FORMLESS", str(MAX_FORMLESS))
 _EMPTY = "() => document.documentElement.replaceChildren()"
 
 
@@ -744,7 +797,12 @@ _FILL = """({index, values, button}) => {
   if (problems.length) return {problem: problems.join('; '), filled};
   const invalid = listed.filter(el => el.willValidate && !el.validity.valid).map(el => el.name || el.type);
   form.noValidate = true;  // sent as filled, as DynaBot sends forms without the browser
-  if (live) return {filled, invalid, submitter: 'typed', live: true};
+  if (live) {
+    const box = form.classList.contains('webrace-formless')
+      ? listed.find(el => el.hasAttribute('data-webrace-formless')) : null;
+    return {filled, invalid, submitter: 'typed', live: true,
+            formless: box ? `[data-webrace-formless="${box.getAttribute('data-webrace-formless')}"]` : null};
+  }
   setTimeout(() => {
     if (submitter) submitter.click();
     else if (form.requestSubmit) form.requestSubmit();

@@ -10,8 +10,14 @@ tried with, in turn:
 2. the template's own value;
 3. the site's own words: the most frequent content words of the start page's text (not its
    forms, scripts or styles), those that are instances of the argument's type;
-4. the template's further values (``<value>`` repeated: general words most collections hold,
-   for a search page that shows no words of its own, as Xapian Omega's).
+4. the words of the answers: when a probe got no result, the most frequent content words its
+   answer shows that the start page does not (a bare search page's "no match" answer listing
+   popular or recent documents, a result list the control probe did not back: words the
+   site's documents use), :func:`answer_words`, tried next (:func:`with_value`), as many in
+   all per source as the site's words;
+5. the template's further values (``<value>`` repeated: general words most collections hold,
+   for a search page that shows no words of its own, as Xapian Omega's, whose answers say no
+   more than "No documents match your query").
 
 :func:`vary` turns a plan into probes that carry those values, each planned probe with every
 value before the next planned probe.
@@ -32,6 +38,7 @@ MAX_VALUES = 10  # values given for one argument on the command line, at most
 MAX_VALUE_CHARS = 1_000  # characters of one such value
 _SITE_WORD = re.compile(r"[A-Za-z][a-z]{3,24}")  # a word as people type it: letters, not a code or camelCase
 PROBE = "probe"  # -a probe=...: values for every typed-in required argument
+NEXT_VALUE = "the class's next value"  # how a probe with a template's further value says so
 _COMMON = frozenset("""
     home page pages next previous last first help about contact search login logout sign account menu
     view edit show hide more less back top main site index list item items link links click here
@@ -131,7 +138,7 @@ def vary(plan: Sequence[Any], service: ServiceClass, given: Mapping[str, list[st
             choices = [(v, f"from -a {argument.name}") for v in given.get(argument.name, [])]
             choices.append((argument.value, ""))
             choices += [(w, "a word of the site") for w in words if _fits(recognizer, argument, w)]
-            choices += [(v, "the class's next value") for v in argument.also]
+            choices += [(v, NEXT_VALUE) for v in argument.also]
             break
         else:
             choices, field = [(None, "")], None
@@ -143,3 +150,28 @@ def vary(plan: Sequence[Any], service: ServiceClass, given: Mapping[str, list[st
                 seen.add(changed.key())
                 varied.append(changed)
     return varied
+
+
+def answer_words(markup: str, page_markup: str, limit: int, exclude: Sequence[str] = ()) -> list[str]:
+    """The ``limit`` most frequent content words of an answer (as :func:`site_words` reads a
+    page) that its source's start page does not show: what the answer adds, not the site's
+    menus repeated."""
+    if limit <= 0 or not markup:
+        return []
+    shown = {w.lower() for w in _SITE_WORD.findall(prose(page_markup))}
+    return site_words(markup, limit, [*exclude, *shown])
+
+
+def with_value(probe: Any, service: ServiceClass, names: set[str], word: str, source: str) -> Any | None:
+    """``probe`` with ``word`` in the field of its first typed-in argument among ``names``
+    whose type takes it (its ``why`` saying where the word came from); None when none does."""
+    recognizer = service.recognizer()
+    example = service.examples[probe.example]
+    for argument in example.arguments:
+        field = probe.arguments.get(argument.name)
+        if (argument.name not in names or not argument.required or argument.iterator or field is None
+                or not isinstance(probe.assignment.get(field), str) or not _fits(recognizer, argument, word)):
+            continue
+        why = probe.why.split(f"; {field}=")[0]  # the plan's reason, without the value it was sent with
+        return replace(probe, assignment={**probe.assignment, field: word}, why=f"{why}; {field}={word!r} ({source})")
+    return None

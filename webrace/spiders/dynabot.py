@@ -14,8 +14,9 @@ Only queries are submitted (``webrace.dynabot.sideeffects``): a form with side e
 forms only where the class says they are queries, within a per-site cap. A result is claimed
 only when a control probe, the same request with a value that cannot match, gets an answer
 that differs as the class expects (``webrace.dynabot.evidence``). Typed-in values come from
-``-a`` (``-a keywords=...``, ``-a probe=...``), the class, then the start page's own words
-(``webrace.dynabot.values``).
+``-a`` (``-a keywords=...``, ``-a probe=...``), the class, then the start page's own words,
+the words of answers that found nothing, the class's further values (``webrace.dynabot.values``).
+A search box in no form is typed into, and Enter pressed, in the browser (``webrace.dynabot.browser``).
 
 Items: a ``ServiceProfile`` (``kind: "profile"``) per member found, with exactly how to
 query it, and a ``ServiceTrace`` (``kind: "trace"``) per analysed source. At the end the
@@ -85,7 +86,7 @@ from webrace.dynabot.forms import Form, Parameter, Upload, analyze_forms, form_d
 from webrace.dynabot.links import NOT_PAGES, Sites, form_key, html_media, source_key
 from webrace.dynabot.sideeffects import classify
 from webrace.dynabot.stats import format_report, report
-from webrace.dynabot.values import PROBE, parse_values, site_words, vary
+from webrace.dynabot.values import NEXT_VALUE, PROBE, answer_words, parse_values, site_words, vary, with_value
 from webrace.items import ServiceProfile, ServiceTrace
 from webrace.middlewares.exclusion import IGNORED
 from webrace.urls import BadURL, normalize
@@ -201,6 +202,7 @@ class Source:
     left_alone: dict[int, str] = field(default_factory=dict)  # form index -> why it is never submitted
     claim: Claim | None = None  # a result waiting for its control probe's answer
     blocked: list[str] = field(default_factory=list)  # claims a control probe did not back, and why
+    answer_words: int = 0  # probes planned with a word an answer showed (webrace.dynabot.values)
 
     def summary(self) -> str:
         if not self.answered:
@@ -686,6 +688,7 @@ class DynaBotSpider(scrapy.Spider):
         if evidence.backed:
             return self._backed(source, claim, evidence, markup)
         self._blocked(source, evidence.reason, tell=False)
+        self._answer_words(source, claim.probe, claim.markup)
         return list(self.send_next(source))
 
     def _backed(self, source: Source, claim: Claim, evidence: Evidence, control_markup: str) -> list:
@@ -743,6 +746,8 @@ class DynaBotSpider(scrapy.Spider):
             return list(self.send_next(source))
         if source.browser and hops == 0 and (response.meta.get(browser.STATE) or {}).get("typed"):
             self._told(source, "typed into, not submitted: the page answers as one types")
+        elif source.browser and hops == 0 and (response.meta.get(browser.STATE) or {}).get("submitter") == "Enter":
+            self._told(source, "a search box outside any form: typed into, Enter pressed")
         markup, text, forms = self._read(response)
         if response.status >= 400:
             if probe.control:  # the service refused the nonsense value: what the claim is judged on
@@ -752,6 +757,13 @@ class DynaBotSpider(scrapy.Spider):
             self._refine(source, probe, example, markup)
             return list(self.send_next(source))
         step = self._step(source, path[-1][0], response.url, markup, text, forms, values, submitted)
+        if step.kind == "result" and browser.FORMLESS in probe.form.attributes.split() and page_results_only(
+                self.service, step.vertex, markup, source.page_markup, values, self.max_extracted):
+            # a search box in no form whose "results" are the links the page showed before it
+            # was typed into: a script filtering the page, not a search
+            self.crawler.stats.inc_value("dynabot/formless_filters")
+            self._told(source, "its only results are links the page showed before: a filter of the page, no answer")
+            step = Step("none")
         if step.kind == "result" and not probe.control and page_results_only(
                 self.service, step.vertex, markup, source.page_markup, values, self.max_extracted) and (
                 request := self._render_answer(source, response, markup, values, probe, path, submitted, hops,
@@ -811,6 +823,7 @@ class DynaBotSpider(scrapy.Spider):
         else:
             source.answered["page"] += 1
             self._refine(source, probe, example, markup)
+            self._answer_words(source, probe, markup)
         if wait > 0:
             from twisted.internet import reactor  # the installed one: importing it at the top would install one
 
@@ -887,6 +900,34 @@ class DynaBotSpider(scrapy.Spider):
         if source.steps:
             step = source.steps[-1]
             step["answer"] = f"{step['answer']}; {what}" if step["answer"] else what
+
+    def _answer_words(self, source: Source, probe: Probe, markup: str) -> None:
+        """A probe that got no result (or a claim its control probe did not back): the words its
+        answer shows that the start page does not, planned with the same form before the class's
+        further values (webrace.dynabot.values), as many per source as the site's words."""
+        room = self.site_words - source.answer_words
+        if not self.use_hints or probe.control or room <= 0 or not self.echo_arguments:
+            return
+        known = [v for e in self.service.examples for a in e.arguments for v in (a.value, *a.also)]
+        known += [v for p in source.plan for v in p.assignment.values() if isinstance(v, str)]
+        planned = {p.key() for p in source.plan} | source.sent
+        fresh = []
+        for word in answer_words(markup[:MAX_MARKUP], source.page_markup, room, known):
+            changed = with_value(probe, self.service, self.echo_arguments, word, "a word of an answer")
+            if changed is not None and changed.key() not in planned:
+                fresh.append(changed)
+        if not fresh:
+            return
+        source.answer_words += len(fresh)
+        at = source.next_probe  # before the class's further values for this form, else after its probes
+        rest = source.plan[at:]
+        same = [n for n, p in enumerate(rest) if p.form.index == probe.form.index]
+        later = [n for n in same if NEXT_VALUE in rest[n].why]
+        at += later[0] if later else (same[-1] + 1 if same else 0)
+        source.plan[at:at] = fresh
+        if source.steps:
+            source.steps[-1]["words"] = [f.assignment.get(f.arguments.get(n)) for f in fresh
+                                         for n in self.echo_arguments if f.arguments.get(n)][:10]
 
     def _refine(self, source: Source, probe: Probe, example, markup: str) -> None:
         """What the answer says, turned into the next probes (webrace.dynabot.answers)."""
