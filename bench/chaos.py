@@ -49,7 +49,8 @@ delivered when it lost its data, a sentinel's history broken by its re-registrat
 counted apart and do not fail (2)-(3): they are what running Redis without persistence costs.
 Items sent again are not excused: ``deliver --loop`` keeps a journal of what it delivered in its
 own data directory, which Redis losing its data does not touch, so an ACI received twice fails
-(2) whenever it happened. The run's directory keeps every process's output, the feeds, ``received.jsonl`` (what the receiver got) and ``faults.txt``.
+(2) whenever it happened. The run's directory keeps every process's output, the feeds,
+``received.jsonl`` (what the receiver got) and ``faults.txt``.
 
 Exit status 0 when every invariant holds, 1 otherwise, 2 when the harness could not run.
 """
