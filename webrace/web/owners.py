@@ -23,6 +23,7 @@ MAX_NOTIFICATIONS = 200  # listed on an owner's page, newest first
 MAX_PAGE = 1_000_000  # the highest page number asked for (?page=): a longer number is refused, not converted
 MAX_CURSOR = 300  # characters of a cursor (?after=, ?before=): time, a dot, an id
 _MEDIA = {"html": "text/html", "xhtml": "application/xhtml+xml", "xml": "application/xml", "text": "text/plain"}
+_CURSOR_ID = re.compile(r"[!-~]+")  # printable ASCII, no space
 _HEAD = re.compile(rb"<head(\s[^>]*)?>", re.IGNORECASE)
 
 
@@ -60,12 +61,12 @@ def cursor_text(item: Any) -> str:
 
 def parse_cursor(text: str | None, name: str = "after") -> Cursor | None:
     """``TIME.ID`` as (time, id); None when absent or empty; a ValueError of one line when it is
-    not one (the time a number of at most 16 digits, the id printable ASCII)."""
+    not one (the time a number of at most 16 digits, the id printable ASCII without spaces)."""
     if not text:
         return None
     when, _, item = text.partition(".")
     if (len(text) > MAX_CURSOR or not (when.isascii() and when.isdigit() and len(when) <= 16) or not item
-            or not (item.isascii() and item.isprintable())):
+            or not _CURSOR_ID.fullmatch(item)):
         raise ValueError(f"{name}: expected a cursor TIME.ID (the `next` or `previous` of a page), not {text[:40]!r}")
     return int(when), item
 
