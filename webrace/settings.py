@@ -135,7 +135,7 @@ WEBRACE_WEB_CONNECTION_LIMIT = 1000
 WEBRACE_WEB_CHANNEL_TIMEOUT = 30
 # Requests that may wait for a thread; one arriving past them is answered 503 with Retry-After
 # at once (a burst is told to come back rather than left waiting in silence).
-WEBRACE_WEB_QUEUE_LIMIT = 32
+WEBRACE_WEB_QUEUE_LIMIT = 64
 # Seconds a connection has to send a whole request (from its opening or its previous answer),
 # however slowly it trickles: then it is closed, so half-open connections cannot hold every slot.
 WEBRACE_WEB_REQUEST_TIMEOUT = 20

@@ -88,7 +88,7 @@ class _Channel(HTTPChannel):
 class _Server(TcpWSGIServer):
     channel_class = _Channel
     request_timeout = 20
-    queue_limit = 32
+    queue_limit = 64
     open_limit = 1000  # connections served; accepted up to adj.connection_limit, the rest refused
 
     def add_task(self, channel: Any) -> None:

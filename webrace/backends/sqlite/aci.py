@@ -459,6 +459,7 @@ class SqliteAciStore(AciStore):
         made: dict[int, Aci] = {}
         mine = {page: packed for (_, kind, _), (page, packed) in ((k, v) for k, v in chosen if k[1])}
         if mine:
+            self._read_parts(list(mine))
             for row in self._rows(number, mine):
                 item = self._acis([row])
                 if item:  # a damaged version is skipped (and said)
@@ -590,14 +591,29 @@ class SqliteAciStore(AciStore):
         was read reads them again."""
         parts = self._parts_kept.get(page)
         if parts is None or key >= len(parts[1]) or relevance >= len(parts[2]):
-            keywords, keys, relevances, text = self.conn.execute(
-                "SELECT keywords, keys, relevances, text FROM aci_version WHERE id = ?", (page,)).fetchone()
-            matches = None if text is None else quoting(*json.loads(zlib.decompress(text)))
-            parts = (json.loads(keywords), _load_keys(keys), json.loads(relevances), matches)
-            if len(self._parts_kept) >= _PARTS_KEPT:
-                self._parts_kept.pop(next(iter(self._parts_kept)))
-            self._parts_kept[page] = parts
+            parts = self._keep_parts(page, *self.conn.execute(
+                "SELECT keywords, keys, relevances, text FROM aci_version WHERE id = ?", (page,)).fetchone())
         return parts
+
+    def _keep_parts(self, page: int, keywords: str, keys: str, relevances: str, text: bytes | None) -> tuple:
+        matches = None if text is None else quoting(*json.loads(zlib.decompress(text)))
+        parts = (json.loads(keywords), _load_keys(keys), json.loads(relevances), matches)
+        if len(self._parts_kept) >= _PARTS_KEPT:
+            self._parts_kept.pop(next(iter(self._parts_kept)))
+        self._parts_kept[page] = parts
+        return parts
+
+    def _read_parts(self, pages: list[int]) -> None:
+        """:meth:`_parts` of these versions read in one query (a page of a list quotes each once)."""
+        wanted = [p for p in pages if p not in self._parts_kept][:_PARTS_KEPT]
+        if wanted:
+            for page, *columns in self.conn.execute(
+                    "SELECT id, keywords, keys, relevances, text FROM aci_version WHERE id IN "
+                    "(SELECT value FROM json_each(?))", (json.dumps(wanted),)):
+                try:
+                    self._keep_parts(page, *columns)
+                except (ValueError, TypeError, zlib.error):  # damaged: _acis says so when it reads it again
+                    continue
 
     @serialised
     def get(self, aci_id: str) -> Aci | None:
