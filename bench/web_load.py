@@ -195,27 +195,39 @@ def probe(server: Server, path: str, headers: dict[str, str]) -> tuple[int | str
 
 def run(code_name: str, data: Path, code: Path | None, keys: dict[str, str], seconds: float,
         burst_s: float) -> tuple[list[Point], dict]:
-    server = Server(data, code)
-    try:
-        targets = {"owner page": (f"/owner/{OWNER}/", {"Cookie": server.session_cookie()}),
-                   "API list": (f"/api/v1/owners/{OWNER}/acis", {"Authorization": f"Bearer {keys['token']}"}),
-                   "Atom feed": (f"/feed/{keys['feed']}.atom", {})}
-        points = []
-        for target, (path, headers) in targets.items():
-            for clients in CLIENTS:
+    """Each point on a server of its own (the baseline's is still busy with what an overloaded
+    point queued long after wrk stopped), warmed by one request."""
+    points = []
+    for target in ("owner page", "API list", "Atom feed"):
+        for clients in CLIENTS:
+            server = Server(data, code)
+            try:
+                path, headers = _target(server, target, keys)
                 server.settle(path, headers)
                 p50, rate, refused, errors = wrk(server.port, path, headers, clients, seconds)
-                points.append(Point(code_name, target, clients, p50, rate, refused, errors))
-                print(f"{code_name:9} {target:10} {clients:3} clients: p50 "
-                      f"{'-' if p50 is None else f'{p50:.1f} ms':>10}, {rate:7.1f} answered/s, "
-                      f"{refused} refused (503), {errors} socket errors/timeouts", flush=True)
-        path, headers = targets["owner page"]
+            finally:
+                server.stop()
+            points.append(Point(code_name, target, clients, p50, rate, refused, errors))
+            print(f"{code_name:9} {target:10} {clients:3} clients: p50 "
+                  f"{'-' if p50 is None else f'{p50:.1f} ms':>10}, {rate:7.1f} answered/s, "
+                  f"{refused} refused (503), {errors} socket errors/timeouts", flush=True)
+    server = Server(data, code)
+    try:
+        path, headers = _target(server, "owner page", keys)
         server.settle(path, headers)
         after = burst(server, path, headers, burst_s)
-        print(f"{code_name:9} burst of {BURST} for {burst_s:g} s: {after}", flush=True)
-        return points, after
     finally:
         server.stop()
+    print(f"{code_name:9} burst of {BURST} for {burst_s:g} s: {after}", flush=True)
+    return points, after
+
+
+def _target(server: Server, target: str, keys: dict[str, str]) -> tuple[str, dict[str, str]]:
+    if target == "owner page":
+        return f"/owner/{OWNER}/", {"Cookie": server.session_cookie()}
+    if target == "API list":
+        return f"/api/v1/owners/{OWNER}/acis", {"Authorization": f"Bearer {keys['token']}"}
+    return f"/feed/{keys['feed']}.atom", {}
 
 
 def draw(points: list[Point], png: Path) -> None:
