@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import http.client
 import socket
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import pytest
@@ -64,13 +66,15 @@ def test_200_half_open_connections_do_not_keep_a_normal_request_waiting(tmp_path
 
 
 def test_half_open_connections_filling_the_limit_are_closed_and_a_normal_request_gets_in(tmp_path):
-    """100 slots, 200 connections holding them with a request that never ends: the request
-    timeout closes them (twice over, the backlog's second hundred too) while the channel
-    timeout (60 s) would have kept them, and the normal request is answered."""
+    """100 slots, 200 connections holding them (and the 100 of overflow) with a request that
+    never ends: a normal request meanwhile is told at once to come back (503, Retry-After);
+    the request timeout closes them all while the channel timeout (60 s) would have kept
+    them, and the normal request is then answered."""
     with (server(tmp_path, WEBRACE_WEB_CONNECTION_LIMIT=100, WEBRACE_WEB_REQUEST_TIMEOUT=2) as handle,
           half_open(handle, HALF_OPEN, b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\n") as sockets):
+        assert get(handle) == 503
+        assert all(sock.recv(1) == b"" for sock in sockets)  # closed by the server, not by us
         assert get(handle) == 200
-        assert sockets[0].recv(1) == b""  # closed by the server, not by us
 
 
 def test_a_connection_trickling_its_request_is_closed_at_the_request_timeout(tmp_path):
@@ -103,6 +107,64 @@ def test_a_connection_that_sent_a_whole_request_is_answered_and_kept_alive(tmp_p
             response.read()
             assert response.status == 200
         conn.close()
+
+
+# -- a burst beyond what the server can queue: 503 and Retry-After at once (issue 46) ------------
+
+
+def answer(handle: Handle, path: str = "/login") -> http.client.HTTPResponse:
+    port = int(handle.base_url.rsplit(":", 1)[1])
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=CLIENT_TIMEOUT)
+    conn.request("GET", path, headers={"Host": "127.0.0.1"})
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    return response
+
+
+def test_a_request_past_the_queue_limit_is_answered_503_with_retry_after_at_once(tmp_path):
+    """One thread, held by a request that waits for the test; one request queued behind it
+    (the queue limit); the next is answered 503 while the first is still held, and the queued
+    one is answered 200 once the thread is free."""
+    with server(tmp_path, WEBRACE_WEB_THREADS=1, WEBRACE_WEB_QUEUE_LIMIT=1) as handle:
+        entered, release, queued = threading.Event(), threading.Event(), threading.Event()
+
+        def hold() -> str:
+            entered.set()
+            release.wait(CLIENT_TIMEOUT)
+            return "held"
+
+        handle.server.app.add_url_rule("/hold", "hold", hold)
+        dispatcher = handle.server.task_dispatcher
+        add_task = dispatcher.add_task
+
+        def counted(task: object) -> None:
+            add_task(task)
+            if len(dispatcher.queue) >= 1:
+                queued.set()
+
+        dispatcher.add_task = counted
+        with ThreadPoolExecutor(2) as pool:
+            held = pool.submit(answer, handle, "/hold")
+            assert entered.wait(CLIENT_TIMEOUT)
+            waiting = pool.submit(answer, handle, "/login")
+            assert queued.wait(CLIENT_TIMEOUT)
+            refused = answer(handle, "/login")
+            assert not release.is_set() and not held.done()  # answered while the only thread is busy
+            assert refused.status == 503 and refused.getheader("Retry-After") == "1"
+            release.set()
+            assert held.result().status == 200 and waiting.result().status == 200
+        assert answer(handle).status == 200  # the queue is empty again: served
+
+
+def test_a_connection_past_the_connection_limit_is_answered_503_not_left_in_the_backlog(tmp_path):
+    """Two slots held by idle connections (accepted first: the backlog is first in, first out);
+    a third connection's request is answered 503 with Retry-After instead of waiting until a
+    slot frees."""
+    with server(tmp_path, WEBRACE_WEB_CONNECTION_LIMIT=2) as handle, half_open(handle, 2, b"", "127.0.0.1"):
+        refused = answer(handle)
+        assert refused.status == 503 and refused.getheader("Retry-After") == "1"
+        assert "busy" in refused.read().decode() or refused.getheader("Connection") == "close"
 
 
 # -- `scrapy web serve` with a host or port it cannot listen on -------------------------------

@@ -131,17 +131,21 @@ WEBRACE_WEB_PLAIN_HTTP = None
 WEBRACE_WEB_SECRET_KEY = None
 # Hours a login lasts (then the owner logs in again).
 WEBRACE_WEB_SESSION_HOURS = 12
-# The production server (waitress): request threads, open connections at most (more wait in
-# the backlog; each costs a file descriptor, no thread), seconds a silent connection is kept.
+# The production server (waitress): request threads, open connections served at most (as many
+# more are accepted only to be answered 503 with Retry-After; past those they wait in the
+# backlog; each costs a file descriptor, no thread), seconds a silent connection is kept.
 WEBRACE_WEB_THREADS = 4
 WEBRACE_WEB_CONNECTION_LIMIT = 1000
 WEBRACE_WEB_CHANNEL_TIMEOUT = 30
+# Requests that may wait for a thread; one arriving past them is answered 503 with Retry-After
+# at once (a burst is told to come back rather than left waiting in silence).
+WEBRACE_WEB_QUEUE_LIMIT = 64
 # Seconds a connection has to send a whole request (from its opening or its previous answer),
 # however slowly it trickles: then it is closed, so half-open connections cannot hold every slot.
 WEBRACE_WEB_REQUEST_TIMEOUT = 20
 # Bytes a request body may have (a pasted URD list); larger ones are refused with 413.
 WEBRACE_WEB_MAX_BODY = 1024 * 1024
-# ACIs shown per page of an owner's page and of the API.
+# ACIs (and notifications) shown per page of an owner's page and of the API.
 WEBRACE_WEB_PAGE_SIZE = 50
 # Login attempts allowed per client address and account name in a moving window, counted before
 # the password is checked and shared by the server processes of the data directory (a right

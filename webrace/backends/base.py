@@ -11,6 +11,8 @@ from webrace.records.aci import Aci
 from webrace.records.metainfo import MetaInfo, Revisit, Version
 from webrace.urd import Urd
 
+Cursor = tuple[int, str]  # (time, id) of the last item a page showed: where the next page starts
+
 
 class UrdStore(ABC):
     """URD-DB: the standing requests, keyed by URD id."""
@@ -181,6 +183,18 @@ class AciStore(ABC):
     def list(self, owner: str, since: int = 0, min_relevance: float = 0.0) -> list[Aci]:
         """The owner's ACIs updated at or after ``since`` (epoch ms), newest first."""
 
+    def page(self, owner: str, limit: int, after: Cursor | None = None, newer: bool = False) -> list[Aci]:
+        """Up to ``limit`` of the owner's ACIs, newest first (update time, then a tie-break of
+        the store's, the same on every call): the first ones, or those just past ``after`` (the
+        (updatetime, id) of an ACI shown): older than it, or with ``newer`` just newer than it.
+        A store reads them through an index, so a page costs the same however long the
+        owner's history; this default sorts the whole list (a store without one)."""
+        return _keyset(self.list(owner), limit, after, newer, lambda a: (a.updatetime, a.id))
+
+    def count(self, owner: str) -> int:
+        """How many ACIs the owner has."""
+        return len(self.list(owner))
+
     @abstractmethod
     def get(self, aci_id: str) -> Aci | None: ...
 
@@ -198,6 +212,15 @@ class AciStore(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         pass
+
+
+def _keyset(items: list, limit: int, after: Cursor | None, newer: bool, key: Any) -> list:
+    """Keyset paging over a whole list, in (time, id) descending order."""
+    ordered = sorted(items, key=key, reverse=True)
+    if after is not None:
+        ordered = [i for i in ordered if key(i) > tuple(after)] if newer else \
+                  [i for i in ordered if key(i) < tuple(after)]
+    return ordered[-limit:] if newer and after is not None else ordered[:limit]
 
 
 SESSION = ""  # the URL under which results of a rule's close() are recorded (seq 0)
@@ -309,6 +332,16 @@ class SentinelStore(ABC):
     @abstractmethod
     def notifications(self, owner: str, since: int = 0) -> list[dict]:
         """The owner's notifications (as dicts), newest first."""
+
+    def notifications_page(self, owner: str, limit: int, after: Cursor | None = None,
+                           newer: bool = False) -> list[dict]:
+        """Up to ``limit`` of the owner's notifications, newest first (``at``, then a tie-break
+        of the store's), past ``after`` ((at, id) of one shown) as :meth:`AciStore.page`."""
+        return _keyset(self.notifications(owner), limit, after, newer, lambda n: (n["at"], n["id"]))
+
+    def notification(self, owner: str, note_id: str) -> dict | None:
+        """The owner's notification ``note_id`` (None: they have none of that id)."""
+        return next((n for n in self.notifications(owner) if n.get("id") == note_id), None)
 
     def close(self) -> None:  # noqa: B027 - optional hook
         pass

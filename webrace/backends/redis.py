@@ -32,7 +32,7 @@ from typing import Any
 import redis
 from scrapy_redis.connection import get_redis_from_settings
 
-from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, Version
+from webrace.backends.base import AciStore, Cursor, MetaInfoStore, ResultsStore, Version
 from webrace.backends.errors import RedisUnavailable, RedisUnreachable
 from webrace.records.aci import Aci
 from webrace.records.metainfo import MetaInfo, Revisit, VersionExists, with_wanted
@@ -624,6 +624,14 @@ class RedisAciStore(AciStore):
         acis = [Aci.from_xml(_text(x)) for x in self.client.hmget(self.key, ids) if x]
         return sorted((a for a in acis if a.relevance >= min_relevance), key=lambda a: (-a.updatetime, a.id))
 
+    def page(self, owner: str, limit: int, after: Cursor | None = None, newer: bool = False) -> list[Aci]:
+        """The owner's sorted set read at the cursor's rank (:func:`zset_page`), then those ACIs."""
+        ids = zset_page(self.client, self.owner_prefix + owner, limit, after, newer)
+        return [Aci.from_xml(_text(x)) for x in self.client.hmget(self.key, ids) if x] if ids else []
+
+    def count(self, owner: str) -> int:
+        return int(self.client.zcard(self.owner_prefix + owner))
+
     def get(self, aci_id: str) -> Aci | None:
         xml = self.client.hget(self.key, aci_id)
         return Aci.from_xml(_text(xml)) if xml else None
@@ -638,6 +646,37 @@ class RedisAciStore(AciStore):
 
     def undelivered_digests(self) -> set[str]:
         return {_text(d) for d in self.client.hvals(self.undelivered)}
+
+
+def zset_page(client: redis.Redis, key: str, limit: int, after: Cursor | None = None, newer: bool = False) -> list[str]:
+    """Up to ``limit`` members of sorted set ``key``, highest score first (ties: the higher
+    member first, Redis's reverse order), past ``after`` (score, member): lower than it, or
+    with ``newer`` just higher. One script call: the cursor's rank (O(log n)) and the range
+    from it, read together, so a member added meanwhile is neither skipped nor repeated."""
+    limit = max(int(limit), 0)
+    if not limit:
+        return []
+    args = [limit, int(newer)] + ([] if after is None else [int(after[0]), str(after[1])])
+    return [_text(m) for m in client.register_script(_ZSET_PAGE)(keys=[key], args=args)]
+
+
+# KEYS[1] a sorted set; ARGV: how many, newer (1) or older (0), then the cursor's score and member
+# (none: from the top). A cursor whose member is gone is placed by its score (its ties skipped).
+_ZSET_PAGE = """
+local n, newer = tonumber(ARGV[1]), ARGV[2] == '1'
+if #ARGV < 4 then return redis.call('ZREVRANGE', KEYS[1], 0, n - 1) end
+local r = redis.call('ZREVRANK', KEYS[1], ARGV[4])
+if r and tonumber(redis.call('ZSCORE', KEYS[1], ARGV[4])) == tonumber(ARGV[3]) then
+  if not newer then return redis.call('ZREVRANGE', KEYS[1], r + 1, r + n) end
+  if r == 0 then return {} end
+  return redis.call('ZREVRANGE', KEYS[1], math.max(0, r - n), r - 1)
+end
+if not newer then return redis.call('ZREVRANGEBYSCORE', KEYS[1], '(' .. ARGV[3], '-inf', 'LIMIT', 0, n) end
+local up = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[3], '+inf', 'LIMIT', 0, n)
+local out = {}
+for i = #up, 1, -1 do out[#out + 1] = up[i] end
+return out
+"""
 
 
 # KEYS: ACI hash, undelivered hash, then each ACI's owner's sorted set. ARGV: per ACI, its

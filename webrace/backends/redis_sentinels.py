@@ -33,8 +33,8 @@ from typing import Any
 
 import redis
 
-from webrace.backends.base import SentinelStore
-from webrace.backends.redis import DEFAULT_PREFIX, _text
+from webrace.backends.base import Cursor, SentinelStore
+from webrace.backends.redis import DEFAULT_PREFIX, _text, zset_page
 from webrace.records.sentinel import Sentinel
 
 CHUNK = 500  # ids (or notifications) per script call or pipeline
@@ -195,6 +195,17 @@ class RedisSentinelStore(SentinelStore):
         ids = self.client.zrangebyscore(self.notes_prefix + owner, since, "+inf")
         notes = [json.loads(raw) for batch in _chunks(ids) for raw in self.client.hmget(self.note_key, batch) if raw]
         return sorted(notes, key=lambda n: (-n["at"], n["id"]))
+
+    def notifications_page(self, owner: str, limit: int, after: Cursor | None = None,
+                           newer: bool = False) -> list[dict]:
+        ids = zset_page(self.client, self.notes_prefix + owner, limit, after, newer)
+        return [json.loads(raw) for raw in self.client.hmget(self.note_key, ids) if raw] if ids else []
+
+    def notification(self, owner: str, note_id: str) -> dict | None:
+        if self.client.zscore(self.notes_prefix + owner, note_id) is None:
+            return None
+        raw = self.client.hget(self.note_key, note_id)
+        return None if raw is None else json.loads(raw)
 
 
 def _opt(value: bytes | str | None) -> str | None:

@@ -82,18 +82,35 @@ def all_owners() -> Any:
 @blueprint.route("/owners/<name>/acis")
 @owner_api
 def acis(name: str) -> Any:
-    try:
-        number = owners.page_number(request.args.get("page"))
-    except ValueError as exc:
-        abort(400, str(exc))
-    page = owners.acis(settings(), name, number, config().page_size)
-    return jsonify(acis=[asdict(a) for a in page.items], page=page.number, more=page.more)
+    number, after, before = _paging()
+    page = owners.acis(settings(), name, number, config().page_size, after, before)
+    return jsonify(acis=[asdict(a) for a in page.items], **_links(page))
 
 
 @blueprint.route("/owners/<name>/notifications")
 @owner_api
 def notifications(name: str) -> Any:
-    return jsonify(notifications=owners.notifications(settings(), name))
+    _, after, before = _paging(numbered=False)
+    page = owners.notifications(settings(), name, config().page_size, after, before)
+    return jsonify(notifications=page.items, **_links(page))
+
+
+def _paging(numbered: bool = True) -> tuple[int | None, Any, Any]:
+    """``?page=`` (where a list has numbers), ``?after=`` and ``?before=`` of a request; 400 saying
+    which is wrong."""
+    try:
+        number = owners.page_number(request.args.get("page")) if numbered and request.args.get("page") else None
+        return number, owners.parse_cursor(request.args.get("after")), \
+            owners.parse_cursor(request.args.get("before"), "before")
+    except ValueError as exc:
+        abort(400, str(exc))
+
+
+def _links(page: owners.Page) -> dict[str, Any]:
+    out: dict[str, Any] = {"more": page.more, "next": page.next, "previous": page.previous}
+    if page.number is not None:
+        out["page"] = page.number
+    return out
 
 
 @blueprint.route("/owners/<name>/notifications/<note_id>")

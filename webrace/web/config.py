@@ -31,6 +31,7 @@ class WebConfig:
     session_hours: float
     threads: int
     connection_limit: int
+    queue_limit: int
     channel_timeout: int
     max_body: int
     page_size: int
@@ -57,6 +58,7 @@ class WebConfig:
             session_hours=number("WEBRACE_WEB_SESSION_HOURS", float),
             threads=number("WEBRACE_WEB_THREADS"),
             connection_limit=number("WEBRACE_WEB_CONNECTION_LIMIT"),
+            queue_limit=number("WEBRACE_WEB_QUEUE_LIMIT"),
             channel_timeout=number("WEBRACE_WEB_CHANNEL_TIMEOUT"),
             max_body=number("WEBRACE_WEB_MAX_BODY"),
             page_size=number("WEBRACE_WEB_PAGE_SIZE"),

@@ -29,7 +29,7 @@ from webrace import __version__
 from webrace.records.aci import Aci
 from webrace.records.sentinel import TYPES, Sentinel
 from webrace.sentinels.evaluate import Notification
-from webrace.web.owners import MAX_PAGE
+from webrace.web.owners import MAX_CURSOR, MAX_PAGE
 
 OPENAPI = "3.1.0"
 DESCRIBED_PAGES = ("pages.feed", "pages.token_feed")  # not under /api/, but read by scripts with a token
@@ -54,6 +54,13 @@ def _array(items: dict[str, Any]) -> dict[str, Any]:
 
 
 STRING, INTEGER, BOOLEAN = {"type": "string"}, {"type": "integer"}, {"type": "boolean"}
+CURSOR = {"type": ["string", "null"], "description": "TIME.ID of an item: where a page starts (null: none)."}
+CURSOR_PARAMETERS = tuple(
+    {"name": name, "in": "query", "required": False, "description": what,
+     "schema": {"type": "string", "maxLength": MAX_CURSOR}}
+    for name, what in (("after", "The page of items older than this cursor (a page's `next`)."),
+                       ("before", "The page of items newer than this cursor (a page's `previous`)."))
+)
 
 
 @dataclass(frozen=True)
@@ -98,25 +105,32 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("api.acis", "GET"): Operation(
         "The owner's ACIs, newest first, a page at a time",
         200,
-        "One page of ACIs (`WEBRACE_WEB_PAGE_SIZE` a page); `more`: whether another page follows.",
-        _object(acis=_array(ref("Aci")), page=INTEGER, more=BOOLEAN),
-        errors={400: f"`page` is not a number from 1 to {MAX_PAGE:,}.", **OWNER_ERRORS},
+        "One page of ACIs (`WEBRACE_WEB_PAGE_SIZE` a page), read from an index: the newest, or those past a "
+        "cursor. `more`: whether older ones follow, `next` the cursor for them (`?after=`); `previous` the "
+        "cursor for the newer ones before this page (`?before=`), when there are; `page` when asked by number.",
+        _object(["acis", "more", "next", "previous"], acis=_array(ref("Aci")), more=BOOLEAN, next=CURSOR,
+                previous=CURSOR, page=INTEGER),
+        errors={400: f"`page` is not a number from 1 to {MAX_PAGE:,}, or a cursor is not one.", **OWNER_ERRORS},
         query=(
+            *CURSOR_PARAMETERS,
             {
                 "name": "page",
                 "in": "query",
                 "required": False,
-                "description": "The page, from 1 (default 1).",
+                "description": "The page by number, from 1 (old links; each page before it is read to reach it: "
+                               "follow `next` instead).",
                 "schema": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
             },
         ),
     ),
     ("api.notifications", "GET"): Operation(
-        "The owner's sentinel notifications, newest first",
+        "The owner's sentinel notifications, newest first, a page at a time",
         200,
-        "The newest notifications (at most 200).",
-        _object(notifications=_array(ref("Notification"))),
-        errors=OWNER_ERRORS,
+        "One page of notifications (`WEBRACE_WEB_PAGE_SIZE` a page), paged as the ACIs are.",
+        _object(["notifications", "more", "next", "previous"], notifications=_array(ref("Notification")),
+                more=BOOLEAN, next=CURSOR, previous=CURSOR),
+        errors={400: "A cursor is not one.", **OWNER_ERRORS},
+        query=CURSOR_PARAMETERS,
     ),
     ("api.notification", "GET"): Operation(
         "One notification, with what changed",

@@ -131,13 +131,18 @@ def all_owners() -> Any:
 @blueprint.route("/owner/<name>/")
 @owner_view
 def owner_page(name: str) -> Any:
-    """The owner's ACIs, newest first, a page at a time, and their notifications."""
+    """The owner's ACIs, newest first, a page at a time (``?after=``/``?before=`` a cursor;
+    ``?page=N`` of old links still answers), and their newest notifications (``?changes_after=``:
+    older ones)."""
     try:
-        number = owners.page_number(request.args.get("page"))
+        number = owners.page_number(request.args.get("page")) if request.args.get("page") else None
+        after = owners.parse_cursor(request.args.get("after"))
+        before = owners.parse_cursor(request.args.get("before"), "before")
+        changes_after = owners.parse_cursor(request.args.get("changes_after"), "changes_after")
     except ValueError as exc:
         abort(400, str(exc))
-    page = owners.acis(settings(), name, number, config().page_size)
-    notes = owners.notifications(settings(), name)
+    page = owners.acis(settings(), name, number, config().page_size, after, before)
+    notes = owners.notifications(settings(), name, owners.MAX_NOTIFICATIONS, changes_after)
     return render_template("owner.html", owner=name, page=page, notes=notes)
 
 
@@ -159,7 +164,7 @@ def token_feed(token: str) -> Any:
 
 
 def _feed(name: str) -> Response:
-    acis = owners.acis(settings(), name, 1, MAX_FEED).items
+    acis = owners.acis(settings(), name, size=MAX_FEED).items
     return Response(atom_feed(name, acis, link_base=request.host_url.rstrip("/")),
                     content_type="application/atom+xml; charset=utf-8")
 

@@ -4,6 +4,13 @@ half-open one costs no thread), ``WEBRACE_WEB_THREADS`` threads run the requests
 ``WEBRACE_WEB_CONNECTION_LIMIT`` connections are open at once, request bodies are bounded.
 Bound to 127.0.0.1 unless told otherwise.
 
+A burst beyond what the server can queue is answered at once, never left in silence: a
+request arriving while ``WEBRACE_WEB_QUEUE_LIMIT`` requests already wait for a thread, and
+every request of a connection opened past ``WEBRACE_WEB_CONNECTION_LIMIT`` (up to as many
+again are accepted for this), gets ``503`` with ``Retry-After`` from the event loop itself,
+without running the app, and its connection is closed. Only when the overflow is full too
+does the server stop accepting (connections then wait in the listening backlog).
+
 Two clocks close a connection. ``WEBRACE_WEB_CHANNEL_TIMEOUT``: seconds of silence (waitress's
 own). ``WEBRACE_WEB_REQUEST_TIMEOUT``: seconds a connection may take to send a whole request,
 counted from when it opened or its previous answer was made, however it trickles its bytes;
@@ -29,6 +36,7 @@ from waitress.adjustments import Adjustments
 from waitress.channel import HTTPChannel
 from waitress.server import TcpWSGIServer
 from waitress.task import ThreadedTaskDispatcher
+from waitress.utilities import Error
 from waitress.wasyncore import close_all
 
 from webrace.web.app import create_app
@@ -36,6 +44,20 @@ from webrace.web.config import WebConfig, setting
 
 HEADER_LIMIT = 64 * 1024  # bytes of request line and headers
 SPARE_FILES = 64  # descriptors kept beside the connections (stores, listening socket, wake-up pipe)
+MAP_EXTRAS = 3  # entries of waitress's socket map besides connections (listening sockets, wake-up pipe)
+RETRY_AFTER_S = 1  # what a request refused for the load is told (Retry-After)
+INLINE_OUTPUT = 64 * 1024  # bytes a connection may still have to send for a refusal to be written from the loop
+
+
+class Busy(Error):
+    """waitress's error answer as ``503 Service Unavailable`` with ``Retry-After``."""
+
+    code = 503
+    reason = "Service Unavailable"
+
+    def to_response(self, ident: str | None = None) -> tuple[str, list, bytes]:
+        status, headers, body = super().to_response(ident)
+        return status, [*headers, ("Retry-After", str(RETRY_AFTER_S))], body
 
 
 def request_timeout(settings: Any) -> int:
@@ -53,9 +75,10 @@ def request_timeout(settings: Any) -> int:
 class _Channel(HTTPChannel):
     """A connection that knows since when it has been waiting for a whole request."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, server: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(server, *args, **kwargs)
         self.waiting_since = self.creation_time
+        self.overflow = len(server.active_channels) > server.open_limit  # past the limit: every request refused
 
     def service(self) -> None:
         super().service()
@@ -65,6 +88,20 @@ class _Channel(HTTPChannel):
 class _Server(TcpWSGIServer):
     channel_class = _Channel
     request_timeout = 20
+    queue_limit = 64
+    open_limit = 1000  # connections served; accepted up to adj.connection_limit, the rest refused
+
+    def add_task(self, channel: Any) -> None:
+        """Queue the channel's request for a thread, or refuse it at once (see the module's
+        docstring): the refusal is written from the event loop (a thunk of its wake-up
+        pipe: this is called holding the channel's request lock), as waitress answers a
+        request it could not parse."""
+        if (channel.overflow or len(self.task_dispatcher.queue) >= self.queue_limit) \
+                and channel.total_outbufs_len < INLINE_OUTPUT:
+            channel.requests[0].error = Busy(f"The server is busy: try again in {RETRY_AFTER_S} s.")
+            self.trigger.pull_trigger(channel.service)
+            return
+        super().add_task(channel)
 
     def maintenance(self, now: float) -> None:
         """waitress's (silent connections closed), and: a connection with no request being
@@ -87,12 +124,17 @@ def make_server(settings: Any, host: str = "127.0.0.1", port: int = 0) -> Any:
         options = {"trusted_proxy": web.trusted_proxy,
                    "trusted_proxy_headers": {"x-forwarded-proto", "x-forwarded-for"}}
     adj = Adjustments(
-        host=host, port=port, threads=web.threads, connection_limit=_descriptors_for(web.connection_limit),
+        host=host, port=port, threads=web.threads,
+        connection_limit=_descriptors_for(2 * web.connection_limit) + MAP_EXTRAS,  # the limit and its overflow
         channel_timeout=web.channel_timeout, cleanup_interval=max(1, min(30, web.channel_timeout, timeout) // 2),
         asyncore_use_poll=True, max_request_body_size=web.max_body + HEADER_LIMIT,
         max_request_header_size=HEADER_LIMIT, ident="WebRACE", expose_tracebacks=False,
         clear_untrusted_proxy_headers=True, **options)
-    return _create(create_app(settings, host), adj, timeout)
+    server = _create(create_app(settings, host), adj, timeout)
+    for one in server.all:
+        one.queue_limit = web.queue_limit
+        one.open_limit = min(web.connection_limit, adj.connection_limit - MAP_EXTRAS)
+    return server
 
 
 def _create(app: Any, adj: Adjustments, timeout: int) -> _Server:
@@ -105,6 +147,8 @@ def _create(app: Any, adj: Adjustments, timeout: int) -> _Server:
     servers = [_Server(app, socket_map, dispatcher=dispatcher, adj=adj, sockinfo=sockinfo) for sockinfo in adj.listen]
     for server in servers:
         server.request_timeout = timeout
+        server.all = servers
+        server.app = app  # the app itself (waitress's ``application`` may wrap it)
     return servers[0]
 
 

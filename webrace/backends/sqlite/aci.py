@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from webrace.backends.base import AciStore
+from webrace.backends.base import AciStore, Cursor
 from webrace.backends.sqlite.connection import Transaction, connect, serialised
 from webrace.records.aci import Aci, Keys, PageAcis, _xml_safe, owner_key, page_key, quoting, split_id, summary_of
 
@@ -30,7 +30,9 @@ from webrace.records.aci import Aci, Keys, PageAcis, _xml_safe, owner_key, page_
 # by the last page it holds (listed in aci_runs). A run is appended whole (its label is the
 # largest), so bringing the index up costs the same in a large store as in a new one; an
 # owner's list is one seek per run, and the pages past the index are read from their blobs.
-# Which ACIs were delivered is a row each (aci_delivered).
+# Which ACIs were delivered is a row each (aci_delivered). The owner index's pages are also
+# kept by owner and time (aci_owner_time: a row per ACI, written in bulk with each run, sorted),
+# so a page of an owner's list is one index range however long their history (SqliteAciStore.page).
 _ACI_SCHEMA = """
 CREATE TABLE IF NOT EXISTS aci_version (
     id          INTEGER PRIMARY KEY,
@@ -65,6 +67,13 @@ CREATE TABLE IF NOT EXISTS aci_owner_index (
     id          INTEGER PRIMARY KEY,
     rows        BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS aci_owner_time (
+    owner       INTEGER NOT NULL,
+    updatetime  INTEGER NOT NULL,
+    page        INTEGER NOT NULL,
+    number      INTEGER NOT NULL,
+    PRIMARY KEY (owner, updatetime, page)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS aci_runs (
     run         INTEGER PRIMARY KEY
 );
@@ -115,7 +124,10 @@ class SqliteAciStore(AciStore):
     def __init__(self, path: str | Path) -> None:
         self.conn = connect(Path(path), threads=True)
         self.lock = threading.RLock()
+        new = not self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'aci_meta'").fetchone()
         self.conn.executescript(_ACI_SCHEMA)
+        if new:
+            self.conn.execute("INSERT OR IGNORE INTO aci_meta (name, value) VALUES ('by_time', 1)")
         self.legacy = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'aci'").fetchone()
         if self.legacy:
             with Transaction(self.conn):
@@ -126,8 +138,10 @@ class SqliteAciStore(AciStore):
                                           f"{'TEXT' if name == 'summary' else 'INTEGER'}")
                 self.conn.execute("CREATE TABLE IF NOT EXISTS aci_page (id INTEGER PRIMARY KEY, "
                                   + ", ".join(_LEGACY_FIELDS) + ")")
+                self.conn.execute("CREATE INDEX IF NOT EXISTS aci_owner_newest ON aci(owner, updatetime, id)")
         self._from_rows()
         self._index_again_if_older()
+        self._index_by_time()
         self._owner_no: dict[str, int] = {}
         self._spaces: dict[int, tuple[Any, np.ndarray]] = {}  # owner spaces (see PageAcis) -> store numbers
         self._tail, self._tail_pages = self.conn.execute(
@@ -169,6 +183,7 @@ class SqliteAciStore(AciStore):
             for name in ("aci_row", "aci_by_owner", "aci_owner_run", "aci_run"):
                 self.conn.execute(f"DROP TABLE IF EXISTS {name}")
             self.conn.execute("DELETE FROM aci_owner_index")
+            self.conn.execute("DELETE FROM aci_owner_time")
             self.conn.execute("DELETE FROM aci_runs")
             self.conn.execute("UPDATE aci_meta SET value = 0 WHERE name = 'indexed'")
             self._index_owners()
@@ -181,9 +196,43 @@ class SqliteAciStore(AciStore):
             with Transaction(self.conn):
                 if self.conn.execute(older).fetchone():
                     self.conn.execute("DROP TABLE aci_owner_rows")
+                    self.conn.execute("DELETE FROM aci_owner_time")
                     self.conn.execute("DELETE FROM aci_runs")
                     self.conn.execute("UPDATE aci_meta SET value = 0 WHERE name = 'indexed'")
                     self._index_owners()
+
+    def _index_by_time(self) -> None:
+        """A store from before aci_owner_time: its owner index's ACIs put in it, once (a run at a
+        time, so memory stays bounded), in one transaction."""
+        done = "SELECT 1 FROM aci_meta WHERE name = 'by_time'"
+        if self.conn.execute(done).fetchone():
+            return
+        with Transaction(self.conn):
+            if self.conn.execute(done).fetchone():  # another process did it meanwhile
+                return
+            self.conn.execute("DELETE FROM aci_owner_time")
+            for (run,) in self.conn.execute("SELECT run FROM aci_runs ORDER BY run").fetchall():
+                rows = self.conn.execute(f"SELECT id & {_OWNER_MAX - 1}, rows FROM aci_owner_index "  # noqa: S608 - names are module constants; values are bound
+                                         "WHERE id >> ? = ?", (_OWNER_BITS, run)).fetchall()
+                for owner, blob in rows:
+                    pairs = _int64s(blob, 2).reshape(-1, 2)
+                    self._put_by_time(np.full(len(pairs), owner, dtype=np.int64), pairs[:, 0], pairs[:, 1])
+            self.conn.execute("INSERT OR IGNORE INTO aci_meta (name, value) VALUES ('by_time', 1)")
+
+    def _put_by_time(self, owners: np.ndarray, pages: np.ndarray, numbers: np.ndarray) -> None:
+        """Rows of aci_owner_time for these (owner, page, number), sorted by its key first (the
+        B-tree is then written in order)."""
+        if not len(pages):
+            return
+        unique = np.unique(pages)
+        times = dict(self.conn.execute("SELECT id, updatetime FROM aci_version WHERE id IN "
+                                       "(SELECT value FROM json_each(?))", (json.dumps(unique.tolist()),)))
+        when = np.fromiter((times.get(p, 0) for p in unique.tolist()), dtype=np.int64, count=len(unique))
+        when = when[np.searchsorted(unique, pages)]
+        order = np.lexsort((pages, when, owners))
+        self.conn.executemany("INSERT OR REPLACE INTO aci_owner_time (owner, updatetime, page, number) "
+                              "VALUES (?, ?, ?, ?)", zip(owners[order].tolist(), when[order].tolist(),
+                                                         pages[order].tolist(), numbers[order].tolist(), strict=True))
 
     def add(self, acis: PageAcis | Iterable[Aci]) -> int:
         """All in one transaction: each page version once, then one row per owner.
@@ -291,6 +340,7 @@ class SqliteAciStore(AciStore):
             pairs = np.concatenate((pairs, np.array([page_id, number], dtype=_INT64)))
             self.conn.execute("INSERT OR REPLACE INTO aci_owner_index (id, rows) VALUES (?, ?)",
                               (run << _OWNER_BITS | owner, pairs.tobytes()))
+        self._put_by_time(numbers >> 38, np.full(len(numbers), page_id, dtype=np.int64), numbers)
 
     def _indexed(self) -> int:
         return self.conn.execute(f"SELECT {_INDEXED}").fetchone()[0]
@@ -373,6 +423,85 @@ class SqliteAciStore(AciStore):
                 (owner, since, min_relevance))]
         return sorted(found, key=lambda a: (-a.updatetime, a.id))
 
+    @serialised
+    def page(self, owner: str, limit: int, after: Cursor | None = None, newer: bool = False) -> list[Aci]:
+        """One index range of aci_owner_time (owner, then update time and page, read backwards
+        for older ones), the pages past the owner index (at most ``_TAIL_PAGES``) and, in a
+        store from before aci_version, its own index (aci_owner_newest); ties of update time
+        go by page, newest stored first, then the older layout's by id."""
+        limit = max(int(limit), 0)
+        number = self._owner_no.get(owner) or self._number_of(owner)
+        mark = None if after is None else self._mark(after)
+        found: list[tuple[tuple, Any]] = []
+        sign, order = (">", "ASC") if newer else ("<", "DESC")
+        if number is not None and limit:
+            where, args = "", ()
+            if mark is not None:  # an older layout's ACI stands after the stored layout's of its time
+                where, args = f"AND (updatetime, page) {sign} (?, ?)", (mark[0], mark[2] if mark[1] else 0)
+            rows = self.conn.execute(f"SELECT updatetime, page, number FROM aci_owner_time WHERE owner = ? {where} "  # noqa: S608 - fixed clauses; values are bound
+                                     f"ORDER BY updatetime {order}, page {order} LIMIT ?",
+                                     (number, *args, limit)).fetchall()
+            rows += self._tail_of(number)
+            found = [((t, 1, page), (page, packed)) for t, page, packed in rows]
+        if self.legacy and limit:
+            where, args = "", ()
+            if mark is not None:
+                args = (mark[0], mark[2]) if not mark[1] else (mark[0], "\uffff") if newer else (mark[0] + 1, "")
+                where = f"AND (a.updatetime, a.id) {sign} (?, ?)"
+            for row in self.conn.execute(f"{_LEGACY_SELECT} WHERE a.owner = ? {where} "  # noqa: S608 - fixed clauses; values are bound
+                                         f"ORDER BY a.updatetime {order}, a.id {order} LIMIT ?", (owner, *args, limit)):
+                item = _legacy_aci(row)
+                found.append(((item.updatetime, 0, item.id), item))
+        if mark is not None:  # the pages past the owner index were read whole
+            found = [f for f in found if (f[0] > mark if newer else f[0] < mark)]
+        found.sort(key=lambda f: f[0], reverse=True)
+        chosen = found[-limit:] if newer and mark is not None else found[:limit]
+        made: dict[int, Aci] = {}
+        mine = {page: packed for (_, kind, _), (page, packed) in ((k, v) for k, v in chosen if k[1])}
+        if mine:
+            self._read_parts(list(mine))
+            for row in self._rows(number, mine):
+                item = self._acis([row])
+                if item:  # a damaged version is skipped (and said)
+                    made[row[5]] = item[0]
+        return [made[v[0]] if k[1] else v for k, v in chosen if not k[1] or v[0] in made]
+
+    def _mark(self, after: Cursor) -> tuple[int, int, Any]:
+        """Where a cursor (updatetime, id) stands in this store's order: (time, 1, page) for an
+        ACI of the stored layout, (time, 0, id) for one of the older."""
+        when, aci_id = int(after[0]), str(after[1])
+        parts = split_id(aci_id)
+        if parts is not None:
+            row = self.conn.execute("SELECT id FROM aci_version WHERE key = ? AND updatetime = ? ORDER BY id DESC",
+                                    (parts[0], when)).fetchone()
+            if row is not None:
+                return when, 1, row[0]
+        if self.legacy and self.conn.execute("SELECT 1 FROM aci WHERE id = ?", (aci_id,)).fetchone():
+            return when, 0, aci_id
+        return when, 1, 0  # an ACI unknown here: those of the same time come before it
+
+    def _tail_of(self, number: int) -> list[tuple[int, int, int]]:
+        """(updatetime, page, number) of owner ``number``'s ACIs on the pages past the owner index."""
+        out = []
+        for page, blob, when in self.conn.execute(
+                f"SELECT p.page, p.rows, v.updatetime FROM aci_page_rows p JOIN aci_version v ON v.id = p.page "  # noqa: S608 - names are module constants; values are bound
+                f"WHERE p.page > {_INDEXED}"):
+            found_here = _number_in(blob, number)
+            if found_here is not None:
+                out.append((when, page, found_here))
+        return out
+
+    @serialised
+    def count(self, owner: str) -> int:
+        number = self._owner_no.get(owner) or self._number_of(owner)
+        found = 0
+        if number is not None:
+            found = self.conn.execute("SELECT count(*) FROM aci_owner_time WHERE owner = ?", (number,)).fetchone()[0]
+            found += len(self._tail_of(number))
+        if self.legacy:
+            found += self.conn.execute("SELECT count(*) FROM aci WHERE owner = ?", (owner,)).fetchone()[0]
+        return found
+
     def _number_of(self, owner: str) -> int | None:
         row = self.conn.execute("SELECT id FROM aci_owner_number WHERE name = ?", (owner,)).fetchone()
         return None if row is None else row[0]
@@ -432,6 +561,7 @@ class SqliteAciStore(AciStore):
             self.conn.executemany("INSERT OR REPLACE INTO aci_owner_index (id, rows) VALUES (?, ?)",
                                   zip(ids, (pairs[a:b].tobytes() for a, b in
                                             zip(starts, [*starts[1:], len(pairs)], strict=True)), strict=True))
+            self._put_by_time(owner, pairs[:, 0], pairs[:, 1])
             self.conn.execute("INSERT OR IGNORE INTO aci_runs (run) VALUES (?)", (run,))
             self.conn.execute("UPDATE aci_meta SET value = ? WHERE name = 'indexed'", (run,))
         self._tail = self._tail_pages = 0
@@ -461,14 +591,29 @@ class SqliteAciStore(AciStore):
         was read reads them again."""
         parts = self._parts_kept.get(page)
         if parts is None or key >= len(parts[1]) or relevance >= len(parts[2]):
-            keywords, keys, relevances, text = self.conn.execute(
-                "SELECT keywords, keys, relevances, text FROM aci_version WHERE id = ?", (page,)).fetchone()
-            matches = None if text is None else quoting(*json.loads(zlib.decompress(text)))
-            parts = (json.loads(keywords), _load_keys(keys), json.loads(relevances), matches)
-            if len(self._parts_kept) >= _PARTS_KEPT:
-                self._parts_kept.pop(next(iter(self._parts_kept)))
-            self._parts_kept[page] = parts
+            parts = self._keep_parts(page, *self.conn.execute(
+                "SELECT keywords, keys, relevances, text FROM aci_version WHERE id = ?", (page,)).fetchone())
         return parts
+
+    def _keep_parts(self, page: int, keywords: str, keys: str, relevances: str, text: bytes | None) -> tuple:
+        matches = None if text is None else quoting(*json.loads(zlib.decompress(text)))
+        parts = (json.loads(keywords), _load_keys(keys), json.loads(relevances), matches)
+        if len(self._parts_kept) >= _PARTS_KEPT:
+            self._parts_kept.pop(next(iter(self._parts_kept)))
+        self._parts_kept[page] = parts
+        return parts
+
+    def _read_parts(self, pages: list[int]) -> None:
+        """:meth:`_parts` of these versions read in one query (a page of a list quotes each once)."""
+        wanted = [p for p in pages if p not in self._parts_kept][:_PARTS_KEPT]
+        if wanted:
+            for page, *columns in self.conn.execute(
+                    "SELECT id, keywords, keys, relevances, text FROM aci_version WHERE id IN "
+                    "(SELECT value FROM json_each(?))", (json.dumps(wanted),)):
+                try:
+                    self._keep_parts(page, *columns)
+                except (ValueError, TypeError, zlib.error):  # damaged: _acis says so when it reads it again
+                    continue
 
     @serialised
     def get(self, aci_id: str) -> Aci | None:

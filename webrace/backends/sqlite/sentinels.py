@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from webrace.backends.base import SentinelStore
+from webrace.backends.base import Cursor, SentinelStore
 from webrace.backends.sqlite.connection import Transaction, connect, serialised
 from webrace.records.sentinel import Sentinel
 from webrace.urd import MAX_TIME_MS
@@ -37,7 +37,8 @@ CREATE TABLE IF NOT EXISTS notification (
     at        INTEGER NOT NULL,
     json      TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS notification_owner ON notification(owner, at);
+CREATE INDEX IF NOT EXISTS notification_newest ON notification(owner, at, id);
+DROP INDEX IF EXISTS notification_owner;
 CREATE TABLE IF NOT EXISTS notedigest (
     note  TEXT NOT NULL,
     sha   TEXT NOT NULL,
@@ -185,6 +186,23 @@ class SqliteSentinelStore(SentinelStore):
         rows = self.conn.execute("SELECT json FROM notification WHERE owner = ? AND at >= ? ORDER BY at DESC, id",
                                  (owner, since))
         return [json.loads(j) for (j,) in rows]
+
+    @serialised
+    def notifications_page(self, owner: str, limit: int, after: Cursor | None = None,
+                           newer: bool = False) -> list[dict]:
+        """One range of notification_newest (owner, at, id), read backwards for older ones."""
+        sign, order = (">", "ASC") if newer else ("<", "DESC")
+        where, args = ("", ()) if after is None else (f"AND (at, id) {sign} (?, ?)", (int(after[0]), str(after[1])))
+        rows = self.conn.execute(f"SELECT json FROM notification WHERE owner = ? {where} "  # noqa: S608 - fixed clauses; values are bound
+                                 f"ORDER BY at {order}, id {order} LIMIT ?",
+                                 (owner, *args, max(int(limit), 0))).fetchall()
+        notes = [json.loads(j) for (j,) in rows]
+        return notes[::-1] if newer else notes
+
+    @serialised
+    def notification(self, owner: str, note_id: str) -> dict | None:
+        row = self.conn.execute("SELECT json FROM notification WHERE id = ? AND owner = ?", (note_id, owner)).fetchone()
+        return None if row is None else json.loads(row[0])
 
     @serialised
     def close(self) -> None:
