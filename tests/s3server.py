@@ -35,7 +35,10 @@ class S3Server:
         app = DomainDispatcherApplication(create_backend_app)
         writing = threading.Lock()
 
+        self.requests: list[tuple[str, str]] = []  # (method, path) of every request, in order
+
         def one_write_at_a_time(environ: dict, start_response: Any) -> Any:
+            self.requests.append((environ.get("REQUEST_METHOD", ""), environ.get("PATH_INFO", "")))
             if environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
                 return app(environ, start_response)
             with writing:
