@@ -108,9 +108,10 @@ def test_a_worker_pointed_at_another_bucket_or_prefix_is_refused(s3_server, s3_b
 
 
 class Gate:
-    """The site answers no page but its start page until both workers have asked for one (told
-    apart by their User-Agent), so neither can take the whole round before the other has
-    started (at most ``limit`` seconds)."""
+    """The site answers no page until both workers have asked for one (told apart by their
+    User-Agent), so neither can take the whole round before the other has started (at most
+    ``limit`` seconds). Every page is queued when the round opens (a URD each), and a worker
+    leases a few at a time: the second one finds pages left however late it starts."""
 
     def __init__(self, site, limit: float = 120) -> None:
         self.lookup, self.limit = site.lookup, limit
@@ -122,7 +123,7 @@ class Gate:
             self.agents, self.opened = set(), False
 
     def answer(self, host: str, path: str, headers: dict) -> object:
-        if path.startswith("/p"):
+        if path != "/robots.txt":
             with self.changed:
                 self.agents.add(headers.get("User-Agent"))
                 if len(self.agents) >= 2:
@@ -146,14 +147,14 @@ def test_two_workers_with_no_shared_directory_keep_every_body_once_in_s3_read_th
     s3 = s3_settings(s3_server, s3_bucket)
     env = {"REDIS_URL": redis_url, "WEBRACE_REDIS_PREFIX": redis_prefix}  # and no WEBRACE_OBJECTS_DIR
     scheduler = worker_project(tmp_path, "scheduler", env)
-    scheduler.add_urds(urd("u", "alice", site.url("/"), depth=1))
+    scheduler.add_urds(*(urd(f"u{n}", "alice", url, depth=0) for n, url in enumerate(bodies)))
     a, b = worker_project(tmp_path, "a", env), worker_project(tmp_path, "b", env)
     gate = Gate(site)
 
     def crawl_round() -> list:
         schedule(scheduler)
         gate.close()  # both workers fetch pages: the site waits for the second one
-        runs = [start_worker(w, USER_AGENT=f"webrace-test-{w.root.name}", WEBRACE_IDLE_CLOSE=6, **s3)
+        runs = [start_worker(w, USER_AGENT=f"webrace-test-{w.root.name}", WEBRACE_MAX_LEASED=4, **s3)
                 for w in (a, b)]
         done = [finish(w, *run) for w, run in zip((a, b), runs, strict=True)]
         for run in done:
