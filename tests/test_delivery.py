@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import email
 import json
+import logging
 import socket
 import threading
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from scrapy.settings import Settings
 from webrace.backends import open_aci_store, open_delivery_store, open_sentinel_store, open_urd_store
 from webrace.backends.delivery import RedisDeliveryStore, SqliteDeliveryStore
 from webrace.backends.sealing import ChannelCipher
+from webrace.clock import ClockWatch
 from webrace.commands.deliver import Command
 from webrace.delivery.agent import DeliveryAgent
 from webrace.delivery.channels import check_url, open_channels
@@ -368,8 +370,30 @@ def test_a_receiver_that_fails_three_times_then_recovers_gets_everything(setting
         assert channels.list()[0]["status"] == "ok"
 
 
+def test_a_retry_set_before_the_clock_stepped_back_waits_no_longer_than_its_backoff(settings, hook, caplog):
+    clock, monotonic = Clock(), [0.0]
+    add_channel(settings, "alice", hook.url())
+    store_items(settings, [aci("alice", "/a", clock.now)])
+    hook.fail["/hook"] = 1
+    agent = DeliveryAgent(settings, clock=clock)
+    agent.watch = ClockWatch(60.0, monotonic=lambda: monotonic[0])
+    assert agent.run_pass().stats["delivery/failed"] == 1  # next try in 10 s
+    report = agent.run_pass()
+    assert (report.stats["delivery/deferred"], report.stats["delivery/retry_reclocked"]) == (1, 0)
+    clock.advance(1 - 3600)  # a second later, the wall clock set back an hour
+    monotonic[0] += 1
+    with caplog.at_level(logging.WARNING, logger="webrace.delivery.agent"):
+        report = agent.run_pass()
+    assert (report.stats["delivery/retry_reclocked"], report.stats["delivery/messages"]) == (1, 1)
+    assert [r.getMessage() for r in caplog.records if "Wall clock" in r.getMessage()] == [
+        "Wall clock stepped back by 1h (against the monotonic clock): a retry due later than its channel's "
+        "backoff is tried now"]
+    assert hook.tries == ["/hook"] * 2
+
+
 def test_a_channel_failing_k_times_is_reported_and_never_blocks_the_others(settings, hook, refused_url, capsys):
     clock = Clock()
+    clock.now -= 2_000_000  # the third pass at the real time: `scrapy deliver` below reads the real clock
     add_channel(settings, "alice", refused_url)
     add_channel(settings, "alice", hook.url())
     store_items(settings, [aci("alice", "/a", clock.now)])
@@ -481,6 +505,8 @@ def test_delivery_store_contract(store):
     (c,) = store.channels("alice")
     assert (c.events, c.since, c.attempts, c.next_try, c.last_error, c.failing_since) == (
         ("aci", "notification"), 100, 2, 1000, "bang", 500)
+    store.remember("c1", [("aci", "w", 300)])  # known sent without a send: the failures stay
+    assert store.unsent("c1", "aci", ["w", "v"]) == ["v"] and store.channels()[0].attempts == 2
     store.delivered("c1", [("aci", "x", 150), ("aci", "y", 250)], 700, since=200)
     assert store.unsent("c1", "aci", ["x", "y", "z"]) == ["x", "z"]  # x is below since: forgotten
     (c,) = store.channels()

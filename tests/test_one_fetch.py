@@ -196,3 +196,24 @@ def test_a_urd_that_reaches_a_page_after_its_fetch_is_told_of_its_next_change(si
     second = project.crawl()
     assert second.by_url[site.url("/y.html")]["urd_ids"] == ["whole"]
     assert acis_for(second, "bob") == {site.url("/y.html")}
+
+
+def test_a_urd_added_after_another_owner_crawled_its_pages_is_told_what_they_hold_now(site, project):
+    """Found by bench/chaos.py (issue 44): a version stored in another owner's round (there, in a
+    sentinel's, after Redis came back empty and forgot which URDs wanted the page) was never
+    judged for a URD whose own round then got the same body, a 304 or a fresh record: that owner
+    never heard of the change. A URD the page's record does not know is judged for the version
+    it holds, once; the owners who had it are not told again."""
+    site_of_hubs(site)
+    project.add_urds(urd("whole", "wendy", site.url("/"), depth=2, keywords={"apple": 1}))
+    first = project.crawl()
+    assert acis_for(first, "wendy") == {site.url(p) for p in ("/", "/hub1", "/hub2", "/p1", "/p2", "/p3")}
+    project.add_urds(urd("late", "bob", site.url("/hub1"), depth=1, keywords={"apple": 1}))
+    only_due(project, "late")
+    second = project.crawl()
+    assert not any(item["new_version"] for item in second.items if "new_version" in item)
+    assert acis_for(second, "bob") == {site.url(p) for p in ("/hub1", "/p1", "/p2")}
+    assert acis_for(second, "wendy") == set() and second.stat("webrace/judged_newcomers") == 3
+    only_due(project, "late")
+    third = project.crawl()  # bob's URD is in the pages' records now: nothing new, nothing again
+    assert acis_for(third, "bob") == set() and third.stat("webrace/judged_newcomers") == 0

@@ -518,3 +518,66 @@ def test_a_page_reached_through_redirects_and_links_is_downloaded_once_and_paren
     # bob's start page redirects to /dir/: his owner is on the page it was stored at, and its link
     assert "bob" in items["http://a.test/dir/"]["owners"] and "bob" in items["http://a.test/dir/p"]["owners"]
     assert engine.stats["webrace/duplicate"] >= 1
+
+
+def test_urds_merged_into_a_done_page_by_a_worker_that_died_are_followed_by_the_next_one(
+        tmp_path, redis_url, redis_prefix):
+    """Found by bench/chaos.py (issue 44): a worker's offer merged a URD into a page already done
+    (its links to be followed from the stored ones) and the worker died, or lost Redis's answer,
+    before following them; the page that linked it was fetched again by another worker, whose
+    offer then found nothing to merge: that URD's pages under it were never crawled (53 leaves of
+    one hub in a closed round)."""
+    path = tmp_path / "urd.sqlite"
+
+    def store():
+        return SqliteUrdStore(path)
+
+    root, hub1, hub0 = "http://a.test/", "http://a.test/hub1", "http://a.test/hub0"
+    leaves = ["http://a.test/leaf1", "http://a.test/leaf2"]
+    site = {root: [hub1, hub0], hub1: [hub0], hub0: leaves}
+    add(store, Urd(id="alice-site", owner="alice", url=root, depth=2, timing=HOUR),
+        Urd(id="bob-hub1", owner="bob", url=hub1, depth=1, timing=HOUR))
+    client = redis.Redis.from_url(redis_url)
+    scheduler = RedisRounds(RoundRegistry(client, redis_prefix), store)
+    round_id = scheduler.open_due(now_millis()).id
+    dying, survivor = (RedisRounds(RoundRegistry(client, redis_prefix)) for _ in range(2))
+    items: dict = {}
+
+    def lease(worker, url):
+        rnd = worker.round(round_id)
+        taken = {n.url: n for n in rnd.frontier.lease_many(60_000, 10)}
+        assert url in taken, taken
+        rnd.frontier.release([u for u in taken if u != url])
+        leased = taken[url]
+        return rnd, worker.node(round_id, {"link": leased.url, "parent": leased.parent_url, "depth": leased.depth,
+                                           "budgets": leased.budgets})[1]
+
+    def fetch(worker, url):
+        rnd, node = lease(worker, url)
+        node.links = list(site.get(url, []))
+        write(worker, worker.fetched(rnd, node, {"url": url, "depth": node.depth, "parent_url": node.parent_url}),
+              items)
+
+    fetch(survivor, hub1)  # bob's start page: hub0 offered with bob's depth used up
+    fetch(survivor, hub0)  # done, its links followed for nobody
+    rnd, node = lease(dying, root)
+    real_get = rnd.frontier.get
+
+    def killed_reading(url):  # the worker dies after its offer merged alice into hub0, before following
+        if url == hub0:
+            raise SystemExit("killed")
+        return real_get(url)
+
+    rnd.frontier.get = killed_reading
+    node.links = list(site[root])
+    with pytest.raises(SystemExit):
+        dying.fetched(rnd, node, {"url": root, "depth": 0, "parent_url": None})
+    survivor.round(round_id).frontier.expire([root])  # its lease runs out: the root is fetched again
+    fetch(survivor, root)
+    frontier = survivor.round(round_id).frontier
+    assert all(frontier.contains(leaf) for leaf in leaves)
+    for leaf in leaves:
+        fetch(survivor, leaf)
+    write(survivor, survivor.flush(), items)
+    assert {leaf: items[leaf]["urd_ids"] for leaf in leaves} == dict.fromkeys(leaves, ["alice-site"])
+    assert frontier.pending() == 0

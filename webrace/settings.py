@@ -66,6 +66,10 @@ WEBRACE_RECRAWL = True
 WEBRACE_OBJECT_CACHE = "webrace.backends.open_object_cache"
 # Keep running: start each URD again when it falls due (the seed's mini-crawler).
 WEBRACE_CONTINUOUS = False
+# The wall clock moving this many seconds more or less than the monotonic clock between two
+# rounds is a step (NTP, a resumed VM): said in one line; after a step back, URDs checked "in
+# the future" and sentinels due beyond their interval are made due now.
+WEBRACE_CLOCK_STEP_THRESHOLD = 60.0
 # A new version relevant to none of its owners (their URDs have keywords, none matched enough)
 # is not kept: its body is dropped from the object store, its meta-info stays (the seed's way).
 WEBRACE_DROP_IRRELEVANT = True
@@ -184,6 +188,12 @@ WEBRACE_DELIVERY_SCHEMES = "mailto,mailtos,json,jsons,xml,xmls,form,forms"
 WEBRACE_DELIVERY_ALLOW_HOSTS = ""
 # Whether owners may set a webhook's method, headers, query or payload fields (?method=, ?+H=, ?-p=, ?:f=).
 WEBRACE_DELIVERY_CUSTOM_REQUESTS = False
+# Days the delivery agent remembers what it delivered to each channel (its own journal,
+# WEBRACE_DATA_DIR/delivery-journal.sqlite), so that nothing is sent again when Redis forgot its
+# marks; 0 = no journal.
+WEBRACE_DELIVERY_JOURNAL_DAYS = 30.0
+# Entries the journal keeps at most (the oldest go first; about 100 bytes each).
+WEBRACE_DELIVERY_JOURNAL_MAX = 1_000_000
 # The Fernet key channel URLs are encrypted with; None = WEBRACE_DATA_DIR/channel-key (made on first use).
 # Distributed mode on several machines: give every process the same one.
 WEBRACE_DELIVERY_CHANNEL_KEY = None

@@ -48,6 +48,7 @@ from webrace.items import AciBatch, Page
 from webrace.middlewares.recrawl import object_cache
 from webrace.middlewares.threaded import ThreadedItemMiddleware
 from webrace.records.aci import PageAcis
+from webrace.rounds.groups import urd_reach_key
 from webrace.signals import RoundBook
 from webrace.store.objects import ObjectCorrupt, ObjectMissing
 
@@ -81,19 +82,28 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
 
     def _job(self, obj: Any) -> tuple[Page, dict, Sequence[str], Any] | None:
         """What judging ``obj`` needs, read on the reactor thread (no I/O); None: not to be judged."""
-        if not isinstance(obj, Page) or not obj.get("new_version") or not obj.get("digest"):
+        if not isinstance(obj, Page) or not obj.get("digest"):
+            return None
+        newcomers = getattr(obj, "_webrace_newcomers", None) if not obj.get("new_version") else None
+        if not obj.get("new_version") and not newcomers:
             return None
         if not _textual(obj.get("content_type") or ""):
             return None  # no text to match (an image, a PDF...): kept as it is, no ACI
         round_urds = self.rounds.urds(obj.get("round"))
         if round_urds is None:
             return None
+        if newcomers:  # the version it holds, judged for the URDs it was never judged for
+            urd_ids = [i for i in obj.get("urd_ids") or () if i in round_urds
+                       and urd_reach_key(round_urds[i]) in newcomers]
+            return (obj, round_urds, urd_ids, object_cache(self.crawler), True) if urd_ids else None
         # (no URD of the round reached it, only sentinels: the URDs that wanted it earlier may)
         return obj, round_urds, obj.get("urd_ids") or (), object_cache(self.crawler)  # a shared list: not copied
 
-    def _work(self, page: Page, round_urds: dict, urd_ids: Sequence[str], cache: Any) -> Outcome:
+    def _work(self, page: Page, round_urds: dict, urd_ids: Sequence[str], cache: Any,
+              newcomers: bool = False) -> Outcome:
         """In a worker thread: read the version back, judge it for every owner at once, keep
-        its ACIs (or drop an irrelevant body)."""
+        its ACIs (or drop an irrelevant body). ``newcomers``: a version judged before, now for
+        URDs it never was (``urd_ids``) alone; its body stays whatever they make of it."""
         meta = cache.lookup(page["url"], recent=True)
         if meta is None or meta.digest != page["digest"] or meta.version != page.get("version"):
             return Outcome(None, stale=True)  # a newer fetch replaced it already: that one is judged instead
@@ -106,7 +116,8 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
                           meta.digest, meta.version, meta.fetched, meta.size)
         try:
             # the URDs that reached the page in earlier rounds and are not in this one: judged too
-            absent = self.wanted.absent(meta.wanted, page.get("round"), round_urds) if meta.wanted else []
+            absent = self.wanted.absent(meta.wanted, page.get("round"), round_urds) \
+                if meta.wanted and not newcomers else []
             if not urd_ids and not absent:
                 return Outcome(None, stale=True)  # fetched for sentinels only, wanted by no URD: kept
             if absent:
@@ -120,10 +131,10 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
         except Exception:  # a bug must not cost the page its item: logged, counted, page emitted
             logger.exception("Annotating %s failed", page["url"])
             return Outcome(None)
-        outcome = Outcome(judgement, absent=len(absent))
+        outcome = Outcome(judgement, absent=len(absent), newcomers=len(urd_ids) if newcomers else 0)
         if judgement.acis:
             outcome.pending = judgement.acis  # kept by the writer thread (settle)
-        elif judgement.irrelevant and self.drop_irrelevant:
+        elif judgement.irrelevant and self.drop_irrelevant and not newcomers:
             outcome.dropped = bool(cache.drop(meta))
         return outcome
 
@@ -160,6 +171,8 @@ class AnnotationMiddleware(ThreadedItemMiddleware):
             self.stats.inc_value("webrace/annotated")
         if outcome.absent:  # judged for URDs that wanted the page, outside this round
             self.stats.inc_value("webrace/judged_wanted", outcome.absent)
+        if outcome.newcomers:  # a version held before, judged for URDs of this round it never was
+            self.stats.inc_value("webrace/judged_newcomers", outcome.newcomers)
         acis = judgement.acis
         if outcome.store_failed:  # the version stays unannounced: its next fetch judges it again
             self.stats.inc_value("webrace/acis_unstored", len(acis))
@@ -205,6 +218,7 @@ class Outcome:
     store_failed: bool = False  # the ACI store refused the page's ACIs (none kept)
     dropped: bool = False  # irrelevant: its body was dropped from the object store
     absent: int = 0  # URDs outside the round judged for it (they wanted the page: MetaInfo.wanted)
+    newcomers: int = 0  # URDs of the round a version held before was judged for (never judged for them)
 
 
 class AciWriter:

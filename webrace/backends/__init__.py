@@ -37,6 +37,7 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:
     from webrace.backends.base import AciStore, MetaInfoStore, ResultsStore, SentinelStore, UrdStore
     from webrace.backends.delivery import DeliveryStore
+    from webrace.backends.sqlite.journal import DeliveryJournal
     from webrace.rounds.engine import RoundEngine
     from webrace.store.cache import ObjectCache
     from webrace.store.objects import CompressedObjects, ObjectStore
@@ -180,6 +181,18 @@ def open_delivery_store(settings: Any) -> DeliveryStore:
     return SqliteDeliveryStore(data_dir(settings) / "delivery.sqlite", cipher)
 
 
+def open_delivery_journal(settings: Any) -> DeliveryJournal | None:
+    """What this delivery agent delivered (``WEBRACE_DATA_DIR/delivery-journal.sqlite``, in both
+    modes: it is the process's own); None when ``WEBRACE_DELIVERY_JOURNAL_DAYS`` is 0."""
+    from webrace.backends.sqlite.journal import DeliveryJournal
+
+    days = settings.getfloat("WEBRACE_DELIVERY_JOURNAL_DAYS", 30.0)
+    if days <= 0:
+        return None
+    return DeliveryJournal(data_dir(settings) / "delivery-journal.sqlite", int(days * 86_400_000),
+                           settings.getint("WEBRACE_DELIVERY_JOURNAL_MAX", 1_000_000))
+
+
 def distributed(settings: Any) -> bool:
     """Whether this process runs in distributed mode (``REDIS_URL`` set)."""
     return bool(settings.get("REDIS_URL"))
@@ -209,6 +222,7 @@ def open_round_engine(settings: Any, stats: Any = None, sentinels: Any = None,
     :class:`LocalRounds` or :class:`RedisRounds` (with IPMicra routing when
     ``WEBRACE_DELEGATION`` is on, for a ``worker``: the engine's ``delegation``)."""
     from webrace.backends.redis import prefix
+    from webrace.clock import STEP_THRESHOLD_S, ClockWatch
     from webrace.distributed.delegation import RedisDelegation
     from webrace.distributed.registry import RoundRegistry, closed_round_ttl
     from webrace.rounds.engine import Limits
@@ -219,8 +233,11 @@ def open_round_engine(settings: Any, stats: Any = None, sentinels: Any = None,
                     max_queries=settings.getint("WEBRACE_TRAP_MAX_QUERIES_PER_PATH"),
                     max_links=settings.getint("WEBRACE_MAX_LINKS_PER_PAGE"))
     urd_store = (lambda: open_urd_store(settings)) if with_urd_store else None
+    clock = ClockWatch(settings.getfloat("WEBRACE_CLOCK_STEP_THRESHOLD", STEP_THRESHOLD_S))
     if not distributed(settings):
-        return LocalRounds(urd_store, limits, stats, sentinels)
+        engine = LocalRounds(urd_store, limits, stats, sentinels)
+        engine.clock = clock
+        return engine
     client, key_prefix = connect(settings), prefix(settings)
     delegation = None
     if worker and settings.getbool("WEBRACE_DELEGATION"):
@@ -228,7 +245,7 @@ def open_round_engine(settings: Any, stats: Any = None, sentinels: Any = None,
         delegation.register()  # this worker joins the delegation (the others route hosts to it)
     registry = RoundRegistry(client, key_prefix, delegation.route if delegation else None, closed_round_ttl(settings))
     engine = RedisRounds(registry, urd_store, limits, stats, sentinels)
-    engine.delegation = delegation
+    engine.delegation, engine.clock = delegation, clock
     return engine
 
 

@@ -49,6 +49,12 @@ class UrdStore(ABC):
         """Make these URDs (all when ``ids`` is None) due at ``at_ms`` without touching their
         last check; return the ids that exist."""
 
+    @abstractmethod
+    def reclock(self, now_ms: int) -> int:
+        """The wall clock stepped back (:mod:`webrace.clock`): make due at ``now_ms`` the URDs
+        whose last check is after it (not yet due: their next due time was stretched by the
+        step), touching no other; return how many. One bounded query."""
+
     def close(self) -> None:  # noqa: B027 - optional hook
         pass
 
@@ -265,6 +271,12 @@ class SentinelStore(ABC):
 
     @abstractmethod
     def make_due(self, ids: Iterable[str] | None, at_ms: int) -> list[str]: ...
+
+    @abstractmethod
+    def reclock(self, now_ms: int) -> int:
+        """The wall clock stepped back (:mod:`webrace.clock`): make due at ``now_ms`` (as
+        :meth:`make_due` does) the sentinels whose next due time is further from it than their
+        own interval, touching no other; return how many."""
 
     @abstractmethod
     def checked(self, ids: Iterable[str], at_ms: int, seen: str | None = None) -> None:

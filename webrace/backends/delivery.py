@@ -74,6 +74,11 @@ class DeliveryStore(ABC):
         ``since`` and forget marks of items older than it, in one transaction."""
 
     @abstractmethod
+    def remember(self, channel_id: str, items: Iterable[Sent]) -> None:
+        """Mark ``items`` sent without a send (the agent's journal says an earlier send took
+        them): the channel's state (failures, ``since``, last send) is left as it is."""
+
+    @abstractmethod
     def failed(self, channel_id: str, at_ms: int, error: str, next_try: int) -> int:
         """A send failed: count it, keep the error and the next try; return the failures in a row."""
 
@@ -171,6 +176,11 @@ class SqliteDeliveryStore(DeliveryStore):
                               "last_sent = ?, since = MAX(since, ?) WHERE id = ?", (at_ms, since, channel_id))
             self.conn.execute("DELETE FROM sent WHERE channel = ? AND at < ?", (channel_id, since))
 
+    def remember(self, channel_id: str, items: Iterable[Sent]) -> None:
+        with Transaction(self.conn):
+            self.conn.executemany("INSERT OR IGNORE INTO sent (channel, kind, item, at) VALUES (?, ?, ?, ?)",
+                                  [(channel_id, kind, item, at) for kind, item, at in items])
+
     def failed(self, channel_id: str, at_ms: int, error: str, next_try: int) -> int:
         with Transaction(self.conn):
             self.conn.execute("UPDATE channel SET attempts = attempts + 1, next_try = ?, last_error = ?, "
@@ -253,6 +263,11 @@ class RedisDeliveryStore(DeliveryStore):
             pipe.hset(state, mapping={"attempts": 0, "next_try": 0, "last_error": "", "last_sent": at_ms,
                                       "since": max(current, since)})
             pipe.hdel(state, "failing_since").zremrangebyscore(sent, "-inf", f"({since}").execute()
+
+    def remember(self, channel_id: str, items: Iterable[Sent]) -> None:
+        marks = {f"{kind}:{item}": at for kind, item, at in items}
+        if marks:
+            self.client.zadd(self._keys(channel_id)[1], marks)
 
     def failed(self, channel_id: str, at_ms: int, error: str, next_try: int) -> int:
         state = self._keys(channel_id)[0]

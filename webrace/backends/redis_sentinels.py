@@ -149,6 +149,18 @@ class RedisSentinelStore(SentinelStore):
         chosen = sorted(_text(i) for i in self.client.hkeys(self.key)) if ids is None else ids
         return [_text(i) for batch in _chunks(chosen) for i in self._run(self._make_due, at_ms, *batch)]
 
+    def reclock(self, now_ms: int) -> int:
+        """One pass over the due set above ``now_ms`` (the sentinels not due), in chunks."""
+        late = self.client.zrangebyscore(self.due_key, f"({now_ms}", "+inf", withscores=True)
+        moved = 0
+        for batch in _chunks(late):
+            raws = self.client.hmget(self.key, [i for i, _ in batch])
+            ids = [_text(i) for (i, due), raw in zip(batch, raws, strict=True)
+                   if raw is not None and due - now_ms > self.sentinel_cls.from_json(_text(raw)).every]
+            if ids:  # made due as `sentinel due` does (fetched, not served from a fetch "in the future")
+                moved += len(self._run(self._make_due, now_ms, *ids))
+        return moved
+
     def checked(self, ids: Iterable[str], at_ms: int, seen: str | None = None) -> None:
         for batch in _chunks(ids):
             self._run(self._checked, at_ms, seen or "", *batch)

@@ -155,7 +155,7 @@ class Command(ScrapyCommand):
 def _say(report: Any) -> str | None:
     """Print a pass's report; why it failed (None: it did its job)."""
     print(report.line(), flush=True)
-    for line in report.failing:
+    for line in report.failing + report.warnings:
         print(f"warning: {line}", file=sys.stderr, flush=True)
     return report.failure()
 

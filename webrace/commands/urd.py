@@ -153,7 +153,9 @@ class Command(ScrapyCommand):
         from webrace.backends.errors import RedisUnavailable, RedisUnreachable
 
         def opened() -> Any:
-            return open_round_engine(self.settings, sentinels=StoredSentinels(self.settings), worker=False)
+            engine = open_round_engine(self.settings, sentinels=StoredSentinels(self.settings), worker=False)
+            engine.say = lambda line: print(line, file=sys.stderr, flush=True)  # a clock step, as outages are said
+            return engine
 
         engines: list[Any] = []
         try:

@@ -13,14 +13,24 @@ lease (another delivery loop may hold it):
    checked by the guard (:mod:`webrace.delivery.guard`: public addresses and the allowed
    hosts only); a channel whose URL this process cannot decrypt (another channel key) is
    left to the processes that can, with a warning;
-3. record: a sent message marks its items delivered to that channel; a failed one counts a
+3. record: a sent message marks its items delivered to that channel, in the store and in this
+   agent's journal (:mod:`webrace.backends.sqlite.journal`); a failed one counts a
    failure and sets the next try (exponential backoff from ``WEBRACE_DELIVERY_RETRY_BASE``,
    capped at ``WEBRACE_DELIVERY_RETRY_MAX``); after ``WEBRACE_DELIVERY_FAILING_AFTER``
    failures in a row the channel is reported failing (a warning, a stats counter, `scrapy
-   deliver channel list`), and still retried at the capped backoff;
+   deliver channel list`), and still retried at the capped backoff; a next try further away
+   than the channel's backoff was set before the wall clock stepped back: it is due at once;
 4. acknowledge: an ACI every one of the owner's ACI channels has taken is acknowledged in the
    ACI store (the mark `scrapy aci ack` sets, so `scrapy store gc` may drop its version).
    An owner without channels: nothing is acknowledged.
+
+The journal is this process's own (its data directory), consulted after the store: an item
+the store forgot it sent (Redis came back empty or from an older copy, the channel was
+registered again and the crawl made the same ACI again) but the journal remembers is not
+sent again ("N already delivered, not sent again"), and is marked in the store. An item is
+written to the journal only after its send succeeded: a crash between the send and that
+write may send it again (at least once). A journal that cannot be used (corrupt, not
+writable) is one warning; delivery goes on without it.
 
 Items are those of the channel's window: ``since`` starts when the channel is added and moves
 up, after a successful send, to ``LATENESS_MS`` before the pass (an ACI or notification is
@@ -32,6 +42,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sqlite3
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -40,9 +51,11 @@ from dataclasses import dataclass, field, replace
 from itertools import groupby
 from typing import Any
 
-from webrace.backends import open_aci_store, open_delivery_store, open_sentinel_store
+from webrace.backends import open_aci_store, open_delivery_journal, open_delivery_store, open_sentinel_store
 from webrace.backends.base import AciStore, SentinelStore
 from webrace.backends.delivery import DeliveryStore
+from webrace.backends.sqlite.journal import DeliveryJournal
+from webrace.clock import STEP_THRESHOLD_S, ClockWatch, step_line
 from webrace.delivery.channels import shown, status
 from webrace.delivery.guard import REFUSED
 from webrace.delivery.message import Message, compose
@@ -87,6 +100,7 @@ class DeliveryConfig:
 class PassReport:
     stats: Counter = field(default_factory=Counter)  # delivery/... counters, as in the crawl's stats
     failing: list[str] = field(default_factory=list)  # one line per channel reported failing
+    warnings: list[str] = field(default_factory=list)  # other one-line warnings (the journal's)
 
     def failure(self) -> str | None:
         """Why the pass did not do its job (None: it did): a message not delivered, a channel
@@ -102,15 +116,18 @@ class PassReport:
 
     def line(self) -> str:
         s = self.stats
+        held = s["delivery/already_delivered"]
         return (f"Delivery: {s['delivery/messages']} message(s) sent ({s['delivery/items/aci']} ACI(s), "
                 f"{s['delivery/items/notification']} notification(s)), {s['delivery/failed']} failed, "
-                f"{s['delivery/deferred']} channel(s) waiting to retry, {s['delivery/acked']} ACI(s) acknowledged")
+                f"{s['delivery/deferred']} channel(s) waiting to retry, {s['delivery/acked']} ACI(s) acknowledged"
+                + (f", {held} already delivered, not sent again" if held else ""))
 
 
 @dataclass
 class _Job:
     channel: Channel
-    message: Message
+    message: Message | None  # None: nothing to send, only items the journal held back to mark
+    held: list[tuple[str, str, int]] = field(default_factory=list)  # (kind, id, time) the journal knew delivered
     error: str | None = None
 
 
@@ -125,12 +142,14 @@ class DeliveryAgent:
         self.settings = settings
         self.config = DeliveryConfig.from_settings(settings)
         self.clock = clock
+        self.watch = ClockWatch(settings.getfloat("WEBRACE_CLOCK_STEP_THRESHOLD", STEP_THRESHOLD_S))
         self.policy = policy or ChannelPolicy.from_settings(settings)
         self.sender = sender or (lambda url, title, body, timeout: send(url, title, body, timeout, self.policy.guard))
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         # messages sent whose marks the store did not take yet (it went away between the send
         # and the mark): marked before anything else is planned, so nothing is sent twice
         self.unrecorded: list[tuple[str, str, list, int, int]] = []  # (owner, channel id, items, at, since)
+        self.journal_problem: str | None = None  # the last warning about the journal (said once)
 
     def run_pass(self) -> PassReport:
         """One pass over every channel (stores opened here: a pass may run in any thread)."""
@@ -140,20 +159,32 @@ class DeliveryAgent:
             channels = store.channels()
             if not channels and not marked:
                 return report
-            with open_aci_store(self.settings) as acis, open_sentinel_store(self.settings) as sentinels:
-                jobs = self._plan(store, acis, sentinels, channels, report)
-                try:
-                    self._send(jobs)
-                finally:
-                    marked += self._record(store, jobs, report)
-                self._acknowledge(store, acis, marked, report)
+            journal = self._open_journal(report)
+            try:
+                with open_aci_store(self.settings) as acis, open_sentinel_store(self.settings) as sentinels:
+                    jobs = self._plan(store, acis, sentinels, channels, journal, report)
+                    try:
+                        self._send(jobs)
+                    finally:
+                        marked += self._record(store, jobs, journal, report)
+                    self._acknowledge(store, acis, marked, report)
+            finally:
+                if journal is not None:
+                    journal.close()
+                    if not report.stats["delivery/journal_errors"]:
+                        self.journal_problem = None  # it works again: a new trouble is said again
         return report
 
     # -- 1. plan -------------------------------------------------------------------------
 
     def _plan(self, store: DeliveryStore, acis: AciStore, sentinels: SentinelStore,
-              channels: list[Channel], report: PassReport) -> list[_Job]:
+              channels: list[Channel], journal: DeliveryJournal | None, report: PassReport) -> list[_Job]:
         now, jobs = self.clock(), []
+        step = self.watch.step(now)
+        if step:
+            report.stats["delivery/clock_steps"] += 1
+            logger.warning(step_line(step, "retries due meanwhile are tried now" if step > 0 else
+                                     "a retry due later than its channel's backoff is tried now"))
         for owner, group in groupby(channels, key=lambda c: c.owner):
             mine = [c for c in group if self._takes(store, c, now, report)]
             if not mine:
@@ -162,7 +193,7 @@ class DeliveryAgent:
             owner_acis = acis.list(owner, since) if any(c.wants("aci") for c in mine) else []
             notes = sentinels.notifications(owner, since) if any(c.wants("notification") for c in mine) else []
             for channel in mine:
-                job = self._job(store, channel, owner_acis, notes)
+                job = self._job(store, channel, owner_acis, notes, journal, now, report)
                 if job is None:
                     store.release(channel.id, self.holder)
                 else:
@@ -178,7 +209,11 @@ class DeliveryAgent:
                            "WEBRACE_DELIVERY_CHANNEL_KEY, or the data directory's channel-key file)",
                            channel.id, channel.owner)
             return False
-        if channel.next_try > now:
+        if channel.next_try - now > self.config.backoff_ms(channel.attempts):
+            # further away than its own backoff: set before the wall clock stepped back (the
+            # wait would be stretched by the step), so it is over now
+            report.stats["delivery/retry_reclocked"] += 1
+        elif channel.next_try > now:
             report.stats["delivery/deferred"] += 1
             if channel.attempts >= self.config.failing_after:
                 report.failing.append(self._failing_line(channel))
@@ -188,22 +223,29 @@ class DeliveryAgent:
             return False
         return True
 
-    def _job(self, store: DeliveryStore, channel: Channel, acis: list[Aci], notes: list[dict]) -> _Job | None:
+    def _job(self, store: DeliveryStore, channel: Channel, acis: list[Aci], notes: list[dict],
+             journal: DeliveryJournal | None, now: int, report: PassReport) -> _Job | None:
         mine_acis = [a for a in acis if a.updatetime >= channel.since] if channel.wants("aci") else []
         mine_notes = ([n for n in notes if int(n.get("at") or 0) >= channel.since]
                       if channel.wants("notification") else [])
         new_aci = set(store.unsent(channel.id, "aci", [a.id for a in mine_acis]))
         new_note = set(store.unsent(channel.id, "notification", [str(n["id"]) for n in mine_notes]))
-        mine_acis = [a for a in mine_acis if a.id in new_aci]
-        mine_notes = [n for n in mine_notes if str(n["id"]) in new_note]
+        old_aci = self._journal_has(journal, channel, "aci", new_aci, now, report)
+        old_note = self._journal_has(journal, channel, "notification", new_note, now, report)
+        held = ([("aci", a.id, a.updatetime) for a in mine_acis if a.id in old_aci] +
+                [("notification", str(n["id"]), int(n.get("at") or 0)) for n in mine_notes if str(n["id"]) in old_note])
+        report.stats["delivery/already_delivered"] += len(held)
+        mine_acis = [a for a in mine_acis if a.id in new_aci - old_aci]
+        mine_notes = [n for n in mine_notes if str(n["id"]) in new_note - old_note]
         if not mine_acis and not mine_notes:
-            return None
+            return _Job(channel, None, held) if held else None
         return _Job(channel, compose(channel.owner, mine_acis, mine_notes, self.config.base_url,
-                                     self.config.max_items))
+                                     self.config.max_items), held)
 
     # -- 2. send -------------------------------------------------------------------------
 
     def _send(self, jobs: list[_Job]) -> None:
+        jobs = [job for job in jobs if job.message is not None]
         if not jobs:
             return
 
@@ -220,18 +262,26 @@ class DeliveryAgent:
 
     # -- 3. record -----------------------------------------------------------------------
 
-    def _record(self, store: DeliveryStore, jobs: list[_Job], report: PassReport) -> list[tuple[str, list]]:
-        """The messages sent marked, failures counted; (owner, items) of each message marked."""
+    def _record(self, store: DeliveryStore, jobs: list[_Job], journal: DeliveryJournal | None,
+                report: PassReport) -> list[tuple[str, list]]:
+        """The messages sent marked, failures counted, the items the journal held back marked
+        in the store; (owner, items) of each message and held-back list marked."""
         now = self.clock()
-        for job in jobs:  # every message sent is remembered before the store is asked to mark any
-            if job.error is None:
-                self.unrecorded.append((job.channel.owner, job.channel.id, job.message.items, now,
-                                        max(job.channel.since, now - LATENESS_MS)))
-                report.stats["delivery/messages"] += 1
-                for kind, _, _ in job.message.items:
-                    report.stats[f"delivery/items/{kind}"] += 1
+        sent = [job for job in jobs if job.message is not None and job.error is None]
+        for job in sent:  # in the journal first: the local file outlives the store's marks
+            self._journal_record(journal, job.channel, job.message.items, now, report)
+        for job in sent:  # every message sent is remembered before the store is asked to mark any
+            self.unrecorded.append((job.channel.owner, job.channel.id, job.message.items, now,
+                                    max(job.channel.since, now - LATENESS_MS)))
+            report.stats["delivery/messages"] += 1
+            for kind, _, _ in job.message.items:
+                report.stats[f"delivery/items/{kind}"] += 1
         try:
             marked = self._mark_sent(store)
+            for job in jobs:
+                if job.held:  # the store forgot them: it knows again, and their ACIs may be acknowledged
+                    store.remember(job.channel.id, job.held)
+                    marked.append((job.channel.owner, job.held))
             for job in jobs:
                 if job.error is not None:
                     self._failed(store, job.channel, job.error[:MAX_ERROR], now, report)
@@ -250,6 +300,46 @@ class DeliveryAgent:
             self.unrecorded.pop(0)
             marked.append((owner, items))
         return marked
+
+    # -- the journal: never a reason not to deliver ----------------------------------------
+
+    def _open_journal(self, report: PassReport) -> DeliveryJournal | None:
+        try:
+            journal = open_delivery_journal(self.settings)
+        except (OSError, sqlite3.Error) as exc:  # DataDirUnusable (a corrupt file, a place not writable) is an OSError
+            self._journal_trouble(exc, report)
+            return None
+        return journal
+
+    def _journal_has(self, journal: DeliveryJournal | None, channel: Channel, kind: str, ids: set[str], now: int,
+                     report: PassReport) -> set[str]:
+        if journal is None or not ids:
+            return set()
+        try:
+            return journal.delivered(channel.owner, channel.url, kind, sorted(ids), now)
+        except (OSError, sqlite3.Error) as exc:
+            self._journal_trouble(exc, report)
+            return set()
+
+    def _journal_record(self, journal: DeliveryJournal | None, channel: Channel, items: tuple, now: int,
+                        report: PassReport) -> None:
+        if journal is None:
+            return
+        try:
+            journal.record(channel.owner, channel.url, items, now)
+        except (OSError, sqlite3.Error) as exc:
+            self._journal_trouble(exc, report)
+
+    def _journal_trouble(self, exc: BaseException, report: PassReport) -> None:
+        """One warning (not repeated while the trouble stays the same); delivery goes on."""
+        report.stats["delivery/journal_errors"] += 1
+        problem = " ".join(str(exc).split())[:300] or type(exc).__name__
+        if problem != self.journal_problem:
+            self.journal_problem = problem
+            report.warnings.append(f"The delivery journal cannot be used ({problem}); delivering without it: an "
+                                   "item Redis forgot it sent may be sent again (remove the file to start a new "
+                                   "journal)")
+            logger.warning(report.warnings[-1])
 
     def _failed(self, store: DeliveryStore, channel: Channel, error: str, now: int, report: PassReport) -> None:
         failures = channel.attempts + 1

@@ -59,7 +59,11 @@ for _, pair in ipairs(cjson.decode(ARGV[3])) do
       local have = node.b[u]
       if have == nil or r > have then gained[u] = r; node.b[u] = r; any = true end
     end
-    if not any then
+    if not any and node.s == 'done' and type(node.x) == 'table' and next(node.x) ~= nil then
+      -- URDs merged into this page after it was done, their links never followed (the worker that
+      -- merged them died, or lost the answer): whoever offers it now follows them
+      table.insert(out, 'merged'); table.insert(out, cjson.encode(node.x)); table.insert(out, node.s)
+    elseif not any then
       table.insert(out, 'duplicate'); table.insert(out, '{}'); table.insert(out, node.s)
     else
       if depth < node.d then node.d = depth; node.p = parent end
@@ -69,6 +73,14 @@ for _, pair in ipairs(cjson.decode(ARGV[3])) do
         for u, r in pairs(gained) do
           if r >= 1 and not counted[u] then table.insert(node.c, u); redis.call('HINCRBY', KEYS[3], u, 1) end
         end
+      elseif node.s == 'done' then
+        -- its links are to be followed for these URDs from its stored links (RedisFrontier.expanded
+        -- clears this once they are): kept until then, so a worker dying first loses none of them
+        if type(node.x) ~= 'table' then node.x = {} end
+        for u, r in pairs(gained) do
+          if r >= 1 and (node.x[u] == nil or r > node.x[u]) then node.x[u] = r end
+        end
+        if next(node.x) == nil then node.x = nil end
       end
       redis.call('HSET', KEYS[1], url, cjson.encode(node))
       table.insert(out, 'merged'); table.insert(out, cjson.encode(gained)); table.insert(out, node.s)
@@ -98,6 +110,7 @@ for _, u in ipairs(node.c) do
 end
 node.c = {}
 node.s = ARGV[2]
+node.x = nil  -- fetched again and its links followed with every budget: nothing left to expand
 node.l = cjson.decode(ARGV[4])
 if ARGV[6] ~= '' then node.u = ARGV[6] end  -- answered from a redirect's target
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(node))
@@ -162,6 +175,23 @@ for _, v in ipairs(taken) do table.insert(out, v) end
 return out
 """
 
+# The links of the done page ARGV[1] were followed for the budgets ARGV[2] (URDs merged into it
+# after it was done): those of its pending expansions they cover are cleared.
+_EXPANDED = """
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 0 end
+local node = cjson.decode(raw)
+if type(node.x) ~= 'table' or next(node.x) == nil then return 0 end
+local followed = cjson.decode(ARGV[2])
+local left = false
+for u, r in pairs(node.x) do
+  if followed[u] ~= nil and followed[u] >= r then node.x[u] = nil else left = true end
+end
+if not left then node.x = nil end
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(node))
+return 1
+"""
+
 # Give back leased pages this worker will not fetch (it stops with leases it had not started):
 # those of ARGV still leased and pending go back to the shared queue KEYS[2] at once, instead
 # of waiting for their lease to expire. Returns how many went back.
@@ -197,6 +227,7 @@ class RedisFrontier:
         self._lease = client.register_script(_LEASE)
         self._renew = client.register_script(_RENEW)
         self._release = client.register_script(_RELEASE)
+        self._expanded = client.register_script(_EXPANDED)
         self.reaped = 0  # leases that expired and went back to the queue
         self.skipped = 0  # queue entries without a readable pending node
 
@@ -292,6 +323,14 @@ class RedisFrontier:
             return set(), missed
         node.state = state
         return set(_list(ended)), {}
+
+    def expanded(self, url: str, budgets: dict[str, int]) -> None:
+        """The stored links of the done page ``url`` were followed for ``budgets`` (URDs merged
+        into it after it was done): its pending expansion is cleared. Until then every offer of
+        the page answers MERGED with what is pending, so a worker that died after the merge and
+        before following, or lost the merge's answer, leaves it to the next one that offers the
+        page (its parent fetched again once the dead worker's lease expired)."""
+        self._expanded(keys=[self.keys["nodes"]], args=[url, json.dumps(budgets)])
 
     def claim(self, url: str, node: Node) -> tuple[bool, dict[str, int], str]:
         """As :meth:`Frontier.claim`: ``url`` is recorded as an alias of ``node.url`` (a

@@ -29,6 +29,7 @@ from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from webrace.clock import ClockWatch, step_line
 from webrace.records.rounds import DONE, FAILED, Node, Offer
 from webrace.rounds.frontier import Frontier
 from webrace.rounds.groups import SENTINEL_PREFIX, Groups, LinkScope
@@ -118,6 +119,8 @@ def asked_now(urd: Urd, now_ms: int) -> Urd:
 class RoundEngine(ABC):
     shared = False
     delegation: Any = None  # IPMicra routing (a distributed worker's, set by the factory)
+    urd_store: Callable[[], Any] | None = None  # opens the URD-DB (where rounds are opened)
+    sentinels: Any = None  # the due sentinels joining the rounds (webrace.rounds.local.DueSentinels)
 
     def __init__(self, limits: Limits | None = None, stats: Stats | None = None) -> None:
         self.limits = limits or Limits()
@@ -126,6 +129,9 @@ class RoundEngine(ABC):
         # The summary counts distinct URLs per crawl, however many rounds see them.
         self.tally = UrlTally(self.stats)
         self.on_open: Callable[[Round], None] | None = None  # told of each round this process meets
+        self.clock = ClockWatch()  # the factory sets its threshold (WEBRACE_CLOCK_STEP_THRESHOLD)
+        self.say: Callable[[str], None] = logger.warning  # where a clock step is said
+        self._reclocked = False  # URDs and sentinels made due after a step back (see watch_clock)
 
     def _register(self, rnd: Round) -> Round:
         self.rounds[rnd.id] = rnd
@@ -148,6 +154,46 @@ class RoundEngine(ABC):
     @abstractmethod
     def close_finished(self) -> list[Round]:
         """Close the rounds with no page left to fetch; their URDs get their last check."""
+
+    # -- the wall clock (webrace.clock) -----------------------------------------------------
+
+    def watch_clock(self, now_ms: int) -> None:
+        """Before rounds open at ``now_ms``: a wall-clock step since the last look is said in
+        one line (and counted); after a step back, and at the first look in this process (a
+        step while it was not running), URDs and sentinels left due "in the future" are made
+        due now (``reclock``: bounded, the others untouched)."""
+        step = self.clock.step(now_ms)
+        if step > 0:
+            self._inc("clock/stepped_forward")
+            self.say(step_line(step, "what fell due meanwhile is crawled now, in one round; due times are unchanged"))
+        if step < 0:
+            self._reclocked = False  # (Redis away meanwhile: done at the next opening all the same)
+        if self._reclocked:
+            return
+        with self._store() as store:
+            urds = store.reclock(now_ms)
+        sentinels = self.sentinels.reclock(now_ms) if self.sentinels is not None else 0
+        self._reclocked = True
+        self._inc("clock/reclocked_urds", urds)
+        self._inc("clock/reclocked_sentinels", sentinels)
+        made = f'{urds} URD(s) checked "in the future" and {sentinels} sentinel(s) due beyond their interval'
+        if step < 0:
+            self._inc("clock/stepped_back")
+            self.say(step_line(step, f"{made} made due now; the others keep their due times"))
+        elif urds or sentinels:
+            self.say(f"{made} made due now: the wall clock stepped back since they were checked")
+
+    def _store(self) -> Any:
+        if self.urd_store is None:
+            raise RuntimeError("this worker has no URD-DB: rounds are opened by `scrapy urd schedule`")
+        return self.urd_store()
+
+    def _checked_before_step(self, rnd: Round) -> None:
+        """A round closing whose URDs got their last check: if it opened after the wall
+        clock's last look, the clock stepped back since, and that check is "in the future":
+        the next :meth:`watch_clock` makes them due again."""
+        if self.clock.last_wall_ms is not None and rnd.started_ms > self.clock.last_wall_ms:
+            self._reclocked = False
 
     def start(self, rnd: Round) -> list[Node]:
         """The pages to request first, once (a shared round queued them when it opened)."""
@@ -192,6 +238,8 @@ class RoundEngine(ABC):
                 target = rnd.frontier.get(url)
                 if target is not None and any(r > 0 for r in gained.values()):
                     step.fetch += self._follow(rnd, target, gained)
+                    if rnd.shared:
+                        rnd.frontier.expanded(target.url, gained)
         step += self.finish(rnd, node, DONE)
         return step
 
@@ -344,6 +392,8 @@ class RoundEngine(ABC):
                     not_followed.append((link, reason))
             self._not_followed(not_followed, known)
             results = rnd.frontier.offer_many(parent.page_url, parent.depth + 1, offers)
+            if parent is not node and rnd.shared:  # URDs merged into a done page: its links now followed
+                rnd.frontier.expanded(parent.url, parent_budgets)
             for (link, _), (verdict, gained, state) in zip(offers, results, strict=True):
                 self.tally.follow(link)  # new, merged or a duplicate: in the round's frontier
                 if verdict is Offer.NEW:

@@ -123,6 +123,10 @@ class Frontier:
                 node.counted.add(urd_id)
                 self.active[urd_id] += 1
 
+    def expanded(self, url: str, budgets: dict[str, int]) -> None:
+        """(A shared frontier clears a page's pending expansion: see RedisFrontier.expanded.)
+        One process follows a merge at once or dies with its round: nothing to keep."""
+
     def claim(self, url: str, node: Node) -> tuple[bool, dict[str, int], str]:
         """``node``'s request is about to follow a redirect to ``url`` (before downloading
         it): claim ``url`` for ``node`` so that a link to it offered later is merged into

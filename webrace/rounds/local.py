@@ -31,6 +31,9 @@ class DueSentinels(Protocol):
 
     def checked(self, ids: list[str], at_ms: int) -> None: ...
 
+    def reclock(self, now_ms: int) -> int:
+        """After a wall-clock step back: sentinels due beyond their interval made due now."""
+
 
 class LocalRounds(RoundEngine):
     def __init__(self, urd_store: Callable[[], UrdStore], limits: Limits | None = None,
@@ -49,6 +52,7 @@ class LocalRounds(RoundEngine):
         """A round for the URDs due now (or ``only_ids``) and the sentinels due now."""
         if self.current is not None:
             return None
+        self.watch_clock(now_ms)
         with building():  # see webrace.rounds.memory
             return self._open_due(now_ms, only_ids)
 
@@ -98,6 +102,7 @@ class LocalRounds(RoundEngine):
         self._closed(rnd)
         with self.urd_store() as store:
             store.mark_checked(rnd.real_urds, rnd.started_ms)
+        self._checked_before_step(rnd)
         left = [s.id for group in rnd.sentinels.values() for s, _ in group]
         if left and self.sentinels is not None:
             self.sentinels.checked(left, rnd.started_ms)

@@ -75,6 +75,7 @@ class RedisRounds(RoundEngine):
     def open_due(self, now_ms: int, only_ids: list[str] | None = None) -> Round | None:
         """A round for the due URDs (or ``only_ids``) and, without ``only_ids``, the due
         sentinels, that no open round is crawling."""
+        self.watch_clock(now_ms)
         busy = {urd_id for round_id in self.registry.open_rounds() for urd_id in self.registry.urd_ids(round_id)}
         with self._store() as store:
             if only_ids:
@@ -145,15 +146,11 @@ class RedisRounds(RoundEngine):
             if rnd is not None:
                 with self._store() as store:
                     store.mark_checked(rnd.real_urds, rnd.started_ms)
+                self._checked_before_step(rnd)
                 closed.append(rnd)
                 self._closed(rnd)
             self.registry.close(round_id)
         return closed
-
-    def _store(self) -> UrdStore:
-        if self.urd_store is None:
-            raise RuntimeError("this worker has no URD-DB: rounds are opened by `scrapy urd schedule`")
-        return self.urd_store()
 
 
 __all__ = ["RedisRounds"]

@@ -55,5 +55,9 @@ class StoredSentinels:
         with open_sentinel_store(self.settings) as store:
             store.checked(ids, at_ms)
 
+    def reclock(self, now_ms: int) -> int:
+        with open_sentinel_store(self.settings) as store:
+            return store.reclock(now_ms)
+
 
 __all__ = ["StoredSentinels", "due_sentinels"]

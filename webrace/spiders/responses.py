@@ -85,8 +85,11 @@ class PageRecorder:
             self.stats.inc_value("recrawl/unchanged_body" if recorded.unchanged else "recrawl/modified")
         if recorded.announce and not recorded.new_version:
             self._inc("announced_again")
-        return _page(node, response.url, status, media_type(response.headers.get(b"Content-Type")),
+        page = _page(node, response.url, status, media_type(response.headers.get(b"Content-Type")),
                      len(response.body), recorded.meta, recorded.version, recorded.announce, False)
+        if not recorded.announce:
+            _newcomers(page, recorded.newcomers)
+        return page
 
     async def not_modified(self, node: Node, response: Response, wanted: Iterable[str] = (),
                            round_opened: int | None = None) -> Page | None:
@@ -97,6 +100,7 @@ class PageRecorder:
         if not conditional or conditional["url"] != response.url:
             self.tally.failed(response.url, "unexpected_304")
             return None
+        newcomers = frozenset(wanted) - set(conditional["meta"].wanted)
         if response.request.meta.get(SERVED_FRESH):
             self._inc("served_fresh")
             meta = conditional["meta"]
@@ -114,8 +118,11 @@ class PageRecorder:
         again = meta.unannounced and meta.version is not None  # stored earlier, its item never went out
         if again:
             self._inc("announced_again")
-        return _page(node, response.url, meta.status if fresh else 304, media_type(meta.header_value("Content-Type")),
+        page = _page(node, response.url, meta.status if fresh else 304, media_type(meta.header_value("Content-Type")),
                      meta.size, meta, meta.version, again, True)
+        if not again:
+            _newcomers(page, newcomers)
+        return page
 
     async def not_kept(self, request: Request, exc: BaseException) -> None:
         """A 2xx answer refused for its media type (at its headers: ``exc`` is the
@@ -256,6 +263,15 @@ def _page(node: Node, url: str, status: int, content_type: str, size: int, meta:
         digest=meta.digest,
         kept=version is not None and not meta.dropped,
     )
+
+
+def _newcomers(page: Page, keys: frozenset[str]) -> None:
+    """Mark ``page`` (not a new version) with the reach keys of its URDs that its record did not
+    have: the version it holds was never judged for them (stored in another owner's round, or
+    its record's keys lost with Redis's data), so the annotation judges it for them (an ACI
+    they already have is kept once: its id is the owner's, the page's and the version's)."""
+    if keys and page.get("kept") and page.get("digest"):
+        page._webrace_newcomers = keys
 
 
 def _header(response: Response, name: bytes) -> str | None:

@@ -32,6 +32,7 @@ from twisted.internet import task, threads
 from twisted.python.failure import Failure
 
 from webrace.backends import distributed, open_round_engine
+from webrace.clock import steady_reactor
 from webrace.distributed.offload import RedisThread
 from webrace.extractor import UrlExtractor
 from webrace.items import Page
@@ -88,6 +89,7 @@ class UrdSpider(scrapy.Spider):
         settings = crawler.settings
         spider.scout = CrawlRules.load(crawler, spider.template_arg)  # TemplateError: refused
         spider.continuous = settings.getbool("WEBRACE_CONTINUOUS")
+        steady_reactor(_reactor())  # a wall-clock step holds none of its timed calls (webrace.clock)
         stats = CrawlStats(crawler)
         if distributed(settings):
             spider.outage = Outage(logger.warning)  # Redis away: said once each way for the whole worker

@@ -34,6 +34,9 @@ class Recorded:
     version: int | None  # number of the version now newest (None: no body stored)
     new_version: bool  # a new version was added
     unchanged: bool  # the body hashed to the newest stored version
+    # reach keys of this fetch's URDs the page's record did not have: the version it holds was
+    # never judged for them (another owner's round stored it; Redis lost the record's keys)
+    newcomers: frozenset[str] = frozenset()
 
     @property
     def announce(self) -> bool:
@@ -134,6 +137,7 @@ class ObjectCache:
         if previous is ...:
             previous = self.index.get(url)
         keys = previous.wanting(wanted) if previous is not None else tuple(dict.fromkeys(wanted))
+        newcomers = frozenset(wanted) - set(previous.wanted) if previous is not None else frozenset()
         if previous is not None and previous.version is not None and previous.digest:
             newest: Version | None = Version(url, previous.version, previous.digest, previous.fetched,
                                              previous.size, previous.status)
@@ -151,7 +155,7 @@ class ObjectCache:
                             refresh=refresh, unannounced=pending)
             # (not checked: a body this fetch did not bring is not confirmed by it)
             self.index.put(meta)  # no validators: next time, fetch in full
-            return Recorded(meta, newest.number if newest else None, False, False)
+            return Recorded(meta, newest.number if newest else None, False, False, newcomers)
         digest = digest_of(body)
         meta = MetaInfo(url, status, fetched, header, tuple(links), ip, size=len(body),
                         lastmodified=lastmodified, etag=etag, digest=digest, wanted=keys, checked=checked,
@@ -161,11 +165,11 @@ class ObjectCache:
             if previous is not None and previous.dropped:  # still the body nobody wanted: not kept
                 meta = replace(meta, version=newest.number, dropped=True)
                 self.index.put(meta)
-                return Recorded(meta, newest.number, False, True)
+                return Recorded(meta, newest.number, False, True, newcomers)
             _, _, crc = self.objects.put(body, digest, repair=True, xml=xml)  # the stored copy may be damaged
             meta = replace(meta, version=newest.number, objcrc=crc)
             self.index.put(meta)
-            return Recorded(meta, newest.number, False, True)
+            return Recorded(meta, newest.number, False, True, newcomers)
         _, _, crc = self.objects.put(body, digest, xml=xml)
         version = Version(url, (newest.number + 1) if newest else 1, digest, fetched, len(body), status, header)
         meta = replace(meta, version=version.number, objcrc=crc, unannounced=announce)  # until its item is out

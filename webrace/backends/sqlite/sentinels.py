@@ -105,6 +105,13 @@ class SqliteSentinelStore(SentinelStore):
                                                         (at_ms, i)).rowcount]
 
     @serialised
+    def reclock(self, now_ms: int) -> int:
+        with Transaction(self.conn):  # the index's range of sentinels not due, one statement
+            return self.conn.execute(
+                "UPDATE sentinel SET next_due = :now, asked = 1 WHERE next_due > :now "
+                "AND next_due - :now > CAST(json_extract(json, '$.every') AS INTEGER)", {"now": now_ms}).rowcount
+
+    @serialised
     def checked(self, ids: Iterable[str], at_ms: int, seen: str | None = None) -> None:
         with Transaction(self.conn):
             for i in ids:

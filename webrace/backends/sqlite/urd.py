@@ -132,6 +132,13 @@ class SqliteUrdStore(UrdStore):
                     found.append(urd_id)
             return found
 
+    def reclock(self, now_ms: int) -> int:
+        """One statement over the index's range of URDs not due (a last check after now means a
+        next due time after it); a last check kept as text is beyond any INTEGER: after now."""
+        with self._transaction():
+            return self.conn.execute("UPDATE urd SET next_due = :now WHERE next_due > :now AND lastcheck > :now",
+                                     {"now": now_ms}).rowcount
+
     def mark_checked(self, ids: Iterable[str], at_ms: int) -> None:
         """Each URD's ``lastcheck`` is ``at_ms`` and its next due time ``at_ms`` + timing,
         unless `scrapy urd due` asked for a later time after the round opened. Two statements
