@@ -625,3 +625,34 @@ def import_bench(name: str, monkeypatch: pytest.MonkeyPatch) -> object:
 def load_bench(monkeypatch) -> Callable[[str], object]:
     """Import a script of ``bench/`` by name (``load_bench("ipmicra")``): see :func:`import_bench`."""
     return lambda name: import_bench(name, monkeypatch)
+
+
+# -- an S3 API server (tests/s3server.py) ------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[Any]:
+    """This session's own S3 API server (moto's server mode on 127.0.0.1), and the AWS
+    credentials of the tests in the environment (theirs and their `scrapy` subprocesses')."""
+    pytest.importorskip("boto3", reason="boto3 is not installed (pip install -e '.[test]')")
+    pytest.importorskip("moto.server", reason="moto's server mode is not installed (pip install -e '.[test]')")
+    from s3server import AWS_ENV, S3Server
+
+    saved = {name: os.environ.get(name) for name in AWS_ENV}
+    os.environ.update(AWS_ENV)
+    server = S3Server()
+    try:
+        yield server
+    finally:
+        server.stop()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@pytest.fixture
+def s3_bucket(s3_server: Any) -> str:
+    """A bucket of this test's own on the session's S3 server."""
+    return s3_server.bucket()

@@ -70,7 +70,7 @@ UNSET = (
 )
 
 # The counts, per kind, over every page (README.md and docs/): see the module's docstring.
-EXPECTED_COUNTS = {"run": 48, "written": 7, "not run": 12, "run elsewhere": 7}
+EXPECTED_COUNTS = {"run": 48, "written": 7, "not run": 13, "run elsewhere": 7}
 
 
 @dataclass

@@ -9,8 +9,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
-import time
 
 import pytest
 import redis
@@ -171,46 +169,8 @@ def test_a_record_read_back_right_after_its_write_needs_no_side_object_read(tmp_
 # -- one directory, many workers --------------------------------------------------------------------
 
 
-def test_two_writers_storing_the_same_body_at_once_store_it_once_and_see_no_partial_file(tmp_path):
-    a, b = ObjectStore(tmp_path / "shared"), ObjectStore(tmp_path / "shared")
-    for round_ in range(30):
-        body = os.urandom(200_000) + str(round_).encode()
-        barrier, written = threading.Barrier(2), []
-
-        def put(store, body=body, barrier=barrier, written=written):
-            barrier.wait()
-            written.append(store.put(body)[1])
-
-        threads = [threading.Thread(target=put, args=(s,)) for s in (a, b)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert sorted(written) == [False, True]  # stored once
-        assert a.get(digest_of(body)) == body == b.get(digest_of(body))
-    assert not list((tmp_path / "shared" / "tmp").glob("*.part"))
-
-
-def test_an_object_that_may_be_lost_goes_straight_to_its_name_once_and_a_torn_one_is_repaired(tmp_path,
-                                                                                              monkeypatch):
-    from webrace.store import objects
-
-    a, b = ObjectStore(tmp_path / "shared"), ObjectStore(tmp_path / "shared")
-
-    def no_temporary_file(*args, **kwargs):
-        raise AssertionError("a temporary file was made for an object that need not survive a crash")
-
-    monkeypatch.setattr(objects, "_temporary", no_temporary_file)
-    side = b'{"header":"HTTP/1.1 200 OK","links":[]}' * 50
-    assert a.put(side, repair=True, durable=False)[1] is True
-    assert b.put(side, repair=True, durable=False)[1] is False  # stored once, the first copy kept
-    assert a.get(digest_of(side)) == side
-    monkeypatch.undo()
-    path = a.path(digest_of(side))
-    path.write_bytes(path.read_bytes()[:20])  # torn by a crash mid-write
-    assert b.put(side, repair=True, durable=False)[1] is True  # read back, found corrupt, replaced
-    assert a.get(digest_of(side)) == side
-    assert not list((tmp_path / "shared" / "tmp").glob("*.part"))
+# (two writers storing one body at once, and a lost side object repaired: the store contract,
+# tests/test_store.py, on the directory and the S3 store)
 
 
 def test_a_worker_whose_directory_is_not_the_shared_one_is_refused(tmp_path, redis_url, redis_prefix):
@@ -286,21 +246,7 @@ def test_kill_9_of_two_writers_on_one_directory_leaves_no_partial_object(tmp_pat
 # -- gc on a shared store -------------------------------------------------------------------------------
 
 
-def test_gc_spares_unreferenced_bodies_younger_than_its_grace_period(tmp_path):
-    objects = ObjectStore(tmp_path / "objects")
-    with ObjectCache(SqliteMetaInfoStore(tmp_path / "cache.sqlite"), objects) as c:
-        fetch(c, "http://a.test/", b"kept", 1)
-        orphan = objects.put(b"written by a worker that has not committed its version yet")[0]
-        report = c.gc(keep=3, grace=3600)
-        assert report.objects_young == 1 and report.objects_deleted == 0 and objects.exists(orphan)
-        past = time.time() - 7200
-        os.utime(objects.path(orphan), (past, past))
-        objects.put(b"written by a worker that has not committed its version yet")  # a writer re-dates it
-        assert c.gc(keep=3, grace=3600).objects_deleted == 0
-        os.utime(objects.path(orphan), (past, past))
-        report = c.gc(keep=3, grace=3600)
-        assert report.objects_deleted == 1 and not objects.exists(orphan)
-        assert c.get("http://a.test/")[1] == b"kept"
+# (gc's grace period: the store contract, tests/test_store.py)
 
 
 def test_gc_refuses_when_the_index_is_empty_but_bodies_are_stored(tmp_path, redis_url, redis_prefix):

@@ -88,11 +88,23 @@ WEBRACE_KEEP_VERSIONS = 3
 WEBRACE_STORE_GC_GRACE = 3600
 # The body store (loaded with load_object, built with its from_settings(settings)): a directory,
 # content-addressed, atomic writes. In the distributed mode every worker must mount the same one
-# (WEBRACE_OBJECTS_DIR on a network filesystem); "webrace.backends.redis.RedisObjectStore"
+# (WEBRACE_OBJECTS_DIR on a network filesystem); "webrace.store.s3.S3ObjectStore" keeps them in an
+# S3-compatible bucket (WEBRACE_S3_*: no shared filesystem needed); "webrace.backends.redis.RedisObjectStore"
 # keeps bodies in Redis instead (bounded by its RAM: small crawls only).
 WEBRACE_OBJECT_STORE = "webrace.store.objects.ObjectStore"
 # Where the directory store keeps bodies; None = WEBRACE_DATA_DIR/objects.
 WEBRACE_OBJECTS_DIR = os.environ.get("WEBRACE_OBJECTS_DIR") or None
+# The S3 store ("webrace.store.s3.S3ObjectStore", pip install 'webrace[s3]'): bodies in this bucket,
+# under this key prefix; credentials from boto3's chain (AWS_ACCESS_KEY_ID..., ~/.aws, a role).
+WEBRACE_S3_BUCKET = None
+WEBRACE_S3_PREFIX = "objects/"
+# An S3-compatible server's URL (MinIO, Ceph...); None = AWS S3. Region: None = boto3's default.
+WEBRACE_S3_ENDPOINT_URL = None
+WEBRACE_S3_REGION = None
+# Attempts per S3 request, retries included (botocore's standard mode, with backoff).
+WEBRACE_S3_MAX_ATTEMPTS = 3
+# Seconds to connect to the S3 endpoint, and to wait for each read of an answer.
+WEBRACE_S3_TIMEOUT = 20
 # 304 answers remembered per URL (for WARC revisit records), newest first; 0 = none.
 WEBRACE_STORE_REVISITS = 50
 # fsync each stored body before it gets its name (its bytes are on disk before anything points to

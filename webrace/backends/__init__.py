@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from webrace.rounds.engine import RoundEngine
     from webrace.store.cache import ObjectCache
     from webrace.store.objects import CompressedObjects, ObjectStore
+    from webrace.store.s3 import S3ObjectStore
 
 logger = logging.getLogger(__name__)
 
@@ -101,11 +102,12 @@ def open_object_store(settings: Any) -> CompressedObjects:
     """The body store ``WEBRACE_OBJECT_STORE`` names (loaded with ``load_object``; built with
     its ``from_settings(settings)``): by default a directory (:class:`ObjectStore` on
     :func:`objects_dir`) in both modes. In the distributed mode every worker must use the same
-    one: a directory store carries an id, recorded in Redis by the first worker; a worker whose
-    directory has another id (a share not mounted, a typo) is refused with
-    :class:`SharedStoreMismatch` before it stores anything."""
+    one: a directory store, or a bucket (:mod:`webrace.store.s3`), carries an id, recorded in
+    Redis by the first worker; a worker whose store has another id (a share not mounted, a
+    typo) is refused with :class:`SharedStoreMismatch` before it stores anything."""
     from webrace.backends.redis import RedisObjectStore, prefix
     from webrace.store.objects import ObjectStore
+    from webrace.store.s3 import S3ObjectStore
 
     cls = load_object(settings.get("WEBRACE_OBJECT_STORE") or "webrace.store.objects.ObjectStore")
     if issubclass(cls, RedisObjectStore):  # the mode's own Redis: the factory connects
@@ -113,12 +115,12 @@ def open_object_store(settings: Any) -> CompressedObjects:
     else:
         store = cls.from_settings(settings)
     store.xpack = settings.getbool("WEBRACE_STORE_XPACK")
-    if distributed(settings) and isinstance(store, ObjectStore):
+    if distributed(settings) and isinstance(store, ObjectStore | S3ObjectStore):
         _check_shared(store, connect(settings), prefix(settings))
     return store
 
 
-def _check_shared(store: ObjectStore, client: Any, key_prefix: str) -> None:
+def _check_shared(store: ObjectStore | S3ObjectStore, client: Any, key_prefix: str) -> None:
     mine = store.identity()
     key = f"{key_prefix}objects:id"
     client.set(key, mine, nx=True)
@@ -126,8 +128,8 @@ def _check_shared(store: ObjectStore, client: Any, key_prefix: str) -> None:
     shared = shared.decode() if isinstance(shared, bytes) else shared
     if shared != mine:
         raise SharedStoreMismatch(
-            f"the object store {store.root} (id {mine}) is not the one the other workers of this Redis use "
-            f"(id {shared}): mount the shared directory and point WEBRACE_OBJECTS_DIR at it")
+            f"the object store {store.where} (id {mine}) is not the one the other workers of this Redis use "
+            f"(id {shared}): {store.share_hint}")
 
 
 def open_aci_store(settings: Any) -> AciStore:

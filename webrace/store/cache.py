@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from webrace.records.metainfo import MetaInfo, Revisit, Version, VersionExists
-from webrace.store.objects import ObjectMissing, ObjectStore, digest_of, is_xml_type
+from webrace.store.objects import CompressedObjects, ObjectMissing, digest_of, is_xml_type
 from webrace.xpack import PackedDocument
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class IndexLost(RuntimeError):
 
 
 class ObjectCache:
-    def __init__(self, index: MetaInfoStore, objects: ObjectStore, revisits_kept: int = 50) -> None:
+    def __init__(self, index: MetaInfoStore, objects: CompressedObjects, revisits_kept: int = 50) -> None:
         self.index = index
         self.objects = objects
         self.revisits_kept = revisits_kept  # 304 answers kept per URL (WEBRACE_STORE_REVISITS)

@@ -235,6 +235,13 @@ class ObjectStore(CompressedObjects):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.root)!r})"
 
+    @property
+    def where(self) -> str:
+        """The store, as the shared-store check names it."""
+        return str(self.root)
+
+    share_hint = "mount the shared directory and point WEBRACE_OBJECTS_DIR at it"
+
     def identity(self) -> str:
         """The store's id (``root/.webrace-store``, made on first use): workers sharing a
         store see the same id, so a worker that mounted something else can be told."""
