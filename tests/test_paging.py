@@ -173,20 +173,37 @@ def test_a_page_reads_as_much_at_100_acis_as_at_20000(tmp_path, monkeypatch):
         assert later < first * 1.5, steps
 
 
-def test_an_older_store_gets_its_time_index_on_open(tmp_path):
-    """A store written before aci_owner_time: opened, its ACIs are paged from the new index."""
+def test_an_older_store_gets_its_time_index_from_its_first_read(tmp_path):
+    """A store written before aci_owner_time: its ACIs are paged from the new index, made by the
+    first read that needs it."""
     path = tmp_path / "aci.sqlite"
     with SqliteAciStore(path) as store:
         store.add_pages([[aci("gus", 1000 * n, n)] for n in range(50)])
         store.add_pages([[aci("gus", 10**6, 500)]])  # past the index until close
-    with sqlite3.connect(path) as conn:  # as it was: no time index, no mark that it was made
+    with sqlite3.connect(path) as conn:  # as it was: no time index, no mark of how far it goes
         conn.execute("DROP TABLE aci_owner_time")
-        conn.execute("DELETE FROM aci_meta WHERE name = 'by_time'")
+        conn.execute("DELETE FROM aci_meta WHERE name = 'time_indexed'")
     conn.close()
     with SqliteAciStore(path) as store:
-        assert store.conn.execute("SELECT count(*) FROM aci_owner_time").fetchone()[0] == 51
         seen = walk(store.page, "gus", 8)
+        assert store.conn.execute("SELECT count(*) FROM aci_owner_time").fetchone()[0] == 51
     assert [a.updatetime for a in seen] == [10**6, *(1000 * n for n in reversed(range(50)))]
+
+
+def test_writing_acis_leaves_the_time_index_to_the_first_read(tmp_path):
+    """The crawl does not pay for the web app's index (a row per ACI): the first page read
+    after it brings the index up to date, once; the next reads write nothing."""
+    path = tmp_path / "aci.sqlite"
+    with SqliteAciStore(path) as store:
+        store.add_pages([[aci(f"o{k}", 1000 * n, n) for k in range(30)] for n in range(200)])
+    with SqliteAciStore(path) as store:
+        rows = "SELECT count(*) FROM aci_owner_time"
+        assert store.conn.execute(rows).fetchone()[0] == 0
+        first = store.page("o7", 5)
+        assert store.conn.execute(rows).fetchone()[0] == 30 * 200
+        changes = store.conn.total_changes
+        assert store.page("o7", 5) == first and store.conn.total_changes == changes
+    assert [a.updatetime for a in first] == [1000 * n for n in range(199, 194, -1)]
 
 
 # -- through the web app ----------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import sys
 import threading
 import zlib
@@ -108,6 +109,7 @@ def _int64s(blob: Any, width: int = 1) -> np.ndarray:
 
 _VERSION_FIELDS = "v.id, v.key, v.uri, v.docbase, v.version, v.updatetime, v.filesize, v.format, v.extension, v.title"
 _OWNER_BITS = 25
+_TIME_MARK = "time_indexed"  # aci_meta: the last run of the owner index put in aci_owner_time
 _FIELD_MAX, _OWNER_MAX = 1 << 18, 1 << _OWNER_BITS  # distinct summaries (and relevances) a page version holds; owners
 # ACI stores from before aci_version: one row per ACI (its XML, or its own fields and a row
 # of aci_page); read, acknowledged and kept, never written to
@@ -127,7 +129,7 @@ class SqliteAciStore(AciStore):
         new = not self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'aci_meta'").fetchone()
         self.conn.executescript(_ACI_SCHEMA)
         if new:
-            self.conn.execute("INSERT OR IGNORE INTO aci_meta (name, value) VALUES ('by_time', 1)")
+            self.conn.execute("INSERT OR IGNORE INTO aci_meta (name, value) VALUES ('time_indexed', 0)")
         self.legacy = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'aci'").fetchone()
         if self.legacy:
             with Transaction(self.conn):
@@ -141,7 +143,7 @@ class SqliteAciStore(AciStore):
                 self.conn.execute("CREATE INDEX IF NOT EXISTS aci_owner_newest ON aci(owner, updatetime, id)")
         self._from_rows()
         self._index_again_if_older()
-        self._index_by_time()
+        self._time_index_known()
         self._owner_no: dict[str, int] = {}
         self._spaces: dict[int, tuple[Any, np.ndarray]] = {}  # owner spaces (see PageAcis) -> store numbers
         self._tail, self._tail_pages = self.conn.execute(
@@ -183,7 +185,7 @@ class SqliteAciStore(AciStore):
             for name in ("aci_row", "aci_by_owner", "aci_owner_run", "aci_run"):
                 self.conn.execute(f"DROP TABLE IF EXISTS {name}")
             self.conn.execute("DELETE FROM aci_owner_index")
-            self.conn.execute("DELETE FROM aci_owner_time")
+            self._time_index_again()
             self.conn.execute("DELETE FROM aci_runs")
             self.conn.execute("UPDATE aci_meta SET value = 0 WHERE name = 'indexed'")
             self._index_owners()
@@ -196,28 +198,50 @@ class SqliteAciStore(AciStore):
             with Transaction(self.conn):
                 if self.conn.execute(older).fetchone():
                     self.conn.execute("DROP TABLE aci_owner_rows")
-                    self.conn.execute("DELETE FROM aci_owner_time")
+                    self._time_index_again()
                     self.conn.execute("DELETE FROM aci_runs")
                     self.conn.execute("UPDATE aci_meta SET value = 0 WHERE name = 'indexed'")
                     self._index_owners()
 
-    def _index_by_time(self) -> None:
-        """A store from before aci_owner_time: its owner index's ACIs put in it, once (a run at a
-        time, so memory stays bounded), in one transaction."""
-        done = "SELECT 1 FROM aci_meta WHERE name = 'by_time'"
-        if self.conn.execute(done).fetchone():
+    def _time_index_known(self) -> None:
+        """A store from before aci_owner_time was kept by runs (no ``time_indexed`` mark): its
+        time index is made from the owner index by the first read that needs it."""
+        if not self.conn.execute(f"SELECT 1 FROM aci_meta WHERE name = '{_TIME_MARK}'").fetchone():  # noqa: S608 - a module constant
+            with Transaction(self.conn):
+                if not self.conn.execute(f"SELECT 1 FROM aci_meta WHERE name = '{_TIME_MARK}'").fetchone():  # noqa: S608 - a module constant
+                    self._time_index_again()
+
+    def _time_index_again(self) -> None:
+        """(In the caller's transaction) the time index emptied, to be made again from the runs."""
+        self.conn.execute("DELETE FROM aci_owner_time")
+        self.conn.execute(f"INSERT OR REPLACE INTO aci_meta (name, value) VALUES ('{_TIME_MARK}', 0)")  # noqa: S608 - a module constant
+
+    def _catch_up_by_time(self) -> None:
+        """Before a read of aci_owner_time: the owner index's runs past it put in it (a run at a
+        time, sorted, in one transaction). Done by the reader, not the crawl: a crawl of 10,000
+        owners makes hundreds of thousands of ACIs, and writing a row each as it indexes cost it
+        a fifth of its pages a second; the web app's first page after it pays once, the next
+        ones nothing. A store that cannot be written (read-only) is read as it is."""
+        mark = f"SELECT value FROM aci_meta WHERE name = '{_TIME_MARK}'"  # noqa: S608 - a module constant
+        done = (self.conn.execute(mark).fetchone() or (0,))[0]
+        if not self.conn.execute("SELECT 1 FROM aci_runs WHERE run > ? LIMIT 1", (done,)).fetchone():
             return
-        with Transaction(self.conn):
-            if self.conn.execute(done).fetchone():  # another process did it meanwhile
-                return
-            self.conn.execute("DELETE FROM aci_owner_time")
-            for (run,) in self.conn.execute("SELECT run FROM aci_runs ORDER BY run").fetchall():
-                rows = self.conn.execute(f"SELECT id & {_OWNER_MAX - 1}, rows FROM aci_owner_index "  # noqa: S608 - names are module constants; values are bound
-                                         "WHERE id >> ? = ?", (_OWNER_BITS, run)).fetchall()
-                for owner, blob in rows:
-                    pairs = _int64s(blob, 2).reshape(-1, 2)
-                    self._put_by_time(np.full(len(pairs), owner, dtype=np.int64), pairs[:, 0], pairs[:, 1])
-            self.conn.execute("INSERT OR IGNORE INTO aci_meta (name, value) VALUES ('by_time', 1)")
+        try:
+            with Transaction(self.conn):
+                done = (self.conn.execute(mark).fetchone() or (0,))[0]  # another process may have done it
+                runs = [r for (r,) in self.conn.execute("SELECT run FROM aci_runs WHERE run > ? ORDER BY run",
+                                                        (done,))]
+                for run in runs:
+                    low = run << _OWNER_BITS
+                    for owner, blob in self.conn.execute(
+                            "SELECT id - ?, rows FROM aci_owner_index WHERE id BETWEEN ? AND ?",
+                            (low, low, low | (_OWNER_MAX - 1))).fetchall():
+                        pairs = _int64s(blob, 2).reshape(-1, 2)
+                        self._put_by_time(np.full(len(pairs), owner, dtype=np.int64), pairs[:, 0], pairs[:, 1])
+                if runs:
+                    self.conn.execute(f"UPDATE aci_meta SET value = ? WHERE name = '{_TIME_MARK}'", (runs[-1],))  # noqa: S608 - a module constant
+        except sqlite3.OperationalError as exc:  # read-only, or locked past the busy timeout: read as it is
+            _logger.warning("The ACI store's time index could not be brought up to date: %s", exc)
 
     def _put_by_time(self, owners: np.ndarray, pages: np.ndarray, numbers: np.ndarray) -> None:
         """Rows of aci_owner_time for these (owner, page, number), sorted by its key first (the
@@ -340,7 +364,9 @@ class SqliteAciStore(AciStore):
             pairs = np.concatenate((pairs, np.array([page_id, number], dtype=_INT64)))
             self.conn.execute("INSERT OR REPLACE INTO aci_owner_index (id, rows) VALUES (?, ?)",
                               (run << _OWNER_BITS | owner, pairs.tobytes()))
-        self._put_by_time(numbers >> 38, np.full(len(numbers), page_id, dtype=np.int64), numbers)
+        done = self.conn.execute(f"SELECT value FROM aci_meta WHERE name = '{_TIME_MARK}'").fetchone()  # noqa: S608 - a module constant
+        if done and run is not None and run <= done[0]:  # that run is in the time index already: these too
+            self._put_by_time(numbers >> 38, np.full(len(numbers), page_id, dtype=np.int64), numbers)
 
     def _indexed(self) -> int:
         return self.conn.execute(f"SELECT {_INDEXED}").fetchone()[0]
@@ -435,6 +461,7 @@ class SqliteAciStore(AciStore):
         found: list[tuple[tuple, Any]] = []
         sign, order = (">", "ASC") if newer else ("<", "DESC")
         if number is not None and limit:
+            self._catch_up_by_time()
             where, args = "", ()
             if mark is not None:  # an older layout's ACI stands after the stored layout's of its time
                 where, args = f"AND (updatetime, page) {sign} (?, ?)", (mark[0], mark[2] if mark[1] else 0)
@@ -496,6 +523,7 @@ class SqliteAciStore(AciStore):
         number = self._owner_no.get(owner) or self._number_of(owner)
         found = 0
         if number is not None:
+            self._catch_up_by_time()
             found = self.conn.execute("SELECT count(*) FROM aci_owner_time WHERE owner = ?", (number,)).fetchone()[0]
             found += len(self._tail_of(number))
         if self.legacy:
@@ -561,7 +589,6 @@ class SqliteAciStore(AciStore):
             self.conn.executemany("INSERT OR REPLACE INTO aci_owner_index (id, rows) VALUES (?, ?)",
                                   zip(ids, (pairs[a:b].tobytes() for a, b in
                                             zip(starts, [*starts[1:], len(pairs)], strict=True)), strict=True))
-            self._put_by_time(owner, pairs[:, 0], pairs[:, 1])
             self.conn.execute("INSERT OR IGNORE INTO aci_runs (run) VALUES (?)", (run,))
             self.conn.execute("UPDATE aci_meta SET value = ? WHERE name = 'indexed'", (run,))
         self._tail = self._tail_pages = 0
