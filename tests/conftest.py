@@ -600,6 +600,18 @@ def redis_space(request: pytest.FixtureRequest) -> tuple[redis.Redis, str]:
     return redis.Redis.from_url(request.getfixturevalue("redis_url")), request.getfixturevalue("redis_prefix")
 
 
+@pytest.fixture(params=["sqlite", "redis"])
+def sentinel_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A sentinel store of each backend: SQLite in the test's directory, Redis under its prefix."""
+    from webrace.backends.redis_sentinels import RedisSentinelStore
+    from webrace.backends.sqlite import SqliteSentinelStore
+
+    store = (SqliteSentinelStore(tmp_path / "sentinels.sqlite") if request.param == "sqlite"
+             else RedisSentinelStore(*redis_space(request)))
+    yield store
+    store.close()
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: two test processes a core. Most of the suite's time is spent waiting (on
     `scrapy` subprocesses starting and idling out, on servers, on pacing), not computing:

@@ -5,13 +5,11 @@ delivery's retries. Clocks are injected: no sleeps, no real step."""
 from __future__ import annotations
 
 import pytest
-from conftest import redis_space
 from scrapy.settings import Settings
 from test_round_engine import SITE, crawl
 
 from webrace.backends import open_round_engine, open_sentinel_store, open_urd_store
-from webrace.backends.redis_sentinels import RedisSentinelStore
-from webrace.backends.sqlite import SqliteSentinelStore, SqliteUrdStore
+from webrace.backends.sqlite import SqliteUrdStore
 from webrace.clock import ClockWatch, SteadySeconds, span, steady_reactor, step_line
 from webrace.records.sentinel import make
 from webrace.rounds.engine import Counts
@@ -84,14 +82,6 @@ def test_the_urd_store_makes_due_only_urds_checked_after_now(tmp_path):
         assert store.reclock(BACK) == 0  # done once
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-def sentinel_store(request, tmp_path):
-    if request.param == "sqlite":
-        s = SqliteSentinelStore(tmp_path / "sentinels.sqlite")
-    else:
-        s = RedisSentinelStore(*redis_space(request))
-    yield s
-    s.close()
 
 
 def test_the_sentinel_store_makes_due_only_sentinels_due_beyond_their_interval(sentinel_store):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import redis
-from conftest import Project, redis_space
+from conftest import Project
 from scrapy.settings import Settings
 
 from webrace.backends import open_round_engine, open_sentinel_store
@@ -23,14 +23,9 @@ URL = "http://a.test/page"
 HOUR = 3_600_000
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-def store(request, tmp_path):
-    if request.param == "sqlite":
-        s = SqliteSentinelStore(tmp_path / "sentinels.sqlite")
-    else:
-        s = RedisSentinelStore(*redis_space(request))
-    yield s
-    s.close()
+@pytest.fixture
+def store(sentinel_store):
+    return sentinel_store
 
 
 def sentinel(owner="alice", url=URL, **options):
