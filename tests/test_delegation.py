@@ -1327,3 +1327,59 @@ def test_a_batch_explores_up_to_more_probes_a_url_before_its_last_tenth_and_neve
     assert not may(500, 10, int(choice.EXPLORE_TOTAL * 500))  # the run's bound
     # a stream has no last tenth and no run's bound: the 0.9 ceiling only
     assert not may(500, int(late) + 10, 0, horizon=None) and may(500, 10, 10_000, horizon=None)
+
+
+# -- issue 48: a batch's work a URL independent of its size -------------------------------------
+
+
+def _batch(urls: int, seed: int = 5) -> D.Delegator:
+    """12 crawlers at 1.1x the fair share (capacities bind), an organisation a ten URLs, delegated
+    as a batch (``horizon``), like `scrapy ipmicra delegate`."""
+    sim = D.simulate(12, urls, seed, capacity=math.ceil(1.1 * urls / 12), world=D.World(regions=4, orgs=urls // 10))
+    now = [0.0]
+    delegator = D.Delegator(sim.hierarchy(), sim.prober(), horizon=urls, clock=lambda: now[0])
+    for crawler in sim.crawlers:
+        delegator.register(crawler)
+    for url in sim.urls:
+        delegator.delegate(url)
+        now[0] += 1.0
+    return delegator
+
+
+def test_beyond_the_bound_a_batch_estimates_and_weighs_rows_in_work_linear_in_its_urls(monkeypatch):
+    # the bounds scaled down to this test's sizes (4,000 pages placed, 64 pages of an organisation,
+    # 256 of a crawler explored, in a batch): four times the URLs, at most 1.5 times the work a URL.
+    # Before the bound, rows_estimated a URL went from 20 to 59 here (every page of an organisation
+    # after each exploring probe, every full crawler's page after each surprised move)
+    from webrace.delegation import choice
+
+    monkeypatch.setattr(choice, "UNBOUNDED_PAGES", 100)
+    monkeypatch.setattr(choice, "SETTLE_MAX_PAGES", 100)
+    monkeypatch.setattr(choice, "ORG_ROWS", 16)
+    monkeypatch.setattr(choice, "EXPLORE_PAGES", 32)
+    small, large = _batch(300).stats, _batch(1200).stats
+    for work in ("delegation/rows_estimated", "delegation/rows_weighed"):
+        assert small[work] > 300 and large[work] > 1200, work  # the work is done: rows estimated, explored
+        assert large[work] / 1200 <= 1.5 * small[work] / 300, (work, small[work], large[work])
+
+
+def test_the_kept_stacks_give_the_ways_stacked_anew_from_every_page():
+    # the edges of the ways to make room, read from the stacks kept as pages move and rows are
+    # estimated again, are those stacked from every page of each full crawler, as before issue 48
+    delegator = _batch(300)
+    policy = delegator.policy
+    ids = list(delegator.crawlers)
+    policy._sync(ids)
+    full = [c for c in ids if not delegator._room(c, 1)]
+    assert full
+    for crawler in full:
+        keys = sorted(delegator._held[crawler])
+        rows = np.vstack([policy._row(policy.rows, key, len(ids)) for key in keys])
+        cautious = np.vstack([policy._row(policy.cautious, key, len(ids)) for key in keys])
+        with np.errstate(invalid="ignore"):
+            extra = cautious - rows[:, ids.index(crawler)][:, None]
+        extra[~np.isfinite(extra)] = np.inf
+        cheapest = extra.argmin(axis=0)
+        expected = {b: (float(extra[cheapest[j], j]), keys[cheapest[j]]) for j, b in enumerate(ids)
+                    if b != crawler and math.isfinite(extra[cheapest[j], j])}
+        assert policy._edges(crawler, ids) == expected

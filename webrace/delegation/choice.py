@@ -142,6 +142,10 @@ REFRESH = 100  # pages placed (at least, and a tenth of all) between two estimat
 UNBOUNDED_PAGES = 4000
 ORG_ROWS = 64
 EXPLORE_PAGES = 256
+# beyond UNBOUNDED_PAGES, the rows estimated again are, every REFRESH pages placed, the ROLLING
+# times that many estimated longest ago (a row every ROLLING-th of the pages placed), not every row
+# every tenth of the pages placed: 10 rows a page, 1,000 estimates with 100 crawlers, half a batch's time
+ROLLING = 3
 EVENTS_MAX = 10_000  # pages' comings and goings kept for the stacks (:class:`_Stack`) before they are read
 
 
@@ -222,6 +226,7 @@ class KnowledgePolicy:
         # each, and how many of them each crawler holds
         self._stacks: dict[str, _Stack] = {}
         self._restated: set[str] = set()
+        self._age: dict[str, None] = {}  # pages, their rows estimated longest ago first
         self.anchors: dict[str, tuple] = {}
         self.org_pages: dict[tuple, set[str]] = {}
         self.org_on: dict[tuple, dict[str, int]] = {}
@@ -530,9 +535,16 @@ class KnowledgePolicy:
         if not self.d.movable:  # no page moves: a full crawler has no room at any price
             return {c: math.inf if c in full else 0.0 for c in self.d.crawlers}, {}, ()
         moves: list[Move] = []
-        if full and self.stale >= max(REFRESH, len(self.ips) // 10):
-            self._refresh(list(self.d.crawlers))
-            moves += self._improve()
+        bounded = len(self.ips) > UNBOUNDED_PAGES
+        if full and self.stale >= max(REFRESH, 0 if bounded else len(self.ips) // 10):
+            if bounded:
+                keys = self._oldest(ROLLING * self.stale)
+                self._restate_rows(keys)
+                self.stale = 0
+                moves += self._improve(set(keys))
+            else:
+                self._refresh(list(self.d.crawlers))
+                moves += self._improve()
         for _ in range(MAX_CANCELS):  # each cancelled cycle lowers the estimated total: it ends
             cost, via, cycle = self._ways()
             if not cycle:
@@ -551,20 +563,21 @@ class KnowledgePolicy:
                 cost[a] = math.inf
         return cost, via, tuple(moves)
 
-    def _improve(self) -> list[Move]:
+    def _improve(self, keys: set[str] | None = None) -> list[Move]:
         """Pages on crawlers that are not full, which what is known now says a crawler with
         room serves faster (a page moved there by an estimate that proved wrong, an
         organisation learnt since), move there: each is probed there first where nothing
         near backs the estimate, and moves only if the probe confirms it. Full crawlers'
         pages are the ways' business (:meth:`_ways`). The probes are counted in
-        ``self.verified``."""
+        ``self.verified``. ``keys``: those pages only (else every page)."""
         d, knowledge = self.d, self.knowledge
         ids = list(d.crawlers)
         moves: list[Move] = []
         for source in ids:
             if not d._room(source, 1):
                 continue
-            for key in sorted(d._held.get(source, ())):
+            held = d._held.get(source, ())
+            for key in sorted(held if keys is None else (key for key in keys if key in held)):
                 rows, cautious = self._row(self.rows, key, len(ids)), self._row(self.cautious, key, len(ids))
                 now = rows[ids.index(source)]
                 if not math.isfinite(now):  # nothing known of where it is: nothing to save (and no inf - inf)
@@ -895,6 +908,8 @@ class KnowledgePolicy:
     def _set_row(self, key: str, estimates: dict[str, Estimate]) -> None:
         found = [estimates[c] for c in self.d.crawlers]
         self._restated.add(key)
+        self._age.pop(key, None)
+        self._age[key] = None
         self.d.stats["delegation/rows_estimated"] += 1
         self.rows[key] = np.array([e.ms for e in found])
         if self.d.explore or self.d.horizon is not None:  # only exploring and settling read them
@@ -907,13 +922,26 @@ class KnowledgePolicy:
     def _refresh(self, full: list[str]) -> None:
         """The rows of the pages on full crawlers (those that may move) estimated again from
         what is known now, more than when they came."""
+        self._restate_rows([key for c in full for key in self.d._held.get(c, ())])
+        self.stale = 0
+
+    def _restate_rows(self, keys: list[str]) -> None:
         by_ip: dict[IPAddress, dict[str, Estimate]] = {}
-        for key in (key for c in full for key in self.d._held.get(c, ())):
+        for key in keys:
             ip = self.ips[key]
             if ip not in by_ip:
                 by_ip[ip] = {c: self.knowledge.estimate(c, ip) for c in self.d.crawlers}
             self._set_row(key, by_ip[ip])
-        self.stale = 0
+
+    def _oldest(self, count: int) -> list[str]:
+        """The ``count`` pages placed whose rows were estimated longest ago."""
+        crawler_of, found = self.d._page_crawler, []
+        for key in self._age:
+            if len(found) >= count:
+                break
+            if key in crawler_of:
+                found.append(key)
+        return found
 
     # -- dynamic calibration --------------------------------------------------------------
 
