@@ -343,7 +343,7 @@ class KnowledgePolicy:
             gain[~np.isfinite(gain) | (t <= 0) | ~(sd > 0)] = 0.0
             gain[:, column] = 0.0
             keys = [stack.keys[i] for i in live]
-            gain *= np.array([1.0 + EXPLORE_SHARE * (alike(self.anchors[key]) - 1) for key in keys])[:, None]
+            gain *= np.array([1.0 + EXPLORE_SHARE * (alike(self._anchor_of(key)) - 1) for key in keys])[:, None]
             most = float(gain.max())
             if most > best_gain:  # of pairs worth alike, the first page in key order, then crawler
                 i, j = min((keys[i], j) for i, j in np.argwhere(gain == most))
@@ -357,7 +357,7 @@ class KnowledgePolicy:
         ms = Session(d.prober, page_ip, self.knowledge).probe(target)
         self.knowledge.check(estimate, ms, page_ip, count=False, calibrate=False)
         self.verified += 1
-        for other in self._alike(self.anchors[key], full, d._page_crawler[key]):
+        for other in self._alike(self._anchor_of(key), full, d._page_crawler[key]):
             other_ip = self.ips[other]
             self._set_row(other, {c: self.knowledge.estimate(c, other_ip) for c in ids})
         return True
@@ -417,7 +417,7 @@ class KnowledgePolicy:
             else:  # what the probes taught, of their organisations' pages, ORG_ROWS of each at most
                 found: dict[str, None] = {}
                 for key in probed:
-                    found.update(dict.fromkeys(self._alike(self.anchors[key], set(full), d._page_crawler[key])))
+                    found.update(dict.fromkeys(self._alike(self._anchor_of(key), set(full), d._page_crawler[key])))
                 for key in found:
                     page_ip = self.ips[key]
                     self._set_row(key, {c: knowledge.estimate(c, page_ip) for c in ids})
@@ -841,6 +841,14 @@ class KnowledgePolicy:
                 stack.put(key, self._rows_of(key, width))
         return stack
 
+    def _anchor_of(self, key: str) -> tuple | None:
+        """The page's organisation (its anchor), once its address is known."""
+        anchor = self.anchors.get(key)
+        if anchor is None and key in self.ips:
+            anchor = self.anchors[key] = self.knowledge.anchor(self.ips[key])
+            self.org_pages.setdefault(anchor, set()).add(key)
+        return anchor
+
     def _rows_of(self, key: str, width: int) -> list[np.ndarray]:
         return [self._row(rows, key, width) for rows in (self.rows, self.cautious, self.mus, self.vars)]
 
@@ -852,7 +860,7 @@ class KnowledgePolicy:
             self._stacks = {}
         events = self.d._events
         for key, crawler_id, came in events:
-            anchor = self.anchors.get(key)
+            anchor = self._anchor_of(key)
             if anchor is not None:
                 on = self.org_on.setdefault(anchor, {})
                 on[crawler_id] = on.get(crawler_id, 0) + (1 if came else -1)
@@ -897,8 +905,7 @@ class KnowledgePolicy:
                moves: tuple[Move, ...] = (), estimates: dict[str, Estimate] | None = None,
                verified: int = 0) -> Decision:
         self.ips[key] = ip
-        anchor = self.anchors[key] = self.knowledge.anchor(ip)
-        self.org_pages.setdefault(anchor, set()).add(key)
+        self._anchor_of(key)
         self._set_row(key, estimates or {c: self.knowledge.estimate(c, ip) for c in self.d.crawlers})
         self.stale += 1
         if len(self.d._events) > EVENTS_MAX:  # a stream whose capacities never bind reads none of them
