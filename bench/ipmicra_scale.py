@@ -4,8 +4,8 @@ baseline (another checkout, ``--baseline``: main before issue 48) and candidate 
 the same run, on the same files.
 
 Each size is a simulated world (``webrace.delegation.simulator``) whose organisations grow with
-the batch (one a ten URLs, Zipf-sized as the simulator draws them: the largest has about a
-tenth of the URLs), written as the command reads them (RIR lines, crawlers, the latency table of
+the batch (one a ten URLs, up to 1,000; Zipf-sized as the simulator draws them: the largest has
+about a seventh of the URLs), written as the command reads them (RIR lines, crawlers, the latency table of
 every crawler to every URL's address, the URLs). The command is run as a user runs it, reading
 and writing included, once a size and tree; a run over ``--timeout`` is stopped and printed as
 such. Prints, a size, each tree's seconds and seconds a URL, the baseline's time over the
@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 from webrace.delegation import World, simulate  # noqa: E402
 
 MAX_SIZE = 1_000_000
+MAX_ORGS = 1_000  # organisations a world, at most: 2,000 overflow the simulator's /8 a region
 MAX_CRAWLERS = 1_000
 
 
@@ -46,7 +47,8 @@ def world_files(directory: Path, urls: int, crawlers: int, capacity: float, seed
     """The command's input files for a simulated batch of ``urls`` URLs in ``directory``; the seconds it took."""
     start = time.perf_counter()
     pages = math.ceil(capacity * urls / crawlers)
-    sim = simulate(crawlers, urls, seed, capacity=pages, world=World(regions=5, orgs=max(20, urls // 10)))
+    orgs = min(MAX_ORGS, max(20, urls // 10))
+    sim = simulate(crawlers, urls, seed, capacity=pages, world=World(regions=5, orgs=orgs))
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "rir.txt").write_text("\n".join(sim.rir_lines) + "\n")
     (directory / "crawlers.json").write_text(json.dumps(
@@ -102,7 +104,7 @@ def main() -> int:
         parser.error(f"--baseline {args.baseline}: not a WebRACE checkout")
     trees = ([("baseline", args.baseline)] if args.baseline else []) + [("candidate", ROOT)]
     print(f"scrapy ipmicra delegate, {args.crawlers} crawlers at {args.capacity:g}x the fair share, an organisation "
-          f"a ten URLs, world seed {args.seed}; " + ", ".join(f"{name} {tree}" for name, tree in trees), flush=True)
+          f"a ten URLs up to {MAX_ORGS:,}, world seed {args.seed}; " + ", ".join(f"{name} {tree}" for name, tree in trees), flush=True)
     print(f"{'URLs':>8} | {'world s':>7} | " + " | ".join(f"{name + ' s':>12} {'s/URL':>8}" for name, _ in trees)
           + (" | baseline/candidate" if args.baseline else ""), flush=True)
     per_url: dict[int, float] = {}
