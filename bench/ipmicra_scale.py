@@ -104,7 +104,8 @@ def main() -> int:
         parser.error(f"--baseline {args.baseline}: not a WebRACE checkout")
     trees = ([("baseline", args.baseline)] if args.baseline else []) + [("candidate", ROOT)]
     print(f"scrapy ipmicra delegate, {args.crawlers} crawlers at {args.capacity:g}x the fair share, an organisation "
-          f"a ten URLs up to {MAX_ORGS:,}, world seed {args.seed}; " + ", ".join(f"{name} {tree}" for name, tree in trees), flush=True)
+          f"a ten URLs up to {MAX_ORGS:,}, world seed {args.seed}; "
+          + ", ".join(f"{name} {tree}" for name, tree in trees), flush=True)
     print(f"{'URLs':>8} | {'world s':>7} | " + " | ".join(f"{name + ' s':>12} {'s/URL':>8}" for name, _ in trees)
           + (" | baseline/candidate" if args.baseline else ""), flush=True)
     per_url: dict[int, float] = {}
