@@ -1347,20 +1347,25 @@ def _batch(urls: int, seed: int = 5) -> D.Delegator:
 
 
 def test_beyond_the_bound_a_batch_estimates_and_weighs_rows_in_work_linear_in_its_urls(monkeypatch):
-    # the bounds scaled down to this test's sizes (4,000 pages placed, 64 pages of an organisation,
-    # 256 of a crawler explored, in a batch): four times the URLs, at most 1.5 times the work a URL.
-    # Before the bound, rows_estimated a URL went from 20 to 59 here (every page of an organisation
-    # after each exploring probe, every full crawler's page after each surprised move)
+    # the bounds scaled down to this test's sizes (1,000 pages placed, 256 pages of an organisation,
+    # 256 of a crawler explored, in a batch): four times the URLs, at most 1.5 times the work a URL,
+    # counted as the estimates made for rows (a row is 12, one a crawler) and the pages explored.
+    # Unbounded, the estimates a URL went from 241 to 704 here (every crawler's, for every page of
+    # an organisation after each exploring probe, every full crawler's page after each surprise)
     from webrace.delegation import choice
 
     monkeypatch.setattr(choice, "UNBOUNDED_PAGES", 100)
     monkeypatch.setattr(choice, "SETTLE_MAX_PAGES", 100)
     monkeypatch.setattr(choice, "ORG_ROWS", 16)
     monkeypatch.setattr(choice, "EXPLORE_PAGES", 32)
-    small, large = _batch(300).stats, _batch(1200).stats
-    for work in ("delegation/rows_estimated", "delegation/rows_weighed"):
-        assert small[work] > 300 and large[work] > 1200, work  # the work is done: rows estimated, explored
-        assert large[work] / 1200 <= 1.5 * small[work] / 300, (work, small[work], large[work])
+    work = {}
+    for urls in (300, 1200):
+        stats = _batch(urls).stats
+        estimates = 12 * stats["delegation/rows_estimated"] + stats["delegation/cells_estimated"]
+        work[urls] = (estimates / urls, stats["delegation/rows_weighed"] / urls)
+        assert stats["delegation/cells_estimated"] > 0 and stats["delegation/rows_weighed"] > urls  # explored
+    for small, large in zip(work[300], work[1200], strict=True):
+        assert large <= 1.5 * small, work
 
 
 def test_the_kept_stacks_give_the_ways_stacked_anew_from_every_page():

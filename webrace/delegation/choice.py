@@ -132,15 +132,16 @@ INQUIRE_MIN = 100
 UNREACHABLE = 1e9  # ms: a cost the min-cost assignment never picks while anything else fits
 REFRESH = 100  # pages placed (at least, and a tenth of all) between two estimations of the rows that may move
 # Issue 48: a batch's work a URL independent of its size. Up to UNBOUNDED_PAGES pages placed (the
-# bench's batches of 1,000 URLs, and 4 times that), what a probe teaches an organisation is applied
-# to every page of it full crawlers hold, and exploring weighs every page they hold; beyond, to at
-# most ORG_ROWS of them (those on the probed page's crawler first; the periodic estimation of every
-# row, REFRESH, applies it to the rest), and exploring weighs, of each full crawler, the
-# EXPLORE_PAGES pages farthest from it (a move saves most where a page is far). With 100 crawlers
-# an organisation of the batch's largest had ~10% of 100,000 URLs: re-estimating all of its pages'
-# rows after each exploring probe took 74% of a batch of 2,000.
-UNBOUNDED_PAGES = 4000
-ORG_ROWS = 64
+# bench's batches of 1,000 URLs, on which every rule was decided), what a probe teaches an
+# organisation is applied to every page of it full crawlers hold, every crawler's estimate, and
+# exploring weighs every page they hold; beyond, the probed crawler's estimates of ORG_ROWS of them
+# at most (those on the probed page's crawler first; the rows' rolling estimation, ROLLING, brings
+# the rest and the other crawlers'), and exploring weighs, of each full crawler, the EXPLORE_PAGES
+# pages farthest from it (a move saves most where a page is far). With 100 crawlers and the largest
+# organisation a seventh of the batch, re-estimating all of its pages' rows for every crawler after
+# each exploring probe took 74% of a batch of 2,000 URLs and grew with the square of the batch.
+UNBOUNDED_PAGES = 1000
+ORG_ROWS = 256
 EXPLORE_PAGES = 256
 # beyond UNBOUNDED_PAGES, the rows estimated again are, every REFRESH pages placed, the ROLLING
 # times that many estimated longest ago (a row every ROLLING-th of the pages placed), not every row
@@ -357,10 +358,24 @@ class KnowledgePolicy:
         ms = Session(d.prober, page_ip, self.knowledge).probe(target)
         self.knowledge.check(estimate, ms, page_ip, count=False, calibrate=False)
         self.verified += 1
-        for other in self._alike(self._anchor_of(key), full, d._page_crawler[key]):
-            other_ip = self.ips[other]
-            self._set_row(other, {c: self.knowledge.estimate(c, other_ip) for c in ids})
+        self._teach(key, target, full)
         return True
+
+    def _teach(self, key: str, target: str, full: set[str]) -> None:
+        """A probe of page ``key`` by ``target`` taught its organisation: the rows of its pages
+        the ``full`` crawlers hold estimated again; beyond UNBOUNDED_PAGES pages placed, ORG_ROWS
+        of them at most, and only ``target``'s estimates (what the probe changes most; the other
+        crawlers' are left to the rows' rolling estimation)."""
+        ids = list(self.d.crawlers)
+        pages = self._alike(self._anchor_of(key), full, self.d._page_crawler[key])
+        if len(self.ips) <= UNBOUNDED_PAGES:
+            for other in pages:
+                other_ip = self.ips[other]
+                self._set_row(other, {c: self.knowledge.estimate(c, other_ip) for c in ids})
+            return
+        column = ids.index(target)
+        for other in pages:
+            self._set_cell(other, column, self.knowledge.estimate(target, self.ips[other]))
 
     def _alike(self, anchor: tuple, full: set[str], first: str) -> list[str]:
         """The pages of the organisation ``anchor`` that the ``full`` crawlers hold, in key
@@ -396,14 +411,14 @@ class KnowledgePolicy:
         d, knowledge = self.d, self.knowledge
         ids = list(d.crawlers)
         probes, surprised, seen, at = 0, False, {crawler_id}, crawler_id
-        probed: list[str] = []
+        probed: list[tuple[str, str]] = []
         while not d._room(at, 1) and at in via and via[at][0] not in seen:
             target, key = via[at]
             seen.add(target)
             page_ip = self.ips[key]
             estimate = knowledge.estimate(target, page_ip)
             if not estimate.near:
-                probed.append(key)
+                probed.append((key, target))
                 used = self._row(self.cautious, key, len(ids))[ids.index(target)]
                 ms = Session(d.prober, page_ip, knowledge).probe(target)
                 knowledge.check(estimate, ms, page_ip, count=False)
@@ -414,13 +429,9 @@ class KnowledgePolicy:
             full = [c for c in ids if not d._room(c, 1)]
             if len(self.ips) <= UNBOUNDED_PAGES:
                 self._refresh(full)
-            else:  # what the probes taught, of their organisations' pages, ORG_ROWS of each at most
-                found: dict[str, None] = {}
-                for key in probed:
-                    found.update(dict.fromkeys(self._alike(self._anchor_of(key), set(full), d._page_crawler[key])))
-                for key in found:
-                    page_ip = self.ips[key]
-                    self._set_row(key, {c: knowledge.estimate(c, page_ip) for c in ids})
+            else:  # what the probes taught, of their organisations' pages
+                for key, target in probed:
+                    self._teach(key, target, set(full))
         return probes, surprised
 
     def worth(self, pages: int) -> float:
@@ -931,6 +942,22 @@ class KnowledgePolicy:
         what is known now, more than when they came."""
         self._restate_rows([key for c in full for key in self.d._held.get(c, ())])
         self.stale = 0
+
+    def _set_cell(self, key: str, column: int, estimate: Estimate) -> None:
+        """One crawler's estimate in a page's row (as :meth:`_set_row` sets them all)."""
+        width = len(self.d.crawlers)
+        e = estimate
+        cells = [(self.rows, e.ms),
+                 (self.cautious, math.exp(min(700.0, e.mu + CAUTION * math.sqrt(e.var))) if e.known else math.inf)]
+        if self.d.explore or self.d.horizon is not None:
+            cells += [(self.mus, e.mu if e.known else math.inf),
+                      (self.vars, e.var if e.kind not in (IP, EXACT) else 0.0), (self.near, 1.0 if e.near else 0.0)]
+        for rows, value in cells:
+            row = self._row(rows, key, width).copy()
+            row[column] = value
+            rows[key] = row
+        self._restated.add(key)
+        self.d.stats["delegation/cells_estimated"] += 1
 
     def _restate_rows(self, keys: list[str]) -> None:
         by_ip: dict[IPAddress, dict[str, Estimate]] = {}
