@@ -1388,3 +1388,19 @@ def test_the_kept_stacks_give_the_ways_stacked_anew_from_every_page():
         expected = {b: (float(extra[cheapest[j], j]), keys[cheapest[j]]) for j, b in enumerate(ids)
                     if b != crawler and math.isfinite(extra[cheapest[j], j])}
         assert policy._edges(crawler, ids) == expected
+
+
+def test_a_batch_on_a_clock_standing_at_a_whole_second_delegates_alike_whatever_the_second():
+    # `scrapy ipmicra delegate` stands its clock still on the whole second it starts: at 1764390000.123
+    # and at 1764390077.9 this batch was delegated differently (a sum of n equal fractional times over n
+    # is not always that time again, and the drift terms turned near-ties); at whole seconds, alike
+    sim = D.simulate(8, 300, 1, capacity=42, world=D.World(regions=5, orgs=30))
+    found = []
+    for second in (1764390000.0, 1764390077.0):
+        delegator = D.Delegator(sim.hierarchy(), sim.prober(), horizon=len(sim.urls), clock=lambda s=second: s)
+        for crawler in sim.crawlers:
+            delegator.register(crawler)
+        for url in sim.urls:
+            delegator.delegate(url)
+        found.append({url: delegator.assigned(url) for url in sim.urls})
+    assert found[0] == found[1]
