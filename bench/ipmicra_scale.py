@@ -5,7 +5,7 @@ the same run, on the same files.
 
 Each size is a simulated world (``webrace.delegation.simulator``) whose organisations grow with
 the batch (one a ten URLs, up to 1,000; Zipf-sized as the simulator draws them: the largest has
-about a seventh of the URLs), written as the command reads them (RIR lines, crawlers, the latency table of
+a fifth to a seventh of the URLs), written as the command reads them (RIR lines, crawlers, the latency table of
 every crawler to every URL's address, the URLs). The command is run as a user runs it, reading
 and writing included, once a size and tree; a run over ``--timeout`` is stopped and printed as
 such. Prints, a size, each tree's seconds and seconds a URL, the baseline's time over the
