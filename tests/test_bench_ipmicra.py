@@ -37,3 +37,31 @@ def test_repeats_out_of_range_are_refused_in_one_line(bench, monkeypatch, capsys
         bench.main()
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and "--repeats 1 to 20" in err and "Traceback" not in err
+
+
+def test_the_scale_bench_times_the_command_on_each_size_for_both_trees(load_bench, monkeypatch, capsys, tmp_path):
+    # this tree against itself, on two small batches: both run the real command on the files written
+    scale = load_bench("ipmicra_scale")
+    monkeypatch.setattr(sys, "argv", ["ipmicra_scale.py", "--baseline", str(scale.ROOT), "--sizes", "40,80",
+                                      "--crawlers", "3", "--keep", str(tmp_path)])
+    assert scale.main() == 0
+    out = capsys.readouterr().out
+    for size in (40, 80):
+        lines = (tmp_path / f"urls-{size}" / "candidate.jsonl").read_text().splitlines()
+        assert len(lines) == size
+        assert (tmp_path / f"urls-{size}" / "baseline.jsonl").read_text().splitlines() == lines  # same tree, same file
+        assert f"Delegated {size} URL(s)" in out
+    assert "candidate's time a URL against 40 URLs: 40: 1.00x, 80: " in out
+
+
+@pytest.mark.parametrize(("flag", "value", "words"), [("--sizes", "10,x", "URLs are integers"),
+                                                      ("--sizes", "0", "--sizes take 1 to"),
+                                                      ("--crawlers", "0", "--crawlers 1 to"),
+                                                      ("--baseline", "/nonexistent", "not a WebRACE checkout")])
+def test_the_scale_bench_refuses_bad_options_in_one_line(load_bench, monkeypatch, capsys, flag, value, words):
+    scale = load_bench("ipmicra_scale")
+    monkeypatch.setattr(sys, "argv", ["ipmicra_scale.py", flag, value])
+    with pytest.raises(SystemExit) as exit_:
+        scale.main()
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and words in err and "Traceback" not in err

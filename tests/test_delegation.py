@@ -1327,3 +1327,80 @@ def test_a_batch_explores_up_to_more_probes_a_url_before_its_last_tenth_and_neve
     assert not may(500, 10, int(choice.EXPLORE_TOTAL * 500))  # the run's bound
     # a stream has no last tenth and no run's bound: the 0.9 ceiling only
     assert not may(500, int(late) + 10, 0, horizon=None) and may(500, 10, 10_000, horizon=None)
+
+
+# -- issue 48: a batch's work a URL independent of its size -------------------------------------
+
+
+def _batch(urls: int, seed: int = 5) -> D.Delegator:
+    """12 crawlers at 1.1x the fair share (capacities bind), an organisation a ten URLs, delegated
+    as a batch (``horizon``), like `scrapy ipmicra delegate`."""
+    sim = D.simulate(12, urls, seed, capacity=math.ceil(1.1 * urls / 12), world=D.World(regions=4, orgs=urls // 10))
+    now = [0.0]
+    delegator = D.Delegator(sim.hierarchy(), sim.prober(), horizon=urls, clock=lambda: now[0])
+    for crawler in sim.crawlers:
+        delegator.register(crawler)
+    for url in sim.urls:
+        delegator.delegate(url)
+        now[0] += 1.0
+    return delegator
+
+
+def test_beyond_the_bound_a_batch_estimates_and_weighs_rows_in_work_linear_in_its_urls(monkeypatch):
+    # the bounds scaled down to this test's sizes (1,000 pages placed, 256 pages of an organisation,
+    # 256 of a crawler explored, in a batch): four times the URLs, at most 1.5 times the work a URL,
+    # counted as the estimates made for rows (a row is 12, one a crawler) and the pages explored.
+    # Unbounded, the estimates a URL went from 241 to 704 here (every crawler's, for every page of
+    # an organisation after each exploring probe, every full crawler's page after each surprise)
+    from webrace.delegation import choice
+
+    monkeypatch.setattr(choice, "UNBOUNDED_PAGES", 100)
+    monkeypatch.setattr(choice, "SETTLE_MAX_PAGES", 100)
+    monkeypatch.setattr(choice, "ORG_ROWS", 16)
+    monkeypatch.setattr(choice, "EXPLORE_PAGES", 32)
+    work = {}
+    for urls in (300, 1200):
+        stats = _batch(urls).stats
+        estimates = 12 * stats["delegation/rows_estimated"] + stats["delegation/cells_estimated"]
+        work[urls] = (estimates / urls, stats["delegation/rows_weighed"] / urls)
+        assert stats["delegation/cells_estimated"] > 0 and stats["delegation/rows_weighed"] > urls  # explored
+    for small, large in zip(work[300], work[1200], strict=True):
+        assert large <= 1.5 * small, work
+
+
+def test_the_kept_stacks_give_the_ways_stacked_anew_from_every_page():
+    # the edges of the ways to make room, read from the stacks kept as pages move and rows are
+    # estimated again, are those stacked from every page of each full crawler, as before issue 48
+    delegator = _batch(300)
+    policy = delegator.policy
+    ids = list(delegator.crawlers)
+    policy._sync(ids)
+    full = [c for c in ids if not delegator._room(c, 1)]
+    assert full
+    for crawler in full:
+        keys = sorted(delegator._held[crawler])
+        rows = np.vstack([policy._row(policy.rows, key, len(ids)) for key in keys])
+        cautious = np.vstack([policy._row(policy.cautious, key, len(ids)) for key in keys])
+        with np.errstate(invalid="ignore"):
+            extra = cautious - rows[:, ids.index(crawler)][:, None]
+        extra[~np.isfinite(extra)] = np.inf
+        cheapest = extra.argmin(axis=0)
+        expected = {b: (float(extra[cheapest[j], j]), keys[cheapest[j]]) for j, b in enumerate(ids)
+                    if b != crawler and math.isfinite(extra[cheapest[j], j])}
+        assert policy._edges(crawler, ids) == expected
+
+
+def test_a_batch_on_a_clock_standing_at_a_whole_second_delegates_alike_whatever_the_second():
+    # `scrapy ipmicra delegate` stands its clock still on the whole second it starts: at 1764390000.123
+    # and at 1764390077.9 this batch was delegated differently (a sum of n equal fractional times over n
+    # is not always that time again, and the drift terms turned near-ties); at whole seconds, alike
+    sim = D.simulate(8, 300, 1, capacity=42, world=D.World(regions=5, orgs=30))
+    found = []
+    for second in (1764390000.0, 1764390077.0):
+        delegator = D.Delegator(sim.hierarchy(), sim.prober(), horizon=len(sim.urls), clock=lambda s=second: s)
+        for crawler in sim.crawlers:
+            delegator.register(crawler)
+        for url in sim.urls:
+            delegator.delegate(url)
+        found.append({url: delegator.assigned(url) for url in sim.urls})
+    assert found[0] == found[1]

@@ -173,8 +173,10 @@ class Command(ScrapyCommand):
         urls = [(number, url, ip) for number, url, ip in urls if ip not in dead]
         # the URLs are a batch: the delegator knows how many are left (its horizon); the table is
         # one moment's measurements, so the clock stands still: read as it runs, its drift terms
-        # moved variances by 1e-12, which turned near-ties, and the same files gave different outputs
-        start = time.time()
+        # moved variances by 1e-12, which turned near-ties, and the same files gave different outputs;
+        # and a whole second: a sum of n fractional times over n is not always the time again, so the
+        # same files gave outputs that depended on the instant they were read (issue 48)
+        start = float(int(time.time()))
         delegator = Delegator(hierarchy, TableProber(rows), threshold_ms=opts.threshold_ms,
                               lookahead=lookahead, strategy=opts.strategy, horizon=len(urls), clock=lambda: start,
                               **self.budget)

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -130,6 +131,70 @@ INQUIRE_RESERVE = 0.8
 INQUIRE_MIN = 100
 UNREACHABLE = 1e9  # ms: a cost the min-cost assignment never picks while anything else fits
 REFRESH = 100  # pages placed (at least, and a tenth of all) between two estimations of the rows that may move
+# Issue 48: a batch's work a URL independent of its size. Up to UNBOUNDED_PAGES pages placed (the
+# bench's batches of 1,000 URLs, on which every rule was decided), what a probe teaches an
+# organisation is applied to every page of it full crawlers hold, every crawler's estimate, and
+# exploring weighs every page they hold; beyond, the probed crawler's estimates of ORG_ROWS of them
+# at most (those on the probed page's crawler first; the rows' rolling estimation, ROLLING, brings
+# the rest and the other crawlers'), and exploring weighs, of each full crawler, the EXPLORE_PAGES
+# pages farthest from it (a move saves most where a page is far). With 100 crawlers and the largest
+# organisation a seventh of the batch, re-estimating all of its pages' rows for every crawler after
+# each exploring probe took 74% of a batch of 2,000 URLs and grew with the square of the batch.
+UNBOUNDED_PAGES = 1000
+ORG_ROWS = 256
+EXPLORE_PAGES = 256
+# beyond UNBOUNDED_PAGES, the rows estimated again are, every REFRESH pages placed, the ROLLING
+# times that many estimated longest ago (a row every ROLLING-th of the pages placed), not every row
+# every tenth of the pages placed: 10 rows a page, 1,000 estimates with 100 crawlers, half a batch's time
+ROLLING = 3
+EVENTS_MAX = 10_000  # pages' comings and goings kept for the stacks (:class:`_Stack`) before they are read
+
+
+class _Stack:
+    """One crawler's pages' rows stacked, a slot a page (slots of pages that left are reused):
+    what :meth:`KnowledgePolicy._edges` and :meth:`KnowledgePolicy._explore` read, kept as pages
+    come and go and rows are estimated again, instead of stacked anew from every page for every
+    URL. ``edges``: :meth:`KnowledgePolicy._edges`' answer, until the stack changes."""
+
+    __slots__ = ("arrays", "edges", "free", "keys", "slot", "width")
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.slot: dict[str, int] = {}
+        self.keys: list[str | None] = []
+        self.free: list[int] = []
+        self.arrays = [np.full((8, width), np.inf) for _ in range(4)]  # rows, cautious, mus, vars
+        self.edges: dict[str, tuple[float, str]] | None = None
+
+    def put(self, key: str, rows: list[np.ndarray]) -> None:
+        i = self.slot.get(key)
+        if i is None:
+            if self.free:
+                i = self.free.pop()
+            else:
+                i = len(self.keys)
+                self.keys.append(None)
+                if i >= len(self.arrays[0]):
+                    self.arrays = [np.vstack([a, np.full(a.shape, np.inf)]) for a in self.arrays]
+            self.slot[key] = i
+            self.keys[i] = key
+        for array, row in zip(self.arrays, rows, strict=True):
+            array[i] = row
+        self.edges = None
+
+    def drop(self, key: str) -> None:
+        i = self.slot.pop(key, None)
+        if i is None:
+            return
+        self.keys[i] = None
+        self.free.append(i)
+        for array in self.arrays:
+            array[i] = np.inf
+        self.edges = None
+
+    def live(self) -> np.ndarray:
+        """The slots of the pages, in the order of their keys."""
+        return np.array([i for _, i in sorted(self.slot.items())], dtype=int)
 
 
 class KnowledgePolicy:
@@ -157,6 +222,16 @@ class KnowledgePolicy:
         self.exploring: deque[int] = deque()
         self.recent: deque[tuple[int, int]] = deque()  # (URL number, its probes) over the last EXPLORE_WINDOW URLs
         self.recent_probes = 0  # their sum
+        # issue 48: the full crawlers' pages' rows stacked, kept as pages move (the ledger's events)
+        # and rows are estimated again (``_restated``); every page's organisation, the pages of
+        # each, and how many of them each crawler holds
+        self._stacks: dict[str, _Stack] = {}
+        self._restated: set[str] = set()
+        self._age: dict[str, None] = {}  # pages, their rows estimated longest ago first
+        self.anchors: dict[str, tuple] = {}
+        self.org_pages: dict[tuple, set[str]] = {}
+        self.org_on: dict[tuple, dict[str, int]] = {}
+        delegator._events = []
 
     def delegate(self, key: str, ip: IPAddress, subnet: Subnet | None) -> Decision:
         d = self.d
@@ -240,34 +315,40 @@ class KnowledgePolicy:
         total = estimates[chosen].ms + room[chosen]
         if not math.isfinite(total) or total <= 0:
             return False
+        self._sync(ids)
         best_gain, best_pair = 0.0, None
         free = np.array([room[c] for c in ids])
-        anchor = self.knowledge.anchor
-        held = {c: sorted(d._held.get(c, ())) for c in ids if room[c] > 0}  # full crawlers' pages, fixed order
-        org = {key: anchor(self.ips[key]) for keys in held.values() for key in keys}  # looked up once a call
-        alike: dict[tuple, list[str]] = {}  # organisation -> its pages on full crawlers
-        for key, group in org.items():
-            alike.setdefault(group, []).append(key)
+        full = {c for c in ids if room[c] > 0}
+        alike = self._alike_count(full)
+        bounded = len(self.ips) > UNBOUNDED_PAGES
         for c in ids:
             if room[c] <= 0 or not estimates[c].known or estimates[c].ms >= total:
                 continue
-            keys = held[c]
-            if not keys:
+            stack = self._stack(c, ids)
+            live = np.fromiter(stack.slot.values(), dtype=int, count=len(stack.slot))
+            if not len(live):
                 continue
-            mu = np.vstack([self._row(self.mus, key, len(ids)) for key in keys])
-            sd = np.sqrt(np.vstack([self._row(self.vars, key, len(ids)) for key in keys]))
-            here = np.vstack([self._row(self.rows, key, len(ids)) for key in keys])[:, ids.index(c)]
+            column = ids.index(c)
+            rows, _, mus, variances = stack.arrays
+            if bounded and len(live) > EXPLORE_PAGES:  # the pages farthest from c: a move saves most there
+                live = live[np.argpartition(-rows[live, column], EXPLORE_PAGES)[:EXPLORE_PAGES]]
+            self.d.stats["delegation/rows_weighed"] += len(live)
+            mu = mus[live]
+            sd = np.sqrt(variances[live])
+            here = rows[live, column]
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # inf - inf, log 0: no gain, below
                 # the far latency below which moving the page makes room cheaper than the choice is
                 t = (total - estimates[c].ms) + here[:, None] - free[None, :]
                 d_ = (np.log(np.maximum(t, MIN_MS)) - mu) / sd
                 gain = t * ndtr(d_) - np.exp(mu + sd * sd / 2) * ndtr(d_ - sd)
             gain[~np.isfinite(gain) | (t <= 0) | ~(sd > 0)] = 0.0
-            gain[:, ids.index(c)] = 0.0
-            gain *= np.array([1.0 + EXPLORE_SHARE * (len(alike[org[key]]) - 1) for key in keys])[:, None]
-            i, j = np.unravel_index(int(np.argmax(gain)), gain.shape)
-            if gain[i, j] > best_gain:
-                best_gain, best_pair = float(gain[i, j]), (keys[i], ids[j])
+            gain[:, column] = 0.0
+            keys = [stack.keys[i] for i in live]
+            gain *= np.array([1.0 + EXPLORE_SHARE * (alike(self._anchor_of(key)) - 1) for key in keys])[:, None]
+            most = float(gain.max())
+            if most > best_gain:  # of pairs worth alike, the first page in key order, then crawler
+                i, j = min((keys[i], j) for i, j in np.argwhere(gain == most))
+                best_gain, best_pair = most, (i, ids[j])
         threshold = self.d.regret * max(self.price(), CROWDED)
         if best_pair is None or best_gain / total <= threshold:
             return False
@@ -277,10 +358,46 @@ class KnowledgePolicy:
         ms = Session(d.prober, page_ip, self.knowledge).probe(target)
         self.knowledge.check(estimate, ms, page_ip, count=False, calibrate=False)
         self.verified += 1
-        for other in alike[org[key]]:
-            other_ip = self.ips[other]
-            self._set_row(other, {c: self.knowledge.estimate(c, other_ip) for c in ids})
+        self._teach(key, target, full)
         return True
+
+    def _teach(self, key: str, target: str, full: set[str]) -> None:
+        """A probe of page ``key`` by ``target`` taught its organisation: the rows of its pages
+        the ``full`` crawlers hold estimated again; beyond UNBOUNDED_PAGES pages placed, ORG_ROWS
+        of them at most, and only ``target``'s estimates (what the probe changes most; the other
+        crawlers' are left to the rows' rolling estimation)."""
+        ids = list(self.d.crawlers)
+        pages = self._alike(self._anchor_of(key), full, self.d._page_crawler[key])
+        if len(self.ips) <= UNBOUNDED_PAGES:
+            for other in pages:
+                other_ip = self.ips[other]
+                self._set_row(other, {c: self.knowledge.estimate(c, other_ip) for c in ids})
+            return
+        column = ids.index(target)
+        for other in pages:
+            self._set_cell(other, column, self.knowledge.estimate(target, self.ips[other]))
+
+    def _alike(self, anchor: tuple, full: set[str], first: str) -> list[str]:
+        """The pages of the organisation ``anchor`` that the ``full`` crawlers hold, in key
+        order; beyond UNBOUNDED_PAGES pages placed, ORG_ROWS of them at most, those on ``first``
+        first."""
+        crawler_of = self.d._page_crawler
+        pages = sorted(key for key in self.org_pages.get(anchor, ()) if crawler_of.get(key) in full)
+        if len(self.ips) > UNBOUNDED_PAGES and len(pages) > ORG_ROWS:
+            pages = sorted(pages, key=lambda key: crawler_of[key] != first)[:ORG_ROWS]
+        return pages
+
+    def _alike_count(self, full: set[str]) -> Callable[[tuple], int]:
+        """Organisation -> how many of its pages the ``full`` crawlers hold (asked again, remembered)."""
+        counts: dict[tuple, int] = {}
+
+        def count(anchor: tuple) -> int:
+            found = counts.get(anchor)
+            if found is None:
+                found = counts[anchor] = sum(n for c, n in self.org_on.get(anchor, {}).items() if c in full)
+            return found
+
+        return count
 
     def _verify(self, crawler_id: str, via: dict[str, tuple[str, str]]) -> tuple[int, bool]:
         """Before pages move along the way found to make room on ``crawler_id``, each page
@@ -294,12 +411,14 @@ class KnowledgePolicy:
         d, knowledge = self.d, self.knowledge
         ids = list(d.crawlers)
         probes, surprised, seen, at = 0, False, {crawler_id}, crawler_id
+        probed: list[tuple[str, str]] = []
         while not d._room(at, 1) and at in via and via[at][0] not in seen:
             target, key = via[at]
             seen.add(target)
             page_ip = self.ips[key]
             estimate = knowledge.estimate(target, page_ip)
             if not estimate.near:
+                probed.append((key, target))
                 used = self._row(self.cautious, key, len(ids))[ids.index(target)]
                 ms = Session(d.prober, page_ip, knowledge).probe(target)
                 knowledge.check(estimate, ms, page_ip, count=False)
@@ -307,7 +426,12 @@ class KnowledgePolicy:
                 surprised = surprised or not ms <= used
             at = target
         if surprised:
-            self._refresh([c for c in ids if not d._room(c, 1)])
+            full = [c for c in ids if not d._room(c, 1)]
+            if len(self.ips) <= UNBOUNDED_PAGES:
+                self._refresh(full)
+            else:  # what the probes taught, of their organisations' pages
+                for key, target in probed:
+                    self._teach(key, target, set(full))
         return probes, surprised
 
     def worth(self, pages: int) -> float:
@@ -422,9 +546,16 @@ class KnowledgePolicy:
         if not self.d.movable:  # no page moves: a full crawler has no room at any price
             return {c: math.inf if c in full else 0.0 for c in self.d.crawlers}, {}, ()
         moves: list[Move] = []
-        if full and self.stale >= max(REFRESH, len(self.ips) // 10):
-            self._refresh(list(self.d.crawlers))
-            moves += self._improve()
+        bounded = len(self.ips) > UNBOUNDED_PAGES
+        if full and self.stale >= max(REFRESH, 0 if bounded else len(self.ips) // 10):
+            if bounded:
+                keys = self._oldest(ROLLING * self.stale)
+                self._restate_rows(keys)
+                self.stale = 0
+                moves += self._improve(set(keys))
+            else:
+                self._refresh(list(self.d.crawlers))
+                moves += self._improve()
         for _ in range(MAX_CANCELS):  # each cancelled cycle lowers the estimated total: it ends
             cost, via, cycle = self._ways()
             if not cycle:
@@ -443,20 +574,21 @@ class KnowledgePolicy:
                 cost[a] = math.inf
         return cost, via, tuple(moves)
 
-    def _improve(self) -> list[Move]:
+    def _improve(self, keys: set[str] | None = None) -> list[Move]:
         """Pages on crawlers that are not full, which what is known now says a crawler with
         room serves faster (a page moved there by an estimate that proved wrong, an
         organisation learnt since), move there: each is probed there first where nothing
         near backs the estimate, and moves only if the probe confirms it. Full crawlers'
         pages are the ways' business (:meth:`_ways`). The probes are counted in
-        ``self.verified``."""
+        ``self.verified``. ``keys``: those pages only (else every page)."""
         d, knowledge = self.d, self.knowledge
         ids = list(d.crawlers)
         moves: list[Move] = []
         for source in ids:
             if not d._room(source, 1):
                 continue
-            for key in sorted(d._held.get(source, ())):
+            held = d._held.get(source, ())
+            for key in sorted(held if keys is None else (key for key in keys if key in held)):
                 rows, cautious = self._row(self.rows, key, len(ids)), self._row(self.cautious, key, len(ids))
                 now = rows[ids.index(source)]
                 if not math.isfinite(now):  # nothing known of where it is: nothing to save (and no inf - inf)
@@ -663,6 +795,7 @@ class KnowledgePolicy:
         if not full:
             return cost, via, []
         ids = list(d.crawlers)
+        self._sync(ids)
         edges = {a: self._edges(a, ids) for a in full}
         changed = None
         for _ in range(len(ids)):
@@ -685,18 +818,76 @@ class KnowledgePolicy:
                 return cost, via, cycle
 
     def _edges(self, crawler_id: str, ids: list[str]) -> dict[str, tuple[float, str]]:
-        """Crawler -> (the least extra latency of moving one of ``crawler_id``'s pages there, that page)."""
-        keys = sorted(self.d._held.get(crawler_id, ()))  # in a fixed order: ties go the same way every run
-        if not keys:
-            return {}
-        rows = np.vstack([self._row(self.rows, key, len(ids)) for key in keys])
-        cautious = np.vstack([self._row(self.cautious, key, len(ids)) for key in keys])
+        """Crawler -> (the least extra latency of moving one of ``crawler_id``'s pages there, that
+        page; of pages alike, the first in key order), from its stack, kept until it changes."""
+        stack = self._stack(crawler_id, ids)
+        if stack.edges is not None:
+            return stack.edges
+        rows, cautious = stack.arrays[0], stack.arrays[1]
+        self.d.stats["delegation/rows_stacked"] += len(stack.slot)
         with np.errstate(invalid="ignore"):  # inf - inf (nothing known either way): made inf below
             extra = cautious - rows[:, ids.index(crawler_id)][:, None]
         extra[~np.isfinite(extra)] = np.inf
+        least = extra.min(axis=0)
         cheapest = extra.argmin(axis=0)
-        return {b: (float(extra[cheapest[j], j]), keys[cheapest[j]]) for j, b in enumerate(ids)
-                if b != crawler_id and math.isfinite(extra[cheapest[j], j])}
+        ties = (extra == least[None, :]).sum(axis=0)
+        found = {}
+        for j, b in enumerate(ids):
+            if b == crawler_id or not math.isfinite(least[j]):
+                continue
+            key = stack.keys[cheapest[j]] if ties[j] == 1 else min(
+                stack.keys[i] for i in np.flatnonzero(extra[:, j] == least[j]))
+            found[b] = (float(least[j]), key)
+        stack.edges = found
+        return found
+
+    def _stack(self, crawler_id: str, ids: list[str]) -> _Stack:
+        """The crawler's pages' rows stacked (made the first time it is asked; :meth:`_sync`
+        keeps it)."""
+        stack = self._stacks.get(crawler_id)
+        if stack is None:
+            width = len(ids)
+            stack = self._stacks[crawler_id] = _Stack(width)
+            for key in sorted(self.d._held.get(crawler_id, ())):
+                stack.put(key, self._rows_of(key, width))
+        return stack
+
+    def _anchor_of(self, key: str) -> tuple | None:
+        """The page's organisation (its anchor), once its address is known."""
+        anchor = self.anchors.get(key)
+        if anchor is None and key in self.ips:
+            anchor = self.anchors[key] = self.knowledge.anchor(self.ips[key])
+            self.org_pages.setdefault(anchor, set()).add(key)
+        return anchor
+
+    def _rows_of(self, key: str, width: int) -> list[np.ndarray]:
+        return [self._row(rows, key, width) for rows in (self.rows, self.cautious, self.mus, self.vars)]
+
+    def _sync(self, ids: list[str]) -> None:
+        """The stacks, and the pages each crawler holds of each organisation, brought up to date
+        with the pages that came and left (the ledger's events) and the rows estimated again."""
+        width = len(ids)
+        if any(stack.width != width for stack in self._stacks.values()):  # a crawler joined: rows widen
+            self._stacks = {}
+        events = self.d._events
+        for key, crawler_id, came in events:
+            anchor = self._anchor_of(key)
+            if anchor is not None:
+                on = self.org_on.setdefault(anchor, {})
+                on[crawler_id] = on.get(crawler_id, 0) + (1 if came else -1)
+            stack = self._stacks.get(crawler_id)
+            if stack is not None:
+                if came:
+                    stack.put(key, self._rows_of(key, width))
+                else:
+                    stack.drop(key)
+        events.clear()
+        crawler_of = self.d._page_crawler
+        for key in self._restated:
+            stack = self._stacks.get(crawler_of.get(key))
+            if stack is not None and key in stack.slot:
+                stack.put(key, self._rows_of(key, width))
+        self._restated.clear()
 
     @staticmethod
     def _row(rows: dict[str, np.ndarray], key: str, width: int) -> np.ndarray:
@@ -725,12 +916,19 @@ class KnowledgePolicy:
                moves: tuple[Move, ...] = (), estimates: dict[str, Estimate] | None = None,
                verified: int = 0) -> Decision:
         self.ips[key] = ip
+        self._anchor_of(key)
         self._set_row(key, estimates or {c: self.knowledge.estimate(c, ip) for c in self.d.crawlers})
         self.stale += 1
+        if len(self.d._events) > EVENTS_MAX:  # a stream whose capacities never bind reads none of them
+            self._sync(list(self.d.crawlers))
         return self.d._assign(key, ip, subnet, crawler_id, session, reason, moves, verified)
 
     def _set_row(self, key: str, estimates: dict[str, Estimate]) -> None:
         found = [estimates[c] for c in self.d.crawlers]
+        self._restated.add(key)
+        self._age.pop(key, None)
+        self._age[key] = None
+        self.d.stats["delegation/rows_estimated"] += 1
         self.rows[key] = np.array([e.ms for e in found])
         if self.d.explore or self.d.horizon is not None:  # only exploring and settling read them
             self.mus[key] = np.array([e.mu if e.known else math.inf for e in found])
@@ -742,13 +940,42 @@ class KnowledgePolicy:
     def _refresh(self, full: list[str]) -> None:
         """The rows of the pages on full crawlers (those that may move) estimated again from
         what is known now, more than when they came."""
+        self._restate_rows([key for c in full for key in self.d._held.get(c, ())])
+        self.stale = 0
+
+    def _set_cell(self, key: str, column: int, estimate: Estimate) -> None:
+        """One crawler's estimate in a page's row (as :meth:`_set_row` sets them all)."""
+        width = len(self.d.crawlers)
+        e = estimate
+        cells = [(self.rows, e.ms),
+                 (self.cautious, math.exp(min(700.0, e.mu + CAUTION * math.sqrt(e.var))) if e.known else math.inf)]
+        if self.d.explore or self.d.horizon is not None:
+            cells += [(self.mus, e.mu if e.known else math.inf),
+                      (self.vars, e.var if e.kind not in (IP, EXACT) else 0.0), (self.near, 1.0 if e.near else 0.0)]
+        for rows, value in cells:
+            row = self._row(rows, key, width).copy()
+            row[column] = value
+            rows[key] = row
+        self._restated.add(key)
+        self.d.stats["delegation/cells_estimated"] += 1
+
+    def _restate_rows(self, keys: list[str]) -> None:
         by_ip: dict[IPAddress, dict[str, Estimate]] = {}
-        for key in (key for c in full for key in self.d._held.get(c, ())):
+        for key in keys:
             ip = self.ips[key]
             if ip not in by_ip:
                 by_ip[ip] = {c: self.knowledge.estimate(c, ip) for c in self.d.crawlers}
             self._set_row(key, by_ip[ip])
-        self.stale = 0
+
+    def _oldest(self, count: int) -> list[str]:
+        """The ``count`` pages placed whose rows were estimated longest ago."""
+        crawler_of, found = self.d._page_crawler, []
+        for key in self._age:
+            if len(found) >= count:
+                break
+            if key in crawler_of:
+                found.append(key)
+        return found
 
     # -- dynamic calibration --------------------------------------------------------------
 

@@ -164,6 +164,8 @@ class Delegator(Ledger):
         self._pages_on.get((crawler_id, subnet), set()).discard(key)
         self._held.get(crawler_id, set()).discard(key)
         self._load[crawler_id] = max(0, self._load[crawler_id] - 1)
+        if self._events is not None:
+            self._events.append((key, crawler_id, False))
 
     def adopt(self, subnet: Subnet, crawler_id: str) -> None:
         """Record a delegation decided elsewhere (another worker's coordinator, in the

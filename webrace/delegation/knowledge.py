@@ -203,6 +203,7 @@ class Knowledge:
         self._calibration: dict[str, _Stat] = {}  # kind of estimate -> squared standardised errors
         self._pooled: dict[tuple, list[float]] = {}  # group -> [ss, dof] over crawlers
         self._kinds: dict[str, list[float]] = {}  # kind -> [ss, dof] over its groups
+        self._kind_vars: dict[str, float] = {}  # _kind_var's answers, until a spread changes
         self._in_subnet: dict[Subnet, dict[tuple[str, IPAddress], None]] = {}
         self._groups: dict[Subnet, list[tuple]] = {}
         # caches of what the hierarchy and the crawlers' addresses say (estimates ask them for
@@ -221,6 +222,7 @@ class Knowledge:
         self._at: dict[IPAddress, dict[str, None]] = {}
         self._peers: dict[str, _Stat] = {}
         self._placed: dict[tuple[str, str], str | None] = {}
+        self._placed_far: dict[tuple[str, str, tuple], str | None] = {}  # _placed_for's, by the address's place
         # anchor -> crawler -> [sum, count] of its log-latencies to the anchor's measured addresses;
         # (crawler p, crawler c) -> anchor -> (p's mean, c's mean) where both measured it; sorted arrays
         self._anchor_y: dict[tuple, dict[str, list[float]]] = {}
@@ -232,7 +234,7 @@ class Knowledge:
         """Where a crawler is: its estimates start from how near crawlers so placed were."""
         self._homes[crawler_id] = ip
         self._home_groups.pop(crawler_id, None)
-        self._relation, self._placed = {}, {}
+        self._relation, self._placed, self._placed_far = {}, {}, {}
 
     # -- measuring ------------------------------------------------------------------------
 
@@ -365,12 +367,19 @@ class Knowledge:
 
     def _placed_for(self, crawler_id: str, other: str, ip: IPAddress) -> str | None:
         """How two crawlers' places relate, and whether ``ip`` shares no group with either (a
-        host far from both: two crawlers of one region differ less there than next door)."""
+        host far from both: two crawlers of one region differ less there than next door). It
+        depends on the address only by its place (its narrowest group), and is kept by it."""
+        key = (crawler_id, other, self.groups(ip)[0])  # groups first: it renews the caches if the hierarchy changed
+        if key in self._placed_far:
+            return self._placed_far[key]
         placed = self.placed(crawler_id, other)
-        if placed is None or other == crawler_id:
-            return placed
-        far = all(str(self.relation(c, ip)).startswith("none") for c in (crawler_id, other))
-        return f"{placed}>far" if far else placed
+        if placed is not None and other != crawler_id:
+            far = all(str(self.relation(c, ip)).startswith("none") for c in (crawler_id, other))
+            placed = f"{placed}>far" if far else placed
+        if len(self._placed_far) >= CACHE_LIMIT:
+            self._placed_far = {}
+        self._placed_far[key] = placed
+        return placed
 
     def placed(self, crawler_id: str, other: str) -> str | None:
         """The kind of the narrowest group holding both crawlers' addresses (``"none"``: only
@@ -578,6 +587,7 @@ class Knowledge:
         """The groups ``ip`` belongs to, the narrowest first."""
         if self._index is not self.hierarchy.index:
             self._index, self._groups, self._home_groups, self._placed = self.hierarchy.index, {}, {}, {}
+            self._placed_far = {}
             self._ip_groups, self._relation = {}, {}
         found = self._ip_groups.get(ip)
         if found is not None:
@@ -686,6 +696,7 @@ class Knowledge:
         for total in (self._pooled.setdefault(group, [0.0, 0.0]), self._kinds.setdefault(_kind(group), [0.0, 0.0])):
             total[0] += stat.ss - ss
             total[1] += stat.dof - dof
+        self._kind_vars.clear()
         return stat
 
     def _relate(self, crawler_id: str, ip: IPAddress, y: float, at: float, sign: int) -> None:
@@ -712,6 +723,12 @@ class Knowledge:
     def _kind_var(self, kind: str) -> float:
         """Pooled over every group of the kind, shrunk towards the broader kind's in log space
         (spreads of different kinds differ by orders of magnitude: a building against a continent)."""
+        found = self._kind_vars.get(kind)
+        if found is None:
+            found = self._kind_vars[kind] = self._kind_var_now(kind)
+        return found
+
+    def _kind_var_now(self, kind: str) -> float:
         ss, dof = self._kinds.get(kind, (0.0, 0.0))
         broader = BROADER.get(kind.split("/")[0])
         prior = self._kind_var(broader) if broader else self.prior_var

@@ -52,6 +52,8 @@ class Ledger:
         self._load: Counter[str] = Counter()
         self._fetches: dict[tuple[str, Subnet], dict[IPAddress, tuple[int, float]]] = {}
         self._streak: Counter[tuple[str, Subnet]] = Counter()
+        # (page, crawler, whether it came or left) since a policy last read them; None: nobody reads them
+        self._events: list[tuple[str, str, bool]] | None = None
 
     def owner(self, subnet: Subnet) -> str | None:
         """The crawler the subnet is delegated to."""
@@ -90,6 +92,8 @@ class Ledger:
         self._pages_on[source, subnet].discard(key)
         self._held[source].discard(key)
         self._load[source] -= 1
+        if self._events is not None:
+            self._events.append((key, source, False))
         self._give([key], subnet, target)
         return subnet
 
@@ -97,6 +101,8 @@ class Ledger:
         pages = self._pages_on.pop((crawler_id, subnet), set())
         self._held.get(crawler_id, set()).difference_update(pages)
         self._load[crawler_id] -= len(pages)
+        if self._events is not None:
+            self._events.extend((key, crawler_id, False) for key in pages)
         return pages
 
     def _give(self, pages: Iterable[str], subnet: Subnet | None, crawler_id: str) -> None:
@@ -108,6 +114,8 @@ class Ledger:
             on.add(key)
             held.add(key)
             self._load[crawler_id] += 1
+            if self._events is not None:
+                self._events.append((key, crawler_id, True))
 
     def _assign(
         self,
