@@ -4,6 +4,8 @@ delivery's retries. Clocks are injected: no sleeps, no real step."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from scrapy.settings import Settings
 from test_round_engine import SITE, crawl
@@ -217,7 +219,14 @@ def test_the_urd_spider_steadies_the_crawls_reactor(tmp_path, monkeypatch):
     reactor = SelectReactor()  # stands for the one Scrapy installs (none is installed in this process)
     monkeypatch.setattr(urd, "_reactor", lambda: reactor)
     try:
-        urd.UrdSpider.from_crawler(get_crawler(urd.UrdSpider, {"WEBRACE_DATA_DIR": str(tmp_path / "data")}))
+        spider = urd.UrdSpider.from_crawler(get_crawler(urd.UrdSpider, {"WEBRACE_DATA_DIR": str(tmp_path / "data")}))
+        # not while the spider is made: Scrapy installs the reactor after that (TWISTED_REACTOR),
+        # and a reactor imported first would be the default one (a crawl under SelectReactor failed)
+        assert not isinstance(reactor.seconds, SteadySeconds)
+        opened = spider.on_opened(spider)
+        with contextlib.suppress(Exception):  # the object cache is not there: steadied before it is asked for
+            opened.send(None)
+        opened.close()
         assert isinstance(reactor.seconds, SteadySeconds)
     finally:
         reactor.waker.connectionLost(None)

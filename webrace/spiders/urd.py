@@ -89,7 +89,6 @@ class UrdSpider(scrapy.Spider):
         settings = crawler.settings
         spider.scout = CrawlRules.load(crawler, spider.template_arg)  # TemplateError: refused
         spider.continuous = settings.getbool("WEBRACE_CONTINUOUS")
-        steady_reactor(_reactor())  # a wall-clock step holds none of its timed calls (webrace.clock)
         stats = CrawlStats(crawler)
         if distributed(settings):
             spider.outage = Outage(logger.warning)  # Redis away: said once each way for the whole worker
@@ -124,6 +123,9 @@ class UrdSpider(scrapy.Spider):
     async def on_opened(self, spider: scrapy.Spider) -> None:
         if spider is not self:
             return
+        # a wall-clock step holds none of its timed calls (webrace.clock); not in from_crawler:
+        # the reactor is installed after the spider is made, and importing it first installs another
+        steady_reactor(_reactor())
         self.cache = await self._open_cache()
         self.recorder = PageRecorder(self.cache, self.extractor, CrawlStats(self.crawler), self.engine.tally,
                                      store_io(self.crawler), self.crawler.settings.getfloat("METAREFRESH_MAXDELAY"))
