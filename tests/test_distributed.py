@@ -36,8 +36,8 @@ def start_worker(project: Project, **settings) -> tuple[subprocess.Popen, object
     return proc, out
 
 
-def finish(project: Project, proc: subprocess.Popen, out) -> object:
-    stdout, stderr = proc.communicate(timeout=180)
+def finish(project: Project, proc: subprocess.Popen, out, timeout: float = 180) -> object:
+    stdout, stderr = proc.communicate(timeout=timeout)
     return project.run_result(proc.returncode, stdout, stderr, out)
 
 
