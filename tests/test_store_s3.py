@@ -4,16 +4,12 @@ two workers with no shared directory keeping their bodies in one bucket."""
 
 from __future__ import annotations
 
-import gzip
-import re
 import socket
-import threading
 
 import pytest
-from conftest import urd
 from scrapy.settings import Settings
 
-from webrace.backends import SharedStoreMismatch, open_object_cache, open_object_store
+from webrace.backends import SharedStoreMismatch, open_object_store
 from webrace.backends.sqlite import SqliteMetaInfoStore
 from webrace.store.cache import ObjectCache
 from webrace.store.objects import ObjectStoreUnwritable, digest_of
@@ -102,110 +98,3 @@ def test_a_worker_pointed_at_another_bucket_or_prefix_is_refused(s3_server, s3_b
         with pytest.raises(SharedStoreMismatch, match="point WEBRACE_S3_BUCKET, WEBRACE_S3_PREFIX and "
                                                       "WEBRACE_S3_ENDPOINT_URL at the ones they use"):
             open_object_store(Settings({**mode, **other}))
-
-
-# -- two workers, no shared directory (the issue's must-show 2) ----------------------------------------
-
-
-class Gate:
-    """The site answers no page until both workers have asked for one (told apart by their
-    User-Agent), so neither can take the whole round before the other has started (at most
-    ``limit`` seconds). Every page is queued when the round opens (a URD each), and a worker
-    leases a few at a time: the second one finds pages left however late it starts."""
-
-    def __init__(self, site, limit: float = 60) -> None:
-        self.lookup, self.limit = site.lookup, limit
-        self.changed, self.agents, self.opened = threading.Condition(), set(), True
-        site.lookup = self.answer
-
-    def close(self) -> None:
-        with self.changed:
-            self.agents, self.opened = set(), False
-
-    def answer(self, host: str, path: str, headers: dict) -> object:
-        if path != "/robots.txt":
-            with self.changed:
-                self.agents.add(headers.get("User-Agent"))
-                if len(self.agents) >= 2:
-                    self.opened = True
-                    self.changed.notify_all()
-                self.changed.wait_for(lambda: self.opened, timeout=self.limit)
-        return self.lookup(host, path, headers)
-
-
-def test_two_workers_with_no_shared_directory_keep_every_body_once_in_s3_read_them_back_and_gc_and_export_work(
-        tmp_path, redis_url, redis_prefix, site, s3_server, s3_bucket):
-    from test_distributed import finish, schedule, start_worker, worker_project
-    from warcio.archiveiterator import ArchiveIterator
-
-    paths = [f"/p{i}.html" for i in range(30)]
-    site.validators = True
-    site.html("/", paths)
-    for i, path in enumerate(paths):  # /p0.html and /p1.html serve the same body: stored once
-        site.add(path, f"<html><body><p>page {max(i, 1)}</p>{'lorem ipsum ' * 300}<a href='/'>home</a></body></html>")
-    bodies = {site.url(path): site.routes[(None, path)][2] for path in ["/", *paths]}
-    s3 = s3_settings(s3_server, s3_bucket)
-    env = {"REDIS_URL": redis_url, "WEBRACE_REDIS_PREFIX": redis_prefix}  # and no WEBRACE_OBJECTS_DIR
-    scheduler = worker_project(tmp_path, "scheduler", env)
-    scheduler.add_urds(*(urd(f"u{n}", "alice", url, depth=0) for n, url in enumerate(bodies)))
-    a, b = worker_project(tmp_path, "a", env), worker_project(tmp_path, "b", env)
-    gate = Gate(site)
-
-    def crawl_round() -> list:
-        schedule(scheduler)
-        gate.close()  # both workers fetch pages: the site waits for the second one
-        runs = [start_worker(w, USER_AGENT=f"webrace-test-{w.root.name}", WEBRACE_MAX_LEASED=4, **s3)
-                for w in (a, b)]
-        # (a machine loaded by the whole suite: the first worker may wait up to the gate's limit)
-        done = [finish(w, *run, timeout=420) for w, run in zip((a, b), runs, strict=True)]
-        for run in done:
-            assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr[-3000:]
-        assert all(run.pages for run in done), [(len(run.items), run.stderr[-1500:]) for run in done]
-        assert sum(len(run.pages) for run in done) == 31
-        return done
-
-    crawl_round()
-    assert sorted(site.paths()) == sorted(["/", *paths])
-    settings = Settings({**env, **s3, "WEBRACE_DATA_DIR": str(tmp_path / "reader")})
-    with open_object_cache(settings) as cache:
-        stored = set(cache.objects.digests())
-        assert stored == set(cache.index.referenced_digests())  # nothing half-written, nothing stray
-        assert {digest_of(body) for body in bodies.values()} <= stored
-        assert len({digest_of(body) for body in bodies.values()}) == 30  # 31 pages, 30 bodies, each once
-        for url, body in bodies.items():
-            assert cache.get(url)[1] == body
-    for worker in (a, b, scheduler):  # no body on any machine's disk
-        assert not list(worker.root.rglob("*.z"))
-
-    schedule(scheduler)  # closes round 1
-    scheduler.make_due()
-    site.clear_hits()
-    before = len(s3_server.requests)
-    second = crawl_round()  # conditional: each worker checks the stored body (from S3) before it asks
-    assert set(site.statuses().values()) == {304}
-    assert sum(run.stat("recrawl/conditional") for run in second) == 31
-    read = {path for method, path in s3_server.requests[before:] if method == "GET"}
-    assert {f"/{s3_bucket}/crawl/{digest[:2]}/{digest}.z" for digest in map(digest_of, bodies.values())} <= read
-
-    # gc on the bucket: an old body nothing points to goes, a young one stays (another worker's)
-    objects = S3ObjectStore.from_settings(settings)
-    old, young = objects.put(b"an old orphan")[0], objects.put(b"a young orphan")[0]
-    s3_server.date_back(s3_bucket, objects.key(old), 7200)
-    gc = a.scrapy("store", "gc", "--keep", "1", *set_args(s3))
-    assert gc.returncode == 0, gc.stderr
-    assert "deleted 1 object(s)" in gc.stdout and "spared 1 unreferenced object(s)" in gc.stdout, gc.stdout
-    assert not objects.exists(old) and objects.exists(young)
-
-    out = tmp_path / "crawl.warc.gz"
-    export = b.scrapy("store", "export", "--warc", str(out), *set_args(s3))
-    assert export.returncode == 0, export.stderr
-    assert "Wrote 31 response, 62 request and 31 revisit record(s) of 31 URL(s)" in export.stderr, export.stderr
-    with gzip.open(out, "rb") as raw:
-        responses = {record.rec_headers.get_header("WARC-Target-URI"): record.content_stream().read()
-                     for record in ArchiveIterator(raw) if record.rec_type == "response"}
-    assert responses == bodies
-
-    broken = a.scrapy("store", "gc", *set_args({**s3, "WEBRACE_S3_BUCKET": "no-such-bucket-here"}))
-    assert broken.returncode == 1 and "Traceback" not in broken.stderr
-    assert re.fullmatch(r"error: cannot use the object store s3://no-such-bucket-here/crawl/ at \S+: the bucket "
-                        r"does not exist \(create it, or set WEBRACE_S3_BUCKET\)\n", broken.stderr), broken.stderr

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import http.client
 import socket
-import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import pytest
@@ -120,41 +118,6 @@ def answer(handle: Handle, path: str = "/login") -> http.client.HTTPResponse:
     response.read()
     conn.close()
     return response
-
-
-def test_a_request_past_the_queue_limit_is_answered_503_with_retry_after_at_once(tmp_path):
-    """One thread, held by a request that waits for the test; one request queued behind it
-    (the queue limit); the next is answered 503 while the first is still held, and the queued
-    one is answered 200 once the thread is free."""
-    with server(tmp_path, WEBRACE_WEB_THREADS=1, WEBRACE_WEB_QUEUE_LIMIT=1) as handle:
-        entered, release, queued = threading.Event(), threading.Event(), threading.Event()
-
-        def hold() -> str:
-            entered.set()
-            release.wait(CLIENT_TIMEOUT)
-            return "held"
-
-        handle.server.app.add_url_rule("/hold", "hold", hold)
-        dispatcher = handle.server.task_dispatcher
-        add_task = dispatcher.add_task
-
-        def counted(task: object) -> None:
-            add_task(task)
-            if len(dispatcher.queue) >= 1:
-                queued.set()
-
-        dispatcher.add_task = counted
-        with ThreadPoolExecutor(2) as pool:
-            held = pool.submit(answer, handle, "/hold")
-            assert entered.wait(CLIENT_TIMEOUT)
-            waiting = pool.submit(answer, handle, "/login")
-            assert queued.wait(CLIENT_TIMEOUT)
-            refused = answer(handle, "/login")
-            assert not release.is_set() and not held.done()  # answered while the only thread is busy
-            assert refused.status == 503 and refused.getheader("Retry-After") == "1"
-            release.set()
-            assert held.result().status == 200 and waiting.result().status == 200
-        assert answer(handle).status == 200  # the queue is empty again: served
 
 
 def test_a_connection_past_the_connection_limit_is_answered_503_not_left_in_the_backlog(tmp_path):
