@@ -513,6 +513,7 @@ PARENS = "(" * 2000
 ])
 @pytest.mark.parametrize("path", ["api", "form", "edit"])
 def test_a_pattern_or_location_nested_beyond_the_bounds_answers_400_on_every_path(sweep, fields, path):
+    sweep.ensure_state()  # the sweep's other tests may have removed alice's sentinel (the edit path's aim)
     before = sweep.state()
     sweep.errors.clear()
     sentinel = {"url": "http://parens.test/", **fields}
